@@ -1,0 +1,3 @@
+module github.com/windowlimit/windowlimit
+
+go 1.22

@@ -1,0 +1,44 @@
+package ratelimit
+
+import "time"
+
+// Decision is the outcome of one rule for one request.
+type Decision struct {
+	// Allowed reports whether the request may pass this rule.
+	Allowed bool
+	// Limit is the rule's N.
+	Limit int64
+	// Remaining is how many more requests of cost 1 would pass right now:
+	// N minus the count after this request, rounded down, at least 0.
+	Remaining int64
+	// RetryAfter is, for a denied request, the earliest delay after which a
+	// request of the same cost would pass if nothing else arrived. It is
+	// zero for an allowed request.
+	RetryAfter time.Duration
+	// ResetAfter is the delay until the window holds no counted request.
+	ResetAfter time.Duration
+}
+
+// Tightest returns the index of the decision that should speak for a
+// request checked against several rules: among denials the one that lasts
+// longest, otherwise the one with the fewest requests remaining. It returns
+// -1 for an empty slice.
+func Tightest(ds []Decision) int {
+	best := -1
+	for i := range ds {
+		if best < 0 || tighter(&ds[i], &ds[best]) {
+			best = i
+		}
+	}
+	return best
+}
+
+func tighter(a, b *Decision) bool {
+	if a.Allowed != b.Allowed {
+		return !a.Allowed
+	}
+	if !a.Allowed {
+		return a.RetryAfter > b.RetryAfter
+	}
+	return a.Remaining < b.Remaining
+}

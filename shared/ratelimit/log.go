@@ -1,0 +1,73 @@
+package ratelimit
+
+import "time"
+
+// logRing holds the admitted timestamps of one key, oldest first, in a
+// ring that grows on demand up to the limit.
+type logRing struct {
+	ts   []int64
+	head int // index of the oldest timestamp
+	n    int // timestamps held
+}
+
+func (r *logRing) reset() { r.head, r.n = 0, 0 }
+
+// release drops the ring's memory when its key is deleted.
+func (r *logRing) release() { *r = logRing{} }
+
+// at returns the i-th oldest timestamp.
+func (r *logRing) at(i int) int64 { return r.ts[(r.head+i)%len(r.ts)] }
+
+// push appends t, growing the ring (never past limit, which the caller
+// guarantees is not exceeded).
+func (r *logRing) push(t int64, limit int) {
+	if r.n == len(r.ts) {
+		size := 2 * len(r.ts)
+		if size < 4 {
+			size = 4
+		}
+		if size > limit {
+			size = limit
+		}
+		grown := make([]int64, size)
+		for i := 0; i < r.n; i++ {
+			grown[i] = r.at(i)
+		}
+		r.ts, r.head = grown, 0
+	}
+	r.ts[(r.head+r.n)%len(r.ts)] = t
+	r.n++
+}
+
+// takeLog implements Log: a request at t counts the admitted timestamps in
+// (t-W, t]. The slot's newest field holds the newest timestamp.
+func (z *Zone) takeLog(s *shard, slot uint32, t int64, commit bool) Decision {
+	r := &s.logs[slot]
+	if newest := s.newest[slot]; t < newest {
+		t = newest // the clock went back
+	}
+	for r.n > 0 && r.ts[r.head] <= t-z.window {
+		r.head = (r.head + 1) % len(r.ts)
+		r.n--
+	}
+	d := Decision{Limit: z.rule.Limit}
+	cost := int(z.rule.Cost)
+	limit := int(z.rule.Limit)
+	if r.n+cost <= limit {
+		d.Allowed = true
+		d.Remaining = int64(limit - r.n - cost)
+		d.ResetAfter = time.Duration(z.window)
+		if commit {
+			for i := 0; i < cost; i++ {
+				r.push(t, limit)
+			}
+			s.newest[slot] = t
+		}
+		return d
+	}
+	d.Remaining = int64(limit - r.n)
+	// The (n+cost-limit)-th oldest timestamp must leave the window first.
+	d.RetryAfter = time.Duration(r.at(r.n+cost-limit-1) + z.window - t)
+	d.ResetAfter = time.Duration(r.at(r.n-1) + z.window - t)
+	return d
+}

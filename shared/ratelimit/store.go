@@ -1,0 +1,87 @@
+package ratelimit
+
+import (
+	"context"
+	"time"
+)
+
+// Item is one rule to check for a request: a zone and the request's key in
+// that zone.
+type Item struct {
+	Zone *Zone
+	Key  string
+}
+
+// Store takes the decisions for one request. Every item is checked, and the
+// request is counted in all of them only if all allow it, atomically with
+// respect to other requests. out must have len(items) elements; it receives
+// one decision per item. The result reports whether all items allowed.
+//
+// The in-memory store never fails; a remote store reports its failures so
+// the caller can apply its failure policy.
+type Store interface {
+	Take(ctx context.Context, now time.Time, items []Item, out []Decision) (bool, error)
+}
+
+// Memory is the in-memory Store: each zone keeps its own keys.
+type Memory struct{}
+
+// Take implements Store.
+func (Memory) Take(_ context.Context, now time.Time, items []Item, out []Decision) (bool, error) {
+	return TakeAll(now, items, out), nil
+}
+
+// maxStackItems is how many items TakeAll handles without allocating.
+const maxStackItems = 8
+
+// TakeAll decides items together in memory and counts the request in every
+// zone only if all allow it. The shards involved are locked in one global
+// order (zone id, then shard), so concurrent requests over the same zones
+// cannot deadlock or slip between another request's check and count.
+func TakeAll(now time.Time, items []Item, out []Decision) bool {
+	if len(items) == 1 {
+		out[0] = items[0].Zone.Take(items[0].Key, now)
+		return out[0].Allowed
+	}
+	t := now.UnixNano()
+	var rankBuf [maxStackItems]uint64
+	var orderBuf [maxStackItems]int
+	rank, order := rankBuf[:0], orderBuf[:0]
+	if len(items) > maxStackItems {
+		rank, order = make([]uint64, 0, len(items)), make([]int, 0, len(items))
+	}
+	for i := range items {
+		z := items[i].Zone
+		rank = append(rank, z.id<<6|uint64(z.shardIndex(items[i].Key)))
+		order = append(order, i)
+	}
+	// Insertion sort: a request has a handful of items.
+	for i := 1; i < len(order); i++ {
+		for j := i; j > 0 && rank[order[j]] < rank[order[j-1]]; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+	for i, j := range order {
+		if i == 0 || rank[j] != rank[order[i-1]] {
+			items[j].Zone.shardAt(rank[j]).mu.Lock()
+		}
+	}
+	allowed := true
+	for i := range items {
+		z := items[i].Zone
+		out[i] = z.take(z.shardAt(rank[i]), items[i].Key, t, false)
+		allowed = allowed && out[i].Allowed
+	}
+	if allowed {
+		for i := range items {
+			z := items[i].Zone
+			z.take(z.shardAt(rank[i]), items[i].Key, t, true)
+		}
+	}
+	for i, j := range order {
+		if i == 0 || rank[j] != rank[order[i-1]] {
+			items[j].Zone.shardAt(rank[j]).mu.Unlock()
+		}
+	}
+	return allowed
+}
