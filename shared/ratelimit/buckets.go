@@ -2,59 +2,54 @@ package ratelimit
 
 import "time"
 
-// slack absorbs float rounding in the weighted count, so that a request at
-// exactly the computed RetryAfter is admitted. It is a billionth of a
-// request.
-const slack = 1e-9
-
-// takeBuckets implements Sliding, Strict and Fixed on the slot's ring of
+// The bucket algorithms (Sliding, Strict, Fixed) keep, per key, a ring of
 // k+1 counters: the k sub-windows c-k+1..c inside the window and the one,
-// c-k, that is leaving it. ring[b%(k+1)] holds sub-window b, and the slot's
-// last counter holds the sum of the k inside ones, so that a request on a
-// known key costs O(1) whatever k is.
-func (z *Zone) takeBuckets(s *shard, slot uint32, t int64, commit bool) Decision {
-	m := z.k + 1
-	base := int64(slot) * int64(z.stride)
+// c-k, that is leaving it; counts[base+b%(k+1)] holds sub-window b, and
+// counts[base+k+1] holds the sum of the k inside ones, so that a request on
+// a known key costs O(1) whatever k is. The count at time t in sub-window c
+// is inside + leaving*w, where w is the part of the leaving sub-window
+// still inside the window for Sliding, 1 for Strict and 0 for Fixed.
+
+// take decides on the key hashed to key at t (nanoseconds) in the locked
+// shard s and, when the request is allowed and commit is set, counts it.
+// TakeAt has a copy of its common case.
+func take(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
+	if z.log {
+		return takeLog(z, s, key, t, commit)
+	}
 	c := t / z.span
+	slot, known := s.index[key]
+	if !known {
+		slot = newSlot(z, s, key, c)
+	}
 	if newest := s.newest[slot]; c < newest {
 		// The clock went back: count as if still in the newest sub-window.
-		c = newest
-		t = c * z.span
+		c, t = newest, newest*z.span
 	} else if c > newest {
-		z.roll(s, base, newest, c)
-		s.newest[slot] = c
+		roll(z, s, slot, newest, c)
 	}
-	sum := float64(s.counts[base+m])
-	count := sum
-	if z.reach > 1 {
-		leaving := float64(s.counts[base+(c+1)%m]) // sub-window c-k
-		if z.weighted {
-			count += leaving * float64((c+1)*z.span-t) / float64(z.span)
-		} else if z.reach > 1 {
-			count += leaving
-		}
+	cells := s.counts[int64(slot)*z.stride:]
+	count := float64(cells[z.m]) + float64(cells[(c+1)%z.m])*weight(z, c, t)
+	if count+z.cost > z.limit {
+		return deny(z, cells, c, t, count)
 	}
-	d := Decision{Limit: z.rule.Limit}
-	if count+z.cost <= z.limit+slack {
-		d.Allowed = true
-		d.Remaining = remaining(z.limit - count - z.cost)
-		d.ResetAfter = time.Duration((c+z.reach)*z.span - t)
-		if commit {
-			cost := uint32(z.rule.Cost)
-			s.counts[base+c%m] += cost
-			s.counts[base+m] += cost
-		}
-		return d
+	if commit {
+		cells[c%z.m] += z.cost32
+		cells[z.m] += z.cost32
 	}
-	d.Remaining = remaining(z.limit - count)
-	d.RetryAfter = z.retryAfter(s.counts[base:base+m], s.counts[base+m], c, t)
-	d.ResetAfter = z.resetAfter(s.counts[base:base+m], c, t)
-	return d
+	return Decision{
+		Allowed:    true,
+		Limit:      z.rule.Limit,
+		Remaining:  int64(z.limit - count - z.cost),
+		ResetAfter: time.Duration((c+z.reach)*z.span - t),
+	}
 }
 
-// roll advances a ring whose newest sub-window is from to sub-window to.
-func (z *Zone) roll(s *shard, base, from, to int64) {
-	m := z.k + 1
+// roll advances the ring of slot from sub-window from to sub-window to.
+func roll(z *Zone, s *shard, slot uint32, from, to int64) {
+	s.newest[slot] = to
+	base := int64(slot) * z.stride
+	m := z.m
 	if to-from >= m {
 		copy(s.counts[base:base+m+1], z.zeros)
 		return
@@ -67,67 +62,68 @@ func (z *Zone) roll(s *shard, base, from, to int64) {
 	s.counts[base+m] = sum
 }
 
+// deny builds the decision for a request that does not fit. cells is the
+// slot's ring followed by the inside sum; count is the count at t.
+func deny(z *Zone, cells []uint32, c, t int64, count float64) Decision {
+	d := Decision{Limit: z.rule.Limit, RetryAfter: retryAfter(z, cells, c, t)}
+	if count < z.limit {
+		d.Remaining = int64(z.limit - count)
+	}
+	// The newest non-empty sub-window b stays counted until b+reach begins.
+	for b := c; b > c-z.reach; b-- {
+		if cells[b%z.m] != 0 {
+			d.ResetAfter = time.Duration((b+z.reach)*z.span - t)
+			break
+		}
+	}
+	return d
+}
+
+// weight returns the part of the leaving sub-window counted at t in
+// sub-window c. It must compute exactly what take computes inline.
+func weight(z *Zone, c, t int64) float64 {
+	if z.weighted {
+		return float64((c+1)*z.span-t) * z.invSpan
+	}
+	return z.leavingWeight
+}
+
 // retryAfter returns the earliest delay after t at which a request of the
-// zone's cost would be admitted if nothing else arrived. ring is indexed by
-// sub-window modulo k+1, inside is the sum of the k inside sub-windows and
-// c the current one. It walks the sub-windows to come; it runs on denials
-// only.
-func (z *Zone) retryAfter(ring []uint32, inside uint32, c, t int64) time.Duration {
-	m := z.k + 1
-	need := z.limit - z.cost + slack // the count must fall to need
-	sum := float64(inside)           // sub-windows c'-k+1..c
+// zone's cost would be admitted if nothing else arrived, walking the
+// sub-windows to come. It runs on denials only.
+func retryAfter(z *Zone, cells []uint32, c, t int64) time.Duration {
+	m := z.m
+	need := z.limit - z.cost // the count must fall to need
+	sum := float64(cells[m]) // sub-windows cj-k+1..c
 	for j := int64(0); j <= z.k; j++ {
 		cj := c + j
 		start := cj * z.span
 		if j == 0 {
 			start = t
 		}
-		leaving := 0.0 // sub-window cj-k
-		if z.reach > 1 {
-			leaving = float64(ring[(cj+1)%m])
-		}
-		switch {
-		case !z.weighted:
-			if sum+leaving <= need {
-				return time.Duration(start - t)
-			}
-		case sum+leaving*float64((cj+1)*z.span-start)/float64(z.span) <= need:
+		leaving := float64(cells[(cj+1)%m]) // sub-window cj-k
+		if sum+leaving*weight(z, cj, start) <= need {
 			return time.Duration(start - t)
-		case sum <= need && leaving > 0:
-			// The weighted count falls linearly through this sub-window.
-			at := float64((cj+1)*z.span) - (need-sum)*float64(z.span)/leaving
-			ns := int64(at)
-			if float64(ns) < at {
-				ns++
+		}
+		if z.weighted && sum <= need {
+			// The weighted count falls linearly through this sub-window:
+			// solve for the crossing, then settle the float rounding
+			// against the very expression take uses.
+			at := int64(float64((cj+1)*z.span) - (need-sum)*float64(z.span)/leaving)
+			if at < start {
+				at = start
 			}
-			if ns < start {
-				ns = start
+			for at > start && sum+leaving*weight(z, cj, at-1) <= need {
+				at--
 			}
-			return time.Duration(ns - t)
+			for sum+leaving*weight(z, cj, at) > need {
+				at++
+			}
+			return time.Duration(at - t)
 		}
 		if j < z.k {
-			sum -= float64(ring[(cj+2)%m]) // cj-k+1 becomes the leaving one
+			sum -= float64(cells[(cj+2)%m]) // cj-k+1 becomes the leaving one
 		}
 	}
 	return time.Duration((c+z.reach)*z.span - t)
-}
-
-// resetAfter returns the delay until no counted request is left: the newest
-// non-empty sub-window b stays counted until sub-window b+reach begins.
-func (z *Zone) resetAfter(ring []uint32, c, t int64) time.Duration {
-	m := z.k + 1
-	for b := c; b > c-z.reach; b-- {
-		if ring[b%m] != 0 {
-			return time.Duration((b+z.reach)*z.span - t)
-		}
-	}
-	return 0
-}
-
-// remaining converts the headroom left to whole requests.
-func remaining(v float64) int64 {
-	if v <= 0 {
-		return 0
-	}
-	return int64(v + slack)
 }

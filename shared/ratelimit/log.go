@@ -41,7 +41,11 @@ func (r *logRing) push(t int64, limit int) {
 
 // takeLog implements Log: a request at t counts the admitted timestamps in
 // (t-W, t]. The slot's newest field holds the newest timestamp.
-func (z *Zone) takeLog(s *shard, slot uint32, t int64, commit bool) Decision {
+func takeLog(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
+	slot, ok := s.index[key]
+	if !ok {
+		slot = newSlot(z, s, key, t)
+	}
 	r := &s.logs[slot]
 	if newest := s.newest[slot]; t < newest {
 		t = newest // the clock went back

@@ -120,7 +120,7 @@ func (r *Rule) Normalize() error {
 	}
 	if r.SubWindow == 0 {
 		r.SubWindow = r.Window / DefaultBuckets
-		if r.SubWindow <= 0 || r.Window%r.SubWindow != 0 {
+		if r.Window%DefaultBuckets != 0 {
 			return fmt.Errorf("window %v cannot be split into %d sub-windows; set sub_window", r.Window, DefaultBuckets)
 		}
 	}

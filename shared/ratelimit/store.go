@@ -40,19 +40,22 @@ const maxStackItems = 8
 // cannot deadlock or slip between another request's check and count.
 func TakeAll(now time.Time, items []Item, out []Decision) bool {
 	if len(items) == 1 {
-		out[0] = items[0].Zone.Take(items[0].Key, now)
+		out[0] = TakeAt(items[0].Zone, items[0].Key, now.UnixNano())
 		return out[0].Allowed
 	}
 	t := now.UnixNano()
-	var rankBuf [maxStackItems]uint64
+	var hashBuf, rankBuf [maxStackItems]uint64
 	var orderBuf [maxStackItems]int
-	rank, order := rankBuf[:0], orderBuf[:0]
+	hashes, rank, order := hashBuf[:0], rankBuf[:0], orderBuf[:0]
 	if len(items) > maxStackItems {
+		hashes = make([]uint64, 0, len(items))
 		rank, order = make([]uint64, 0, len(items)), make([]int, 0, len(items))
 	}
 	for i := range items {
 		z := items[i].Zone
-		rank = append(rank, z.id<<6|uint64(z.shardIndex(items[i].Key)))
+		h := z.hash(items[i].Key)
+		hashes = append(hashes, h)
+		rank = append(rank, z.id<<6|h&z.mask) // at most 64 shards
 		order = append(order, i)
 	}
 	// Insertion sort: a request has a handful of items.
@@ -63,24 +66,24 @@ func TakeAll(now time.Time, items []Item, out []Decision) bool {
 	}
 	for i, j := range order {
 		if i == 0 || rank[j] != rank[order[i-1]] {
-			items[j].Zone.shardAt(rank[j]).mu.Lock()
+			items[j].Zone.shards[hashes[j]&items[j].Zone.mask].mu.Lock()
 		}
 	}
 	allowed := true
 	for i := range items {
 		z := items[i].Zone
-		out[i] = z.take(z.shardAt(rank[i]), items[i].Key, t, false)
+		out[i] = take(z, &z.shards[hashes[i]&z.mask], hashes[i], t, false)
 		allowed = allowed && out[i].Allowed
 	}
 	if allowed {
 		for i := range items {
 			z := items[i].Zone
-			z.take(z.shardAt(rank[i]), items[i].Key, t, true)
+			take(z, &z.shards[hashes[i]&z.mask], hashes[i], t, true)
 		}
 	}
 	for i, j := range order {
 		if i == 0 || rank[j] != rank[order[i-1]] {
-			items[j].Zone.shardAt(rank[j]).mu.Unlock()
+			items[j].Zone.shards[hashes[j]&items[j].Zone.mask].mu.Unlock()
 		}
 	}
 	return allowed

@@ -36,17 +36,27 @@ type Zone struct {
 	rule Rule
 	id   uint64
 
-	k      int64 // sub-windows per window
-	span   int64 // T in nanoseconds
-	window int64 // W in nanoseconds
+	// Derived from the rule once, so the per-request path only reads.
+	log     bool
+	k       int64   // sub-windows per window
+	m       int64   // ring cells: k+1
+	stride  int64   // uint32 per slot: the ring and the inside sum
+	span    int64   // T in nanoseconds
+	invSpan float64 // 1/T
+	window  int64   // W in nanoseconds
 	// reach is how many sub-windows a request stays counted for: k+1 for
 	// the sliding algorithms, 1 for Fixed.
 	reach int64
-	// weighted is set for Sliding, whose leaving sub-window counts in part.
-	weighted bool
+	// weighted is set for Sliding, whose leaving sub-window counts in part;
+	// leavingWeight is its fixed weight otherwise (1 Strict, 0 Fixed).
+	weighted      bool
+	leavingWeight float64
+	// purgeGap is how often a full shard may sweep itself, in the unit
+	// of newest: one sub-window, or a tenth of the window for Log.
+	purgeGap int64
 	limit    float64
 	cost     float64
-	stride   int // uint32 per slot: k+1 counters and their sum
+	cost32   uint32
 	zeros    []uint32
 
 	seed     maphash.Seed
@@ -75,21 +85,32 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 		name:     name,
 		rule:     rule,
 		id:       atomic.AddUint64(&zoneIDs, 1),
+		log:      rule.Algorithm == Log,
 		k:        int64(rule.Buckets()),
 		span:     int64(rule.SubWindow),
+		invSpan:  1 / float64(rule.SubWindow),
 		window:   int64(rule.Window),
 		weighted: rule.Algorithm == Sliding,
 		limit:    float64(rule.Limit),
 		cost:     float64(rule.Cost),
+		cost32:   uint32(rule.Cost),
 		seed:     maphash.MakeSeed(),
 		stop:     make(chan struct{}),
 	}
-	z.reach = z.k + 1
-	if rule.Algorithm == Fixed {
-		z.reach = 1
-	}
-	z.stride = int(z.k) + 2
+	z.m = z.k + 1
+	z.stride = z.m + 1
 	z.zeros = make([]uint32, z.stride)
+	z.reach = z.m
+	z.purgeGap = 1
+	if z.log {
+		z.purgeGap = z.window / 10
+	}
+	switch rule.Algorithm {
+	case Fixed:
+		z.reach = 1
+	case Strict:
+		z.leavingWeight = 1
+	}
 
 	// Shards: a power of two, at most 64, with at least 1024 keys each so
 	// that an uneven hash does not evict early in small zones.
@@ -101,7 +122,7 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 	z.mask = uint64(n - 1)
 	z.perShard = maxKeys / n
 	for i := range z.shards {
-		z.shards[i].index = make(map[string]uint32)
+		z.shards[i].index = make(map[uint64]uint32)
 	}
 
 	interval := opts.SweepInterval
@@ -137,38 +158,43 @@ func (z *Zone) Close() {
 
 // Take decides one request on key at now and, if it is allowed, counts it.
 func (z *Zone) Take(key string, now time.Time) Decision {
-	t := now.UnixNano()
-	s := z.shardFor(key)
+	return TakeAt(z, key, now.UnixNano())
+}
+
+// TakeAt is Take with the time in Unix nanoseconds, as a plain function.
+// It is the call the Traefik plugin makes on every request: under yaegi a
+// call allocates every local and temporary of the callee, a method call
+// costs several times a function call, and so the common case, a known key
+// admitted in its current sub-window, is written out here with few
+// temporaries. Everything else goes to take.
+func TakeAt(z *Zone, key string, t int64) Decision {
+	h := maphash.String(z.seed, key)
+	s := &z.shards[h&z.mask]
 	s.mu.Lock()
-	d := z.take(s, key, t, true)
+	slot, known := s.index[h]
+	c := t / z.span
+	if known && !z.log && c == s.newest[slot] {
+		i := int64(slot) * z.stride
+		w := z.leavingWeight
+		if z.weighted {
+			w = float64((c+1)*z.span-t) * z.invSpan
+		}
+		w = float64(s.counts[i+z.m]) + float64(s.counts[i+(c+1)%z.m])*w + z.cost
+		if w <= z.limit {
+			s.counts[i+c%z.m] += z.cost32
+			s.counts[i+z.m] += z.cost32
+			s.mu.Unlock()
+			return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - w), ResetAfter: time.Duration((c+z.reach)*z.span - t)}
+		}
+	}
+	d := take(z, s, h, t, true)
 	s.mu.Unlock()
 	return d
 }
 
-// take decides on key in the locked shard s, and counts the request when it
-// is allowed and commit is set.
-func (z *Zone) take(s *shard, key string, t int64, commit bool) Decision {
-	if z.rule.Algorithm == Log {
-		return z.takeLog(s, s.slot(z, key, t), t, commit)
-	}
-	return z.takeBuckets(s, s.slot(z, key, t/z.span), t, commit)
-}
-
-// shardFor returns the shard that holds key.
-func (z *Zone) shardFor(key string) *shard {
-	return &z.shards[z.shardIndex(key)]
-}
-
-// shardIndex returns the index of the shard that holds key.
-func (z *Zone) shardIndex(key string) int {
-	if z.mask == 0 {
-		return 0
-	}
-	return int(maphash.String(z.seed, key) & z.mask)
-}
-
-// shardAt returns the shard named by the low six bits of a lock rank.
-func (z *Zone) shardAt(rank uint64) *shard { return &z.shards[rank&63] }
+// hash returns the hash under which the zone holds key; its low bits
+// choose the shard.
+func (z *Zone) hash(key string) uint64 { return maphash.String(z.seed, key) }
 
 // Len returns the number of keys the zone tracks.
 func (z *Zone) Len() int {
@@ -186,7 +212,7 @@ func (z *Zone) Len() int {
 // returns how many it deleted. The sweeper calls it; tests may too.
 func (z *Zone) Sweep(now time.Time) int {
 	c := now.UnixNano()
-	if z.rule.Algorithm != Log {
+	if !z.log {
 		c /= z.span
 	}
 	removed := 0
@@ -199,7 +225,7 @@ func (z *Zone) Sweep(now time.Time) int {
 // expired reports whether a key whose newest sub-window (or timestamp, for
 // Log) is newest counts nothing at c.
 func (z *Zone) expired(newest, c int64) bool {
-	if z.rule.Algorithm == Log {
+	if z.log {
 		return newest+z.window <= c
 	}
 	return newest+z.reach <= c

@@ -1,0 +1,55 @@
+package yaegitest
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/traefik/yaegi/interp"
+	"github.com/traefik/yaegi/stdlib"
+)
+
+const modulePath = "github.com/windowlimit/windowlimit"
+
+// newInterpreter returns an interpreter set up as Traefik sets up one for a
+// plugin: a GOPATH whose src/<module> is this checkout, and the standard
+// library's symbols only.
+func newInterpreter(tb testing.TB) *interp.Interpreter {
+	tb.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	goPath := tb.TempDir()
+	dir := filepath.Join(goPath, "src", filepath.FromSlash(modulePath))
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Symlink(root, dir); err != nil {
+		tb.Fatal(err)
+	}
+	i := interp.New(interp.Options{GoPath: goPath, Env: os.Environ()})
+	if err := i.Use(stdlib.Symbols); err != nil {
+		tb.Fatalf("load stdlib symbols: %v", err)
+	}
+	return i
+}
+
+// evalImport imports pkg (a path inside this module) into i.
+func evalImport(tb testing.TB, i *interp.Interpreter, pkg string) {
+	tb.Helper()
+	if _, err := i.Eval(`import "` + modulePath + "/" + pkg + `"`); err != nil {
+		tb.Fatalf("import %s under yaegi: %v", pkg, err)
+	}
+}
+
+// evalValue evaluates expr in i and returns the result.
+func evalValue(tb testing.TB, i *interp.Interpreter, expr string) reflect.Value {
+	tb.Helper()
+	v, err := i.Eval(expr)
+	if err != nil {
+		tb.Fatalf("eval %s: %v", expr, err)
+	}
+	return v
+}
