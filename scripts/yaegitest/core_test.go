@@ -39,7 +39,8 @@ func TestCoreCompiled(t *testing.T) {
 
 // BenchmarkTakeInterpreted times a decision on one existing key under
 // yaegi: through ratelimit.TakeAt (what the plugin calls), through the
-// Zone.Take method, and through a naive sliding window for comparison.
+// Zone.Take method, denied over the limit, and through a naive sliding
+// window for comparison.
 // It reports µs/op and the interpreter's heap allocations per decision,
 // which, unlike time, do not depend on the machine's load.
 func BenchmarkTakeInterpreted(b *testing.B) {
@@ -47,6 +48,7 @@ func BenchmarkTakeInterpreted(b *testing.B) {
 	evalImport(b, i, "scripts/yaegitest/scenario")
 	loop := evalValue(b, i, "scenario.TakeLoop").Interface().(func(int, bool) (time.Duration, error))
 	naive := evalValue(b, i, "scenario.NaiveLoop").Interface().(func(int) time.Duration)
+	denied := evalValue(b, i, "scenario.DeniedLoop").Interface().(func(int) (time.Duration, error))
 	run := func(b *testing.B, f func(n int) time.Duration) {
 		f(100) // warm up
 		var before, after runtime.MemStats
@@ -69,5 +71,14 @@ func BenchmarkTakeInterpreted(b *testing.B) {
 	}
 	b.Run("TakeAt", func(b *testing.B) { run(b, take(true)) })
 	b.Run("Zone.Take", func(b *testing.B) { run(b, take(false)) })
+	b.Run("TakeAt-denied", func(b *testing.B) {
+		run(b, func(n int) time.Duration {
+			d, err := denied(n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return d
+		})
+	})
 	b.Run("naive", func(b *testing.B) { run(b, naive) })
 }

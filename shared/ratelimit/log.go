@@ -5,12 +5,13 @@ import "time"
 // logRing holds the admitted timestamps of one key, oldest first, in a
 // ring that grows on demand up to the limit.
 type logRing struct {
-	ts   []int64
-	head int // index of the oldest timestamp
-	n    int // timestamps held
+	ts     []int64
+	head   int   // index of the oldest timestamp
+	n      int   // timestamps held
+	newest int64 // the newest admitted timestamp, or when the key was created
 }
 
-func (r *logRing) reset() { r.head, r.n = 0, 0 }
+func (r *logRing) reset(t int64) { r.head, r.n, r.newest = 0, 0, t }
 
 // release drops the ring's memory when its key is deleted.
 func (r *logRing) release() { *r = logRing{} }
@@ -40,15 +41,15 @@ func (r *logRing) push(t int64, limit int) {
 }
 
 // takeLog implements Log: a request at t counts the admitted timestamps in
-// (t-W, t]. The slot's newest field holds the newest timestamp.
+// (t-W, t].
 func takeLog(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
 	slot, ok := s.index[key]
 	if !ok {
 		slot = newSlot(z, s, key, t)
 	}
 	r := &s.logs[slot]
-	if newest := s.newest[slot]; t < newest {
-		t = newest // the clock went back
+	if t < r.newest {
+		t = r.newest // the clock went back
 	}
 	for r.n > 0 && r.ts[r.head] <= t-z.window {
 		r.head = (r.head + 1) % len(r.ts)
@@ -65,7 +66,7 @@ func takeLog(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
 			for i := 0; i < cost; i++ {
 				r.push(t, limit)
 			}
-			s.newest[slot] = t
+			r.newest = t
 		}
 		return d
 	}

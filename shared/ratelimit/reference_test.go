@@ -41,7 +41,7 @@ func (r *reference) count(t int64) float64 {
 	}
 	switch r.rule.Algorithm {
 	case Sliding:
-		return inside + leaving*(float64((c+1)*span-t)*r.invSpan)
+		return inside + leaving*r.invSpan*float64((c+1)*span-t)
 	case Strict:
 		return inside + leaving
 	}

@@ -2,12 +2,12 @@ package ratelimit
 
 import "sync"
 
-// shard is one lock's worth of a zone's keys. Counters live in flat slabs
-// indexed by slot, not in per-key objects: a key costs one map entry plus
-// (k+2) uint32 and one int64, which keeps memory per key small and the hot
-// path free of pointer chasing and allocation.
+// shard is one lock's worth of a zone's keys. State lives in flat slabs
+// indexed by slot, not in per-key objects: a key costs one map entry, one
+// head and k+1 uint32 counters, which keeps memory per key small and the
+// hot path free of allocation.
 //
-// Keys are held as their 64-bit seeded hash, not as strings: 16 bytes less
+// Keys are held as their 64-bit seeded hash, not as strings: less memory
 // per entry, no key string kept alive, and maps the garbage collector need
 // not scan. Two keys share counters only if their hashes collide, about one
 // chance in 10^7 among a million keys, and the seed is random per zone, so
@@ -16,57 +16,79 @@ type shard struct {
 	mu sync.Mutex
 	// index maps a key's hash to its slot.
 	index map[uint64]uint32
-	// counts holds, per slot, the ring of k+1 sub-window counters followed
-	// by the sum of the k newest of them (bucket algorithms only).
+	// heads holds, per slot, what a decision in the key's current
+	// sub-window needs (bucket algorithms only).
+	heads []head
+	// counts holds, per slot, the ring of k+1 sub-window counters (bucket
+	// algorithms only); the current sub-window's cell is written when the
+	// ring rolls or a decision needs it (see settle).
 	counts []uint32
-	// newest is, per slot, the index of the newest sub-window the ring has
-	// rolled to (bucket algorithms) or the newest timestamp (Log).
-	newest []int64
 	// logs is, per slot, the admitted timestamps (Log only).
 	logs []logRing
+	// denied holds, for keys of cost-1 bucket zones last denied, until when
+	// they stay denied: with no admission in between a count only falls, so
+	// the answer is known until then and a denied flood costs a lookup
+	// instead of a RetryAfter walk. Entries go with their key.
+	denied map[uint64]denyUntil
 	// free lists the slots of deleted keys, reused before the slabs grow.
 	free []uint32
 	// purged is when a full shard last swept itself (see evict).
 	purged int64
 }
 
+// denyUntil is a cached denied decision, as absolute times in nanoseconds.
+type denyUntil struct {
+	until   int64 // when a request of the zone's cost first fits again
+	resetAt int64 // when the window holds no counted request
+}
+
 // evictSample is how many keys a full shard looks at to choose a victim.
 const evictSample = 8
 
-// newSlot creates the slot of a new key, evicting another key first if the
-// shard is full. c is the current sub-window index, or the current time for
-// Log. The caller holds s.mu.
-func newSlot(z *Zone, s *shard, key uint64, c int64) uint32 {
+// newSlot creates the slot of a new key at t, evicting another key first
+// if the shard is full. The caller holds s.mu.
+func newSlot(z *Zone, s *shard, key uint64, t int64) uint32 {
 	if len(s.index) >= z.perShard {
-		s.evict(z, c)
+		s.evict(z, t)
 	}
 	var i uint32
 	if n := len(s.free); n > 0 {
 		i = s.free[n-1]
 		s.free = s.free[:n-1]
-		s.reset(z, i)
+	} else if z.log {
+		i = uint32(len(s.logs))
+		s.logs = append(s.logs, logRing{})
 	} else {
-		i = uint32(len(s.newest))
-		s.newest = append(s.newest, 0)
-		if z.log {
-			s.logs = append(s.logs, logRing{})
-		} else {
-			s.counts = append(s.counts, z.zeros...)
-		}
+		i = uint32(len(s.heads))
+		s.heads = append(s.heads, head{})
+		s.counts = append(s.counts, z.zeros...)
 	}
-	s.newest[i] = c
+	if z.log {
+		s.logs[i].reset(t)
+	} else {
+		base := int64(i) * z.m
+		copy(s.counts[base:base+z.m], z.zeros)
+		s.heads[i] = head{end: (t/z.span + 1) * z.span}
+	}
 	s.index[key] = i
 	return i
 }
 
-// reset clears a reused slot.
-func (s *shard) reset(z *Zone, i uint32) {
+// lastActive returns the time of the newest counted request of slot i at
+// the latest: the end of its current sub-window, or its newest timestamp.
+func (s *shard) lastActive(z *Zone, i uint32) int64 {
 	if z.log {
-		s.logs[i].reset()
-		return
+		return s.logs[i].newest
 	}
-	base := int64(i) * z.stride
-	copy(s.counts[base:base+z.stride], z.zeros)
+	return s.heads[i].end
+}
+
+// expired reports whether slot i counts nothing at t.
+func (s *shard) expired(z *Zone, i uint32, t int64) bool {
+	if z.log {
+		return s.logs[i].newest+z.window <= t
+	}
+	return s.heads[i].end+z.resetTail <= t
 }
 
 // evict makes room for one key. Keys only expire as time moves on, so a
@@ -75,20 +97,19 @@ func (s *shard) reset(z *Zone, i uint32) {
 // sub-window, not one per insert. If that frees nothing, it removes the
 // least recently active of a few sampled keys: Redis's approximated LRU; an
 // exact LRU would cost a list node per key and a write on every hit.
-func (s *shard) evict(z *Zone, c int64) {
-	if c >= s.purged+z.purgeGap && s.sweepLocked(z, c) > 0 {
-		s.purged = c
+func (s *shard) evict(z *Zone, t int64) {
+	if t >= s.purged+z.purgeGap && s.sweepLocked(z, t) > 0 {
+		s.purged = t
 		return
 	}
-	s.purged = c
+	s.purged = t
 	victim, oldest, seen := uint64(0), int64(0), 0
 	for key, i := range s.index {
-		n := s.newest[i]
-		if z.expired(n, c) {
+		if s.expired(z, i, t) {
 			victim = key
 			break
 		}
-		if seen == 0 || n < oldest {
+		if n := s.lastActive(z, i); seen == 0 || n < oldest {
 			victim, oldest = key, n
 		}
 		seen++
@@ -106,23 +127,24 @@ func (s *shard) remove(key uint64) {
 		return
 	}
 	delete(s.index, key)
+	delete(s.denied, key)
 	s.free = append(s.free, i)
 	if s.logs != nil {
 		s.logs[i].release()
 	}
 }
 
-// sweep removes every key whose window holds no counted request.
-func (s *shard) sweep(z *Zone, c int64) int {
+// sweep removes every key whose window holds no counted request at t.
+func (s *shard) sweep(z *Zone, t int64) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.sweepLocked(z, c)
+	return s.sweepLocked(z, t)
 }
 
-func (s *shard) sweepLocked(z *Zone, c int64) int {
+func (s *shard) sweepLocked(z *Zone, t int64) int {
 	removed := 0
 	for key, i := range s.index {
-		if z.expired(s.newest[i], c) {
+		if s.expired(z, i, t) {
 			s.remove(key)
 			removed++
 		}

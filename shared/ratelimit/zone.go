@@ -40,19 +40,19 @@ type Zone struct {
 	log     bool
 	k       int64   // sub-windows per window
 	m       int64   // ring cells: k+1
-	stride  int64   // uint32 per slot: the ring and the inside sum
 	span    int64   // T in nanoseconds
 	invSpan float64 // 1/T
 	window  int64   // W in nanoseconds
 	// reach is how many sub-windows a request stays counted for: k+1 for
-	// the sliding algorithms, 1 for Fixed.
-	reach int64
+	// the sliding algorithms, 1 for Fixed; resetTail is (reach-1)*T.
+	reach     int64
+	resetTail int64
 	// weighted is set for Sliding, whose leaving sub-window counts in part;
 	// leavingWeight is its fixed weight otherwise (1 Strict, 0 Fixed).
 	weighted      bool
 	leavingWeight float64
-	// purgeGap is how often a full shard may sweep itself, in the unit
-	// of newest: one sub-window, or a tenth of the window for Log.
+	// purgeGap is how often, in nanoseconds, a full shard may sweep
+	// itself: one sub-window, or a tenth of the window for Log.
 	purgeGap int64
 	limit    float64
 	cost     float64
@@ -98,10 +98,9 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 		stop:     make(chan struct{}),
 	}
 	z.m = z.k + 1
-	z.stride = z.m + 1
-	z.zeros = make([]uint32, z.stride)
+	z.zeros = make([]uint32, z.m)
 	z.reach = z.m
-	z.purgeGap = 1
+	z.purgeGap = z.span
 	if z.log {
 		z.purgeGap = z.window / 10
 	}
@@ -111,6 +110,7 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 	case Strict:
 		z.leavingWeight = 1
 	}
+	z.resetTail = (z.reach - 1) * z.span
 
 	// Shards: a power of two, at most 64, with at least 1024 keys each so
 	// that an uneven hash does not evict early in small zones.
@@ -163,31 +163,29 @@ func (z *Zone) Take(key string, now time.Time) Decision {
 
 // TakeAt is Take with the time in Unix nanoseconds, as a plain function.
 // It is the call the Traefik plugin makes on every request: under yaegi a
-// call allocates every local and temporary of the callee, a method call
-// costs several times a function call, and so the common case, a known key
-// admitted in its current sub-window, is written out here with few
-// temporaries. Everything else goes to take.
+// call allocates every local and temporary of the callee, and a method call
+// costs several times a function call. So the common case, a known key
+// admitted in its current sub-window, is written out here in a few
+// statements, and everything else goes to take.
 func TakeAt(z *Zone, key string, t int64) Decision {
-	h := maphash.String(z.seed, key)
-	s := &z.shards[h&z.mask]
+	k := maphash.String(z.seed, key)
+	s := &z.shards[k&z.mask]
 	s.mu.Lock()
-	slot, known := s.index[h]
-	c := t / z.span
-	if known && !z.log && c == s.newest[slot] {
-		i := int64(slot) * z.stride
-		w := z.leavingWeight
-		if z.weighted {
-			w = float64((c+1)*z.span-t) * z.invSpan
-		}
-		w = float64(s.counts[i+z.m]) + float64(s.counts[i+(c+1)%z.m])*w + z.cost
-		if w <= z.limit {
-			s.counts[i+c%z.m] += z.cost32
-			s.counts[i+z.m] += z.cost32
-			s.mu.Unlock()
-			return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - w), ResetAfter: time.Duration((c+z.reach)*z.span - t)}
+	if slot, known := s.index[k]; known && !z.log {
+		h := &s.heads[slot]
+		if t < h.end && t >= h.end-z.span {
+			count := h.inside + h.rate*float64(h.end-t) + z.cost
+			if count <= z.limit {
+				h.inside += z.cost
+				s.mu.Unlock()
+				return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(h.end + z.resetTail - t)}
+			}
 		}
 	}
-	d := take(z, s, h, t, true)
+	d, denied := heldDenial(z, s, k, t)
+	if !denied {
+		d = take(z, s, k, t, true)
+	}
 	s.mu.Unlock()
 	return d
 }
@@ -211,24 +209,12 @@ func (z *Zone) Len() int {
 // Sweep deletes the keys whose window holds no counted request at now and
 // returns how many it deleted. The sweeper calls it; tests may too.
 func (z *Zone) Sweep(now time.Time) int {
-	c := now.UnixNano()
-	if !z.log {
-		c /= z.span
-	}
+	t := now.UnixNano()
 	removed := 0
 	for i := range z.shards {
-		removed += z.shards[i].sweep(z, c)
+		removed += z.shards[i].sweep(z, t)
 	}
 	return removed
-}
-
-// expired reports whether a key whose newest sub-window (or timestamp, for
-// Log) is newest counts nothing at c.
-func (z *Zone) expired(newest, c int64) bool {
-	if z.log {
-		return newest+z.window <= c
-	}
-	return newest+z.reach <= c
 }
 
 func (z *Zone) sweepEvery(interval time.Duration, now func() time.Time) {

@@ -256,6 +256,26 @@ func TakeLoop(n int, plain bool) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
+// DeniedLoop times n decisions on one key over its limit: a denied flood.
+func DeniedLoop(n int) (time.Duration, error) {
+	z, err := newZone(ratelimit.Rule{Window: time.Minute, Limit: 10}, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer z.Close()
+	t := epoch.UnixNano()
+	for i := 0; i < 11; i++ {
+		ratelimit.TakeAt(z, "203.0.113.7", t)
+	}
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if ratelimit.TakeAt(z, "203.0.113.7", t).Allowed {
+			return 0, fmt.Errorf("request %d over the limit was allowed", i)
+		}
+	}
+	return time.Since(start), nil
+}
+
 // NaiveLoop times n decisions of the straightforward sliding window that
 // plugins commonly write (a map of per-key bucket slices behind one mutex,
 // summed on every request), as the yardstick for TakeLoop in the same run.
