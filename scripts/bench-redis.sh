@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Redis store figures on this machine, against a throwaway redis-server:
+#   - decisions/s through shared/resp and go-redis (50 concurrent callers),
+#   - the ceiling: redis-benchmark running the same script by EVALSHA,
+#     unpipelined at 50 clients and with -P 16,
+#   - MEMORY USAGE of one key at 10 sub-windows,
+#   - round trips per decision (INFO commandstats).
+# Usage: scripts/bench-redis.sh [decisions per run, default 200000]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-200000}
+
+if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null
+fi
+
+dir=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" \
+	--daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
+trap 'kill -9 "$(cat "$dir/redis.pid")" 2>/dev/null || true; rm -rf "$dir"' EXIT
+cli() { redis-cli -p "$port" "$@"; }
+for _ in $(seq 100); do cli ping >/dev/null 2>&1 && break; sleep 0.05; done
+
+# The script text, as compiled into shared/ratelimit/script.go.
+sed -n '/^const redisScript = `/,/^`$/p' shared/ratelimit/script.go | sed '1d;$d' >"$dir/script.lua"
+sha=$(cli script load "$(cat "$dir/script.lua")")
+echo "redis: $(redis-server --version | grep -o 'v=[0-9.]*'), script sha $sha, $(nproc) cores, load average $(cut -d" " -f1-3 /proc/loadavg)"
+
+# One sliding rule: window 60s, sub-window 6s, limit 2^30 (always admitted), cost 1.
+rule=(0 60000000 6000000 1073741824 1 @3kpf4.a)
+
+echo
+echo "== redis-benchmark, EVALSHA of the same script, 10000 keys"
+for pipeline in 1 16; do
+	rps=$(redis-benchmark -p "$port" -c 50 -n "$n" -r 10000 -P "$pipeline" -q \
+		EVALSHA "$sha" 1 'bench:rb:{203.0.__rand_int__}' 0 "${rule[@]}" | grep -o '[0-9.]* requests per second' | head -1)
+	echo "redis-benchmark -c 50 -P $pipeline: $rps"
+done
+
+echo
+echo "== Go clients, 50 goroutines, 10000 keys ($n decisions each)"
+export WINDOWLIMIT_BENCH_REDIS="127.0.0.1:$port"
+go test -run '^$' -bench 'BenchmarkRedisStore' -benchtime "${n}x" ./shared/ratelimit ./caddymodule |
+	grep -E '^Benchmark' | awk '{ printf "%-30s", $1; for (i = 3; i <= NF; i += 2) printf "  %s %s", $i, $(i+1); print "" }'
+
+echo
+echo "== memory per key at 10 sub-windows (MEMORY USAGE)"
+t0=1760000000000000
+for key in 'rl:api:{203.0.113.77}' 'rl:api:{2001:db8:1234:5678::/64}'; do
+	for i in $(seq 0 10); do
+		cli evalsha "$sha" 1 "$key" $((t0 + i * 6000000)) "${rule[@]}" >/dev/null
+	done
+	echo "$key: $(cli hlen "$key") fields, $(cli memory usage "$key") bytes ($(cli object encoding "$key"))"
+done
+key='rl:login:{alice@example.com}'
+for i in $(seq 1 10); do
+	cli evalsha "$sha" 1 "$key" $((t0 + i * 1000)) 3 60000000 60000000 10 1 x >/dev/null
+done
+echo "$key (log, 10 timestamps): $(cli memory usage "$key") bytes"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Prints the figures README.md quotes for the core: compiled benchmarks
+# (ns/op, allocs, bytes per key), the same decision under yaegi (µs/op and
+# interpreter allocations, with a naive sliding window as the yardstick in
+# the same run), and the accuracy table. Pass -all to run the proxy and
+# Redis benchmarks too (wrk against real Caddy and Traefik, redis-benchmark).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+printf '== core, compiled\n'
+go test -run '^$' -bench 'Take|BytesPerKey' -benchtime 1s ./shared/ratelimit
+
+printf '\n== core under yaegi\n'
+(cd scripts/yaegitest && go test -run '^$' -bench 'TakeInterpreted' -benchtime 20000x .)
+
+printf '\n== accuracy\n'
+go test -count=1 -run TestAccuracyReport -v ./shared/ratelimit | sed -n '/peak =/,/^$/p'
+
+if [[ ${1:-} == -all ]]; then
+	scripts/bench-caddy.sh
+	scripts/bench-traefik.sh
+	scripts/bench-redis.sh
+fi

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The project's test command (README.md, .ci/run). On a fresh Debian machine
+# it installs what the tests need, then runs every suite: static checks, the
+# unit tests with -race, the yaegi harness, and the end-to-end tests against
+# real Caddy and Traefik binaries. Big builds are cached outside the repo
+# under ${WINDOWLIMIT_CACHE:-$HOME/.cache/windowlimit}.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+# Debian packages the tests start or drive.
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+if ((${#missing[@]})); then
+	step "installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+step "static checks"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [[ -n $unformatted ]]; then
+	printf 'gofmt: not formatted:\n%s\n' "$unformatted"
+	exit 1
+fi
+go vet ./...
+(cd scripts/yaegitest && go vet ./...)
+# Traefik loads shared/ and traefikplugin/ through yaegi: standard library
+# and this module only, and no unsafe.
+module=$(go list -m)
+outside=$(go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./shared/... ./traefikplugin/... | grep -v "^$module" || true)
+if [[ -n $outside ]] || grep -rl --include='*.go' --exclude='*_test.go' '"unsafe"' shared traefikplugin; then
+	printf 'shared/ and traefikplugin/ must import the standard library only:\n%s\n' "$outside"
+	exit 1
+fi
+if grep -q 'traefik/yaegi\|traefik/traefik' go.mod; then
+	echo "the root go.mod must not require yaegi or traefik (the plugin catalog rejects it)"
+	exit 1
+fi
+
+step "unit and integration tests (-race)"
+go test -race -count=1 ./...
+
+step "yaegi harness: shared/ and the plugin interpreted as Traefik does"
+(cd scripts/yaegitest && go test -count=1 ./...)
+
+step "end to end: Caddy"
+scripts/e2e-caddy.sh
+
+step "end to end: Traefik"
+scripts/e2e-traefik.sh

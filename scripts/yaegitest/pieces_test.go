@@ -1,0 +1,125 @@
+package yaegitest
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+// piecesSource times, under yaegi, the pieces of the plugin's request
+// path one by one, so that a change to one of them can be measured alone.
+const piecesSource = `package pieces
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/windowlimit/windowlimit/shared/httplimit"
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+)
+
+func Loop(kind string, n int) time.Duration {
+	allow, _ := ratelimit.NewZone("allow", ratelimit.Rule{Window: time.Minute, Limit: 1 << 30}, ratelimit.Options{})
+	deny, _ := ratelimit.NewZone("deny", ratelimit.Rule{Window: time.Minute, Limit: 1}, ratelimit.Options{})
+	defer allow.Close()
+	defer deny.Close()
+	p := httplimit.NewPolicy("api", time.Minute, 1<<30, httplimit.HeadersLegacy)
+	h := http.Header{}
+	d := ratelimit.Decision{Allowed: true, Limit: 1 << 30, Remaining: 5, ResetAfter: time.Second}
+	t := time.Now().UnixNano()
+	start := time.Now()
+	switch kind {
+	case "TakeAt-allowed":
+		for k := 0; k < n; k++ {
+			d = ratelimit.TakeAt(allow, "203.0.113.7", t)
+		}
+	case "TakeAt-denied":
+		for k := 0; k < n; k++ {
+			d = ratelimit.TakeAt(deny, "203.0.113.7", t)
+		}
+	case "WriteHeaders":
+		for k := 0; k < n; k++ {
+			httplimit.WriteHeaders(p, h, d)
+		}
+	case "remote-addr-key":
+		for k := 0; k < n; k++ {
+			key := "203.0.113.7:4711"
+			if i := strings.LastIndexByte(key, ':'); i > 0 {
+				key = key[:i]
+			}
+		}
+	case "time.Now().UnixNano()":
+		for k := 0; k < n; k++ {
+			t = time.Now().UnixNano()
+		}
+	}
+	return time.Since(start)
+}
+`
+
+// BenchmarkPieces prints the cost of each piece of the request path under
+// yaegi.
+func BenchmarkPieces(b *testing.B) {
+	i := newInterpreter(b)
+	if _, err := i.Eval(piecesSource); err != nil {
+		b.Fatal(err)
+	}
+	loop := evalValue(b, i, "pieces.Loop").Interface().(func(string, int) time.Duration)
+	for _, kind := range []string{"TakeAt-allowed", "TakeAt-denied", "WriteHeaders", "remote-addr-key", "time.Now().UnixNano()"} {
+		b.Run(kind, func(b *testing.B) {
+			b.ReportAllocs()
+			d := loop(kind, b.N)
+			b.ReportMetric(float64(d.Nanoseconds())/float64(b.N), "ns/piece")
+		})
+	}
+}
+
+// trivialSource is the floor any yaegi middleware pays: one that only calls
+// the next handler, and one that also counts requests in a map and sets a
+// header (the "trivial plugin" of issue 4's measurements).
+const trivialSource = `package trivial
+
+import "net/http"
+
+type passThrough struct{ next http.Handler }
+
+func (m *passThrough) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.next.ServeHTTP(w, r) }
+
+func PassThrough(next http.Handler) http.Handler { return &passThrough{next: next} }
+
+type counter struct {
+	next http.Handler
+	n    map[string]int
+}
+
+func (m *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m.n[r.RemoteAddr]++
+	w.Header().Set("X-Count", "1")
+	m.next.ServeHTTP(w, r)
+}
+
+func Counter(next http.Handler) http.Handler { return &counter{next: next, n: map[string]int{}} }
+`
+
+// BenchmarkTrivialPlugin times the two trivial middlewares under yaegi.
+func BenchmarkTrivialPlugin(b *testing.B) {
+	i := newInterpreter(b)
+	if _, err := i.Eval(trivialSource); err != nil {
+		b.Fatal(err)
+	}
+	for _, ctor := range []string{"trivial.PassThrough", "trivial.Counter"} {
+		b.Run(ctor, func(b *testing.B) {
+			h := evalValue(b, i, ctor).Interface().(func(http.Handler) http.Handler)(backend)
+			r := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
+			w := &discard{h: http.Header{}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for k := 0; k < b.N; k++ {
+				h.ServeHTTP(w, r)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "µs/op")
+		})
+	}
+}

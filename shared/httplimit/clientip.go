@@ -1,0 +1,200 @@
+package httplimit
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// maxForwardedHops bounds how many X-Forwarded-For entries an IPStrategy
+// with excluded IPs examines, so that a header of thousands of excluded
+// addresses costs no more than a few dozen.
+const maxForwardedHops = 64
+
+const headerXFF = "X-Forwarded-For"
+
+// IPStrategy picks the client address of a request with the semantics of
+// Traefik's ipStrategy:
+//
+//   - depth > 0: the depth-th entry of X-Forwarded-For counted from the
+//     right (1 is the address the nearest proxy appended), or "" when the
+//     header has fewer entries;
+//   - excluded IPs: the rightmost X-Forwarded-For entry that is not in an
+//     excluded range (empty entries skipped), or "" when every entry is;
+//   - neither: the host part of the request's remote address.
+//
+// Where it differs from Traefik v3.6, on purpose: several X-Forwarded-For
+// lines form one list (Traefik reads only the first line, which a client
+// controls when a proxy appends to the last); an entry written with a port
+// ("203.0.113.7:4711", "[2001:db8::1]:443") counts as its address, so that
+// a proxy adding ports does not give every connection its own key; the
+// IPv6 subnet also applies to the excluded-IPs strategy; and depth with
+// excluded IPs is a configuration error rather than excluded IPs ignored.
+//
+// An IPStrategy is immutable and safe for concurrent use.
+type IPStrategy struct {
+	depth    int
+	excluded []netip.Prefix
+	v6Bits   int
+}
+
+// NewIPStrategy returns the strategy for a trusted depth, a list of
+// excluded addresses or CIDR ranges, and an IPv6 prefix length that groups
+// IPv6 clients (0 for none). Every bad value is reported as a *FieldError
+// naming depth, excludedIPs or ipv6Subnet.
+func NewIPStrategy(depth int, excludedIPs []string, ipv6Subnet int) (*IPStrategy, error) {
+	if depth < 0 {
+		return nil, &FieldError{Field: "depth", Msg: "must not be negative, got " + itoa(int64(depth))}
+	}
+	if ipv6Subnet < 0 || ipv6Subnet > 128 {
+		return nil, &FieldError{Field: "ipv6Subnet", Msg: "must be between 1 and 128 (0 or unset: no grouping), got " + itoa(int64(ipv6Subnet))}
+	}
+	s := &IPStrategy{depth: depth, v6Bits: ipv6Subnet}
+	if ipv6Subnet == 128 {
+		s.v6Bits = 0 // a /128 is the address itself
+	}
+	for i, e := range excludedIPs {
+		p, err := parseRange(strings.TrimSpace(e))
+		if err != nil {
+			return nil, &FieldError{Field: "excludedIPs[" + itoa(int64(i)) + "]", Msg: quote(e) + " is neither an IP address nor a CIDR range"}
+		}
+		s.excluded = append(s.excluded, p)
+	}
+	if depth > 0 && len(s.excluded) > 0 {
+		return nil, &FieldError{Field: "excludedIPs", Msg: "cannot be combined with depth (choose one; Traefik's built-in middleware ignores excludedIPs when depth is set)"}
+	}
+	return s, nil
+}
+
+// parseRange parses an address or a CIDR range into a prefix; an IPv4
+// range written in IPv4-mapped IPv6 form is kept as written.
+func parseRange(s string) (netip.Prefix, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		a = a.WithZone("").Unmap()
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return p.Masked(), nil
+}
+
+// ClientIP returns the client address of r, or "" when the strategy finds
+// none (X-Forwarded-For shorter than the depth, or every entry excluded).
+// Malformed entries are returned as they are, trimmed of spaces.
+func (s *IPStrategy) ClientIP(r *http.Request) string { return clientIP(s, r) }
+
+// clientIP is ClientIP as a plain function: cheaper under yaegi.
+func clientIP(s *IPStrategy, r *http.Request) string {
+	var ip string
+	if s.depth > 0 {
+		ip = normalizeIP(forwardedAt(r.Header[headerXFF], s.depth))
+	} else if s.excluded != nil {
+		ip = firstNotExcluded(s, r.Header[headerXFF])
+	} else {
+		ip = remoteHost(r.RemoteAddr)
+	}
+	if s.v6Bits > 0 {
+		return MaskIP(ip, 0, s.v6Bits)
+	}
+	return ip
+}
+
+// remoteHost returns the host part of a remote address, or the address
+// itself when it has no port.
+func remoteHost(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return host
+}
+
+// forwardedAt returns the depth-th comma-separated entry counted from the
+// right across all lines of a header, trimmed, or "" when there are fewer.
+// Empty entries count, as in Traefik.
+func forwardedAt(lines []string, depth int) string {
+	n := depth
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := lines[i]
+		for {
+			j := strings.LastIndexByte(line, ',')
+			n--
+			if n == 0 {
+				return strings.TrimSpace(line[j+1:])
+			}
+			if j < 0 {
+				break
+			}
+			line = line[:j]
+		}
+	}
+	return ""
+}
+
+// firstNotExcluded returns the rightmost non-empty entry of the header
+// lines that is not in an excluded range, or "" when there is none among
+// the last maxForwardedHops entries (empty ones included).
+func firstNotExcluded(s *IPStrategy, lines []string) string {
+	hops := 0
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := lines[i]
+		for {
+			j := strings.LastIndexByte(line, ',')
+			hops++
+			if hops > maxForwardedHops {
+				return ""
+			}
+			e := strings.TrimSpace(line[j+1:])
+			if e != "" {
+				e = normalizeIP(e)
+				if !isExcluded(s, e) {
+					return e
+				}
+			}
+			if j < 0 {
+				break
+			}
+			line = line[:j]
+		}
+	}
+	return ""
+}
+
+// isExcluded reports whether the address e is in an excluded range; a
+// string that is not an address is not.
+func isExcluded(s *IPStrategy, e string) bool {
+	a, err := netip.ParseAddr(e)
+	if err != nil {
+		return false
+	}
+	a = a.WithZone("").Unmap()
+	for _, p := range s.excluded {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// normalizeIP returns the address of an X-Forwarded-For entry written with
+// a port or in brackets; anything else is returned as it is.
+func normalizeIP(e string) string {
+	if e == "" {
+		return e
+	}
+	if _, err := netip.ParseAddr(e); err == nil {
+		return e
+	}
+	if ap, err := netip.ParseAddrPort(e); err == nil {
+		return ap.Addr().String()
+	}
+	if len(e) > 2 && e[0] == '[' && e[len(e)-1] == ']' {
+		if a, err := netip.ParseAddr(e[1 : len(e)-1]); err == nil {
+			return a.String()
+		}
+	}
+	return e
+}

@@ -1,0 +1,236 @@
+package httplimit
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+)
+
+// HeaderMode selects which rate-limit headers responses carry.
+type HeaderMode uint8
+
+const (
+	// HeadersLegacy writes X-RateLimit-Limit, X-RateLimit-Remaining and
+	// X-RateLimit-Reset. It is the default.
+	HeadersLegacy HeaderMode = iota
+	// HeadersIETF writes the IETF draft's RateLimit-Policy: "<name>";q=N;w=W
+	// and RateLimit: "<name>";r=R;t=T.
+	HeadersIETF
+	// HeadersBoth writes the legacy and the IETF headers.
+	HeadersBoth
+	// HeadersNone writes no rate-limit header (Retry-After is still sent
+	// on a rejection).
+	HeadersNone
+)
+
+var headerModeNames = [...]string{HeadersLegacy: "legacy", HeadersIETF: "ietf", HeadersBoth: "both", HeadersNone: "none"}
+
+// String returns the configuration name of m.
+func (m HeaderMode) String() string {
+	if int(m) < len(headerModeNames) {
+		return headerModeNames[m]
+	}
+	return "headers(" + itoa(int64(m)) + ")"
+}
+
+// ParseHeaderMode returns the mode named s, case-insensitively; the empty
+// string is HeadersLegacy.
+func ParseHeaderMode(s string) (HeaderMode, error) {
+	if s == "" {
+		return HeadersLegacy, nil
+	}
+	for i, name := range headerModeNames {
+		if strings.EqualFold(s, name) {
+			return HeaderMode(i), nil
+		}
+	}
+	return 0, errors.New("unknown headers mode " + quote(s) + " (want legacy, ietf, both or none)")
+}
+
+// Header names in the canonical form http.Header uses, so that the
+// per-request path can assign to the map without canonicalizing.
+const (
+	headerLimit      = "X-Ratelimit-Limit"
+	headerRemaining  = "X-Ratelimit-Remaining"
+	headerReset      = "X-Ratelimit-Reset"
+	headerPolicy     = "Ratelimit-Policy"
+	headerRateLimit  = "Ratelimit"
+	headerRetryAfter = "Retry-After"
+)
+
+// Policy holds the header values of one rule that never change, so that
+// the per-request path only formats Remaining and the reset delay. It is
+// safe for concurrent use.
+//
+// Values that never change are shared between responses as one read-only
+// slice each: http.Header's Set, Add and Del replace slices and never write
+// into them.
+type Policy struct {
+	mode       HeaderMode
+	limit      int64
+	limitVal   []string // X-RateLimit-Limit
+	policyVal  []string // RateLimit-Policy
+	ratePrefix string   // `"<name>";r=`
+	legacy     bool
+	ietf       bool
+}
+
+// NewPolicy returns the headers of the rule named name that admits limit
+// requests per window. The name is written as a structured-field string:
+// characters outside printable ASCII become '_'.
+func NewPolicy(name string, window time.Duration, limit int64, mode HeaderMode) *Policy {
+	quoted := sfString(name)
+	return &Policy{
+		mode:       mode,
+		limit:      limit,
+		limitVal:   []string{itoa(limit)},
+		policyVal:  []string{quoted + ";q=" + itoa(limit) + ";w=" + itoa(CeilSeconds(window))},
+		ratePrefix: quoted + ";r=",
+		legacy:     mode == HeadersLegacy || mode == HeadersBoth,
+		ietf:       mode == HeadersIETF || mode == HeadersBoth,
+	}
+}
+
+// Mode returns the policy's header mode.
+func (p *Policy) Mode() HeaderMode { return p.mode }
+
+// SetHeaders writes the rate-limit headers of d into h per the mode; it
+// does nothing for HeadersNone. X-RateLimit-Reset and the IETF t= are
+// d.ResetAfter in seconds, rounded up.
+func (p *Policy) SetHeaders(h http.Header, d ratelimit.Decision) { WriteHeaders(p, h, d) }
+
+// WriteHeaders is SetHeaders as a plain function, for the Traefik plugin.
+// Under yaegi a call allocates a slot for every local and temporary of the
+// callee, taken branches or not, and a method call costs several times a
+// function call: so each mode's work is a function of its own, and the
+// values come from a table rather than from nested calls.
+func WriteHeaders(p *Policy, h http.Header, d ratelimit.Decision) {
+	if p.legacy {
+		writeLegacy(p, h, d)
+	}
+	if p.ietf {
+		writeIETF(p, h, d)
+	}
+}
+
+func writeLegacy(p *Policy, h http.Header, d ratelimit.Decision) {
+	if d.Limit == p.limit {
+		h[headerLimit] = p.limitVal
+	} else {
+		h[headerLimit] = []string{itoa(d.Limit)}
+	}
+	secs := (d.ResetAfter + time.Second - 1) / time.Second
+	if d.Remaining < int64(len(smallInts)) && secs < time.Duration(len(smallInts)) {
+		// One allocation for both per-request values.
+		v := []string{smallInts[d.Remaining], smallInts[secs]}
+		h[headerRemaining] = v[0:1:1]
+		h[headerReset] = v[1:2:2]
+		return
+	}
+	h[headerRemaining] = []string{itoa(d.Remaining)}
+	h[headerReset] = []string{itoa(CeilSeconds(d.ResetAfter))}
+}
+
+func writeIETF(p *Policy, h http.Header, d ratelimit.Decision) {
+	h[headerPolicy] = p.policyVal
+	h[headerRateLimit] = []string{p.ratePrefix + itoa(d.Remaining) + ";t=" + itoa(CeilSeconds(d.ResetAfter))}
+}
+
+// retryAfterOne is the shared value of the most common Retry-After.
+var retryAfterOne = []string{"1"}
+
+// SetRetryAfter writes Retry-After for a denied d: d.RetryAfter in seconds,
+// rounded up, at least 1.
+func SetRetryAfter(h http.Header, d ratelimit.Decision) {
+	s := CeilSeconds(d.RetryAfter)
+	if s <= 1 {
+		h[headerRetryAfter] = retryAfterOne
+		return
+	}
+	h[headerRetryAfter] = []string{itoa(s)}
+}
+
+var (
+	textPlain = []string{"text/plain; charset=utf-8"}
+	noSniff   = []string{"nosniff"}
+)
+
+// Reject writes a complete rejection of a request denied by d: the
+// rate-limit headers, Retry-After, the status and body as plain text.
+func (p *Policy) Reject(w http.ResponseWriter, d ratelimit.Decision, status int, body string) {
+	WriteRejection(p, w, d, status, body)
+}
+
+// WriteRejection is Reject as a plain function, for the Traefik plugin.
+func WriteRejection(p *Policy, w http.ResponseWriter, d ratelimit.Decision, status int, body string) {
+	h := w.Header()
+	WriteHeaders(p, h, d)
+	retry := int64(1)
+	if d.RetryAfter > time.Second {
+		retry = (int64(d.RetryAfter) + int64(time.Second) - 1) / int64(time.Second)
+	}
+	length := int64(len(body))
+	if retry < int64(len(smallInts)) && length < int64(len(smallInts)) {
+		// Two values, one allocation.
+		v := []string{smallInts[retry], smallInts[length]}
+		h[headerRetryAfter] = v[0:1:1]
+		h["Content-Length"] = v[1:2:2]
+	} else {
+		h[headerRetryAfter] = []string{strconv.FormatInt(retry, 10)}
+		h["Content-Length"] = []string{strconv.FormatInt(length, 10)}
+	}
+	h["Content-Type"] = textPlain
+	h["X-Content-Type-Options"] = noSniff
+	w.WriteHeader(status)
+	if body != "" {
+		io.WriteString(w, body)
+	}
+}
+
+// CeilSeconds rounds a delay up to whole seconds (0 for d <= 0).
+func CeilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	s := int64(d / time.Second)
+	if d%time.Second != 0 {
+		s++
+	}
+	return s
+}
+
+// sfString returns s as an RFC 8941 string: in double quotes, with '"' and
+// '\' escaped and anything outside printable ASCII replaced by '_'.
+func sfString(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c > 0x7e:
+			b.WriteByte('_')
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// quote returns s as a Go string literal for error messages, cut to a
+// readable length.
+func quote(s string) string {
+	if len(s) > 64 {
+		return strconv.Quote(s[:64]) + "..."
+	}
+	return strconv.Quote(s)
+}

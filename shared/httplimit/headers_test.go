@@ -1,0 +1,220 @@
+package httplimit
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+)
+
+func TestParseHeaderMode(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    HeaderMode
+		wantErr bool
+	}{
+		{"", HeadersLegacy, false},
+		{"legacy", HeadersLegacy, false},
+		{"IETF", HeadersIETF, false},
+		{"Both", HeadersBoth, false},
+		{"none", HeadersNone, false},
+		{"draft", 0, true},
+		{" legacy", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseHeaderMode(tt.in)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("ParseHeaderMode(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+		if err != nil && !strings.Contains(err.Error(), tt.in) {
+			t.Errorf("error %q does not name the value %q", err, tt.in)
+		}
+	}
+	for _, m := range []HeaderMode{HeadersLegacy, HeadersIETF, HeadersBoth, HeadersNone} {
+		if got, err := ParseHeaderMode(m.String()); err != nil || got != m {
+			t.Errorf("round trip of %v: %v, %v", m, got, err)
+		}
+	}
+}
+
+func TestCeilSeconds(t *testing.T) {
+	tests := []struct {
+		in   time.Duration
+		want int64
+	}{
+		{-time.Second, 0},
+		{0, 0},
+		{1, 1},
+		{999 * time.Millisecond, 1},
+		{time.Second, 1},
+		{time.Second + 1, 2},
+		{time.Minute, 60},
+	}
+	for _, tt := range tests {
+		if got := CeilSeconds(tt.in); got != tt.want {
+			t.Errorf("CeilSeconds(%v) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestSetHeaders(t *testing.T) {
+	d := ratelimit.Decision{Allowed: true, Limit: 100, Remaining: 42, ResetAfter: 59500 * time.Millisecond}
+	tests := []struct {
+		mode HeaderMode
+		d    ratelimit.Decision
+		want map[string]string
+	}{
+		{HeadersLegacy, d, map[string]string{
+			"X-RateLimit-Limit": "100", "X-RateLimit-Remaining": "42", "X-RateLimit-Reset": "60",
+		}},
+		{HeadersIETF, d, map[string]string{
+			"RateLimit-Policy": `"api";q=100;w=60`, "RateLimit": `"api";r=42;t=60`,
+		}},
+		{HeadersBoth, d, map[string]string{
+			"X-RateLimit-Limit": "100", "X-RateLimit-Remaining": "42", "X-RateLimit-Reset": "60",
+			"RateLimit-Policy": `"api";q=100;w=60`, "RateLimit": `"api";r=42;t=60`,
+		}},
+		{HeadersNone, d, map[string]string{}},
+		// Values beyond the precomputed table and a limit that is not the policy's.
+		{HeadersLegacy, ratelimit.Decision{Limit: 1 << 30, Remaining: 123456, ResetAfter: 100000 * time.Second}, map[string]string{
+			"X-RateLimit-Limit": "1073741824", "X-RateLimit-Remaining": "123456", "X-RateLimit-Reset": "100000",
+		}},
+	}
+	for _, tt := range tests {
+		p := NewPolicy("api", time.Minute, 100, tt.mode)
+		h := http.Header{}
+		p.SetHeaders(h, tt.d)
+		if len(h) != len(tt.want) {
+			t.Errorf("%v: got %d headers %v, want %v", tt.mode, len(h), h, tt.want)
+		}
+		for k, v := range tt.want {
+			if got := h.Values(k); len(got) != 1 || got[0] != v {
+				t.Errorf("%v: %s = %q, want %q", tt.mode, k, got, v)
+			}
+		}
+	}
+}
+
+// Shared read-only values must survive what handlers do with headers.
+func TestSetHeadersSharedValuesStayIntact(t *testing.T) {
+	p := NewPolicy("api", time.Minute, 100, HeadersBoth)
+	h1 := http.Header{}
+	p.SetHeaders(h1, ratelimit.Decision{Limit: 100, Remaining: 1})
+	h1.Add("X-RateLimit-Limit", "7")
+	h1.Set("RateLimit-Policy", "changed")
+	h2 := http.Header{}
+	p.SetHeaders(h2, ratelimit.Decision{Limit: 100, Remaining: 1})
+	if got := h2.Values("X-RateLimit-Limit"); len(got) != 1 || got[0] != "100" {
+		t.Errorf("X-RateLimit-Limit = %q after another response changed its own", got)
+	}
+	if got := h2.Get("RateLimit-Policy"); got != `"api";q=100;w=60` {
+		t.Errorf("RateLimit-Policy = %q after another response changed its own", got)
+	}
+}
+
+func TestPolicyNameQuoting(t *testing.T) {
+	tests := []struct{ name, want string }{
+		{"api", `"api";q=5;w=2`},
+		{`a"b\c`, `"a\"b\\c";q=5;w=2`},
+		{"zone\nä", `"zone___";q=5;w=2`},
+		{"", `"";q=5;w=2`},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		NewPolicy(tt.name, 1500*time.Millisecond, 5, HeadersIETF).SetHeaders(h, ratelimit.Decision{Limit: 5})
+		if got := h.Get("RateLimit-Policy"); got != tt.want {
+			t.Errorf("name %q: RateLimit-Policy = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestSetRetryAfter(t *testing.T) {
+	tests := []struct {
+		in   time.Duration
+		want string
+	}{
+		{0, "1"},
+		{time.Millisecond, "1"},
+		{time.Second, "1"},
+		{1001 * time.Millisecond, "2"},
+		{90 * time.Second, "90"},
+		{10 * time.Hour, "36000"},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		SetRetryAfter(h, ratelimit.Decision{RetryAfter: tt.in})
+		if got := h.Get("Retry-After"); got != tt.want {
+			t.Errorf("RetryAfter %v: Retry-After = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestReject(t *testing.T) {
+	for _, mode := range []HeaderMode{HeadersLegacy, HeadersNone} {
+		p := NewPolicy("api", time.Minute, 20, mode)
+		rec := httptest.NewRecorder()
+		d := ratelimit.Decision{Limit: 20, RetryAfter: 2500 * time.Millisecond, ResetAfter: time.Minute}
+		p.Reject(rec, d, http.StatusTooManyRequests, "Too Many Requests\n")
+		res := rec.Result()
+		if res.StatusCode != http.StatusTooManyRequests {
+			t.Errorf("%v: status %d", mode, res.StatusCode)
+		}
+		if got := res.Header.Get("Retry-After"); got != "3" {
+			t.Errorf("%v: Retry-After %q, want 3", mode, got)
+		}
+		if got := res.Header.Get("Content-Length"); got != "18" {
+			t.Errorf("%v: Content-Length %q, want 18", mode, got)
+		}
+		if got := rec.Body.String(); got != "Too Many Requests\n" {
+			t.Errorf("%v: body %q", mode, got)
+		}
+		_, hasLimit := res.Header["X-Ratelimit-Limit"]
+		if hasLimit != (mode == HeadersLegacy) {
+			t.Errorf("%v: X-RateLimit-Limit present = %v", mode, hasLimit)
+		}
+		if got := res.Header.Get("X-RateLimit-Remaining"); mode == HeadersLegacy && got != "0" {
+			t.Errorf("%v: X-RateLimit-Remaining %q, want 0", mode, got)
+		}
+	}
+}
+
+func TestRejectEmptyBody(t *testing.T) {
+	rec := httptest.NewRecorder()
+	NewPolicy("api", time.Minute, 1, HeadersLegacy).Reject(rec, ratelimit.Decision{Limit: 1}, 503, "")
+	if rec.Code != 503 || rec.Body.Len() != 0 || rec.Header().Get("Content-Length") != "0" {
+		t.Errorf("got %d, body %q, Content-Length %q", rec.Code, rec.Body, rec.Header().Get("Content-Length"))
+	}
+}
+
+func BenchmarkSetHeaders(b *testing.B) {
+	for _, mode := range []HeaderMode{HeadersLegacy, HeadersIETF, HeadersBoth} {
+		b.Run(mode.String(), func(b *testing.B) {
+			p := NewPolicy("api", time.Minute, 100, mode)
+			h := http.Header{}
+			d := ratelimit.Decision{Allowed: true, Limit: 100, Remaining: 42, ResetAfter: 6 * time.Second}
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				p.SetHeaders(h, d)
+			}
+		})
+	}
+}
+
+func BenchmarkReject(b *testing.B) {
+	p := NewPolicy("api", time.Minute, 100, HeadersLegacy)
+	d := ratelimit.Decision{Limit: 100, RetryAfter: 3 * time.Second, ResetAfter: 6 * time.Second}
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		p.Reject(w, d, http.StatusTooManyRequests, "Too Many Requests\n")
+	}
+}
+
+type discardWriter struct{ h http.Header }
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *discardWriter) WriteHeader(int)             {}

@@ -1,0 +1,42 @@
+package httplimit
+
+import "net/netip"
+
+// MaskIP groups an address by prefix, so that every address of one network
+// shares one key: "203.0.113.77" with v4Bits 24 becomes "203.0.113.0/24",
+// "2001:db8:1:2:3:4:5:6" with v6Bits 64 becomes "2001:db8:1:2::/64".
+// An IPv4-mapped IPv6 address is grouped as IPv4. A zone ("%eth0") is
+// dropped before grouping. Bits of zero, negative, or at least the length of
+// the address leave the address as it is; a string that is not an IP is
+// returned unchanged.
+func MaskIP(s string, v4Bits, v6Bits int) string {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return s
+	}
+	bits := v6Bits
+	if a.Is4In6() {
+		a = a.Unmap()
+	}
+	if a.Is4() {
+		bits = v4Bits
+	}
+	if bits <= 0 || bits >= a.BitLen() {
+		return s
+	}
+	p, err := a.WithZone("").Prefix(bits)
+	if err != nil {
+		return s
+	}
+	return p.String()
+}
+
+// ValidatePrefixBits reports whether bits is a usable prefix length for
+// MaskIP: 0 (no grouping) up to 32 for IPv4 or 128 for IPv6. field names
+// the setting in the error.
+func ValidatePrefixBits(field string, bits, maxBits int) error {
+	if bits < 0 || bits > maxBits {
+		return &FieldError{Field: field, Msg: "must be between 0 and " + itoa(int64(maxBits)) + ", got " + itoa(int64(bits))}
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+package httplimit
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/textproto"
+	"strings"
+)
+
+// MaxKeyLength bounds the keys a Source returns: a longer key (a huge
+// header, junk in X-Forwarded-For) is replaced by "sha256:" and the hex
+// digest of the key, so memory per tracked key stays bounded and distinct
+// long keys stay distinct.
+const MaxKeyLength = 256
+
+// SourceCriterion chooses what a request is limited on, with the shape of
+// Traefik's sourceCriterion: at most one of its fields may be set, and none
+// means the remote address.
+type SourceCriterion struct {
+	// IPStrategy picks the client IP; see IPStrategy.
+	IPStrategy *IPStrategy
+	// RequestHeaderName limits on the first value of this request header.
+	RequestHeaderName string
+	// RequestHost limits on the request's host (as sent, lowercased).
+	RequestHost bool
+}
+
+type sourceKind uint8
+
+const (
+	sourceIP sourceKind = iota
+	sourceHeader
+	sourceHost
+)
+
+// Source computes a request's key. It is immutable and safe for concurrent
+// use.
+//
+// A request whose source is empty (the header is missing, X-Forwarded-For
+// is shorter than the depth, every entry is excluded) gets the key "": all
+// such requests share one limit, as with Traefik's built-in middleware.
+type Source struct {
+	kind   sourceKind
+	ip     *IPStrategy
+	header string // canonical header name
+}
+
+// NewSource validates c and returns its Source. More than one criterion is
+// an error naming them.
+func NewSource(c SourceCriterion) (*Source, error) {
+	n := 0
+	if c.IPStrategy != nil {
+		n++
+	}
+	if c.RequestHeaderName != "" {
+		n++
+	}
+	if c.RequestHost {
+		n++
+	}
+	if n > 1 {
+		return nil, errors.New("ipStrategy, requestHeaderName and requestHost are mutually exclusive: set one")
+	}
+	switch {
+	case c.RequestHeaderName != "":
+		name := strings.TrimSpace(c.RequestHeaderName)
+		if !validHeaderName(name) {
+			return nil, &FieldError{Field: "requestHeaderName", Msg: quote(c.RequestHeaderName) + " is not a valid header name"}
+		}
+		return &Source{kind: sourceHeader, header: textproto.CanonicalMIMEHeaderKey(name)}, nil
+	case c.RequestHost:
+		return &Source{kind: sourceHost}, nil
+	case c.IPStrategy != nil:
+		return &Source{kind: sourceIP, ip: c.IPStrategy}, nil
+	}
+	return &Source{kind: sourceIP, ip: &IPStrategy{}}, nil
+}
+
+// IsRemoteAddr reports whether the key is the host part of the remote
+// address, ungrouped: callers on a hot path may compute it inline.
+func (s *Source) IsRemoteAddr() bool {
+	return s.kind == sourceIP && s.ip.depth == 0 && s.ip.excluded == nil && s.ip.v6Bits == 0
+}
+
+// Key returns the key of r, at most MaxKeyLength bytes long.
+func (s *Source) Key(r *http.Request) string { return KeyOf(s, r) }
+
+// KeyOf is Key as a plain function, for the Traefik plugin: under yaegi a
+// method call costs several times a function call.
+func KeyOf(s *Source, r *http.Request) string {
+	var k string
+	switch s.kind {
+	case sourceHeader:
+		if v := r.Header[s.header]; len(v) > 0 {
+			k = v[0]
+		}
+	case sourceHost:
+		k = strings.ToLower(r.Host)
+	default:
+		k = clientIP(s.ip, r)
+	}
+	if len(k) > MaxKeyLength {
+		return BoundKey(k)
+	}
+	return k
+}
+
+// BoundKey returns k when it is at most MaxKeyLength bytes long, and
+// otherwise "sha256:" followed by the hex digest of k.
+func BoundKey(k string) string {
+	if len(k) <= MaxKeyLength {
+		return k
+	}
+	sum := sha256.Sum256([]byte(k))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// validHeaderName reports whether s is a non-empty RFC 9110 token.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			continue
+		}
+		if !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,153 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of GuardOptions.
+const (
+	DefaultProbeInterval = 250 * time.Millisecond
+	DefaultProbeTimeout  = time.Second
+	DefaultDenyCacheSize = 10000
+	DefaultErrorInterval = time.Minute
+)
+
+// GuardOptions configure a Guard.
+type GuardOptions struct {
+	// OnError is the failure policy: FailAllow (the zero value), FailDeny
+	// or FailLocal.
+	OnError FailurePolicy
+	// Probe checks that the remote store answers again; the breaker calls
+	// it while open. RedisStore.Ping is the usual choice. Nil disables the
+	// breaker: every request then tries the store.
+	Probe func(context.Context) error
+	// ProbeInterval is the delay between probes; zero means
+	// DefaultProbeInterval.
+	ProbeInterval time.Duration
+	// ProbeTimeout bounds one probe; zero means DefaultProbeTimeout.
+	ProbeTimeout time.Duration
+	// DenyCacheSize bounds the denials remembered locally; zero means
+	// DefaultDenyCacheSize and a negative value disables the cache.
+	DenyCacheSize int
+	// LogError receives store errors, at most one per ErrorInterval, with
+	// the number of errors suppressed since the previous call. Nil drops
+	// them.
+	LogError func(err error, suppressed int64)
+	// ErrorInterval is the least time between two LogError calls; zero
+	// means DefaultErrorInterval.
+	ErrorInterval time.Duration
+	// LogRecovered, when set, is called when the breaker closes again with
+	// how long it was open.
+	LogRecovered func(down time.Duration)
+}
+
+// Guard is the Store a host uses in front of a remote store: it answers
+// from its denial cache when it can, asks the remote store otherwise, and
+// applies the failure policy when the store fails or its breaker is open.
+// Its Take never returns an error.
+type Guard struct {
+	remote  Store
+	policy  FailurePolicy
+	breaker *breaker
+	denials *denyCache
+	errs    errorLog
+
+	failures  uint64
+	fallbacks uint64
+	cacheHits uint64
+}
+
+// GuardStats are counters for metrics.
+type GuardStats struct {
+	// Failures counts the remote store's errors.
+	Failures uint64
+	// Fallbacks counts requests decided by the failure policy.
+	Fallbacks uint64
+	// CacheHits counts requests denied by the denial cache.
+	CacheHits uint64
+	// Open reports whether the breaker is open now.
+	Open bool
+}
+
+// NewGuard returns a Guard in front of remote. Call Close to stop its
+// probe.
+func NewGuard(remote Store, opts GuardOptions) (*Guard, error) {
+	if remote == nil {
+		return nil, errors.New("guard: no remote store")
+	}
+	if opts.OnError > FailLocal {
+		return nil, errors.New("guard: unknown failure policy " + opts.OnError.String())
+	}
+	if opts.ProbeInterval < 0 || opts.ProbeTimeout < 0 || opts.ErrorInterval < 0 {
+		return nil, errors.New("guard: intervals and timeouts must not be negative")
+	}
+	if opts.ProbeInterval == 0 {
+		opts.ProbeInterval = DefaultProbeInterval
+	}
+	if opts.ProbeTimeout == 0 {
+		opts.ProbeTimeout = DefaultProbeTimeout
+	}
+	if opts.ErrorInterval == 0 {
+		opts.ErrorInterval = DefaultErrorInterval
+	}
+	if opts.DenyCacheSize == 0 {
+		opts.DenyCacheSize = DefaultDenyCacheSize
+	}
+	g := &Guard{remote: remote, policy: opts.OnError}
+	g.errs = errorLog{emit: opts.LogError, interval: opts.ErrorInterval}
+	if opts.Probe != nil {
+		g.breaker = newBreaker(opts.Probe, opts.ProbeInterval, opts.ProbeTimeout, opts.LogRecovered)
+	}
+	if opts.DenyCacheSize > 0 {
+		g.denials = newDenyCache(opts.DenyCacheSize)
+	}
+	return g, nil
+}
+
+// Take implements Store. The error is always nil: failures are logged and
+// answered by the policy.
+func (g *Guard) Take(ctx context.Context, now time.Time, items []Item, out []Decision) (bool, error) {
+	if g.denials != nil && g.denials.check(now, items, out) {
+		atomic.AddUint64(&g.cacheHits, 1)
+		return false, nil
+	}
+	if g.breaker != nil && g.breaker.open() {
+		atomic.AddUint64(&g.fallbacks, 1)
+		return g.policy.decide(now, items, out), nil
+	}
+	allowed, err := g.remote.Take(ctx, now, items, out)
+	if err != nil {
+		atomic.AddUint64(&g.failures, 1)
+		atomic.AddUint64(&g.fallbacks, 1)
+		// A request abandoned by its client says nothing about the store.
+		if g.breaker != nil && ctx.Err() == nil {
+			g.breaker.trip()
+		}
+		g.errs.report(err, now)
+		return g.policy.decide(now, items, out), nil
+	}
+	if !allowed && g.denials != nil {
+		g.denials.record(now, items, out)
+	}
+	return allowed, nil
+}
+
+// Stats returns the guard's counters.
+func (g *Guard) Stats() GuardStats {
+	return GuardStats{
+		Failures:  atomic.LoadUint64(&g.failures),
+		Fallbacks: atomic.LoadUint64(&g.fallbacks),
+		CacheHits: atomic.LoadUint64(&g.cacheHits),
+		Open:      g.breaker != nil && g.breaker.open(),
+	}
+}
+
+// Close stops the breaker's probe. The guard still answers afterwards.
+func (g *Guard) Close() {
+	if g.breaker != nil {
+		g.breaker.close()
+	}
+}

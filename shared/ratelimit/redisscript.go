@@ -1,0 +1,219 @@
+package ratelimit
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+)
+
+// redisScript decides one request against every rule of it in one atomic
+// call, with the semantics of takeBuckets and takeLog. It is a Go constant
+// rather than an embedded file because yaegi does not run //go:embed.
+//
+// KEYS[i] is the Redis key of item i. ARGV[1] is the time in microseconds,
+// or 0 for the server's TIME (the only value production passes; tests pass
+// a fixed time to compare against the in-memory zone). Item i then has six
+// arguments from ARGV[2+6*(i-1)]: algorithm (0 sliding, 1 fixed, 2 strict,
+// 3 log), window and sub-window in microseconds, limit, cost, and the name
+// of the field that holds the newest sub-window index (it names the rule's
+// sub-window and count of sub-windows, so a changed rule starts afresh
+// instead of misreading old counters).
+//
+// Bucket rules keep a hash: field (b mod k+1) holds the count of
+// sub-window b for the k+1 newest sub-windows, the spec field holds the
+// newest index written. Log rules keep a sorted set of admitted
+// timestamps; member "<t>.<n>" is unique because, at one t, the count n
+// only grows. Keys are written only when the whole request is admitted.
+// A hash's TTL is set when a new sub-window is written, to the moment that
+// sub-window stops counting (at most W+T ahead); a sorted set's is set to W
+// on every write. Neither uses PEXPIRE NX, which would expire a busy key
+// while it still counts.
+//
+// The reply holds four integers per item: allowed (1 or 0), remaining,
+// retry-after and reset-after in microseconds.
+const redisScript = `
+local slack = 1e-9
+local floor, ceil = math.floor, math.ceil
+local now = tonumber(ARGV[1])
+if now == 0 then
+  local tm = redis.call('TIME')
+  now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+end
+
+local function fmt(x) return string.format('%.0f', x) end
+local function rem(v)
+  if v <= 0 then return 0 end
+  return floor(v + slack)
+end
+
+-- cell returns the count of sub-window b in state s.
+local function cell(s, b)
+  if s.newest == nil or b > s.newest or b <= s.newest - s.m then return 0 end
+  return s.ring[b % s.m] or 0
+end
+
+local function buckets(s, key, alg, W, T, N, cost, spec, t)
+  local k = W / T
+  s.m, s.T, s.spec, s.cost = k + 1, T, spec, cost
+  local reach = k + 1
+  if alg == 1 then reach = 1 end
+  s.reach = reach
+  s.ring = {}
+  local h = redis.pcall('HGETALL', key)
+  if h.err then
+    s.stale = true
+  else
+    for j = 1, #h, 2 do
+      local cellIndex = tonumber(h[j])
+      if h[j] == spec then
+        s.newest = tonumber(h[j + 1])
+      elseif cellIndex == nil then
+        s.stale = true -- the newest field of another rule
+      else
+        s.ring[cellIndex] = tonumber(h[j + 1])
+      end
+    end
+    if s.newest == nil and #h > 0 then s.stale = true end
+  end
+  if s.stale then
+    s.newest = nil
+    s.ring = {}
+  end
+  local c = floor(t / T)
+  if s.newest ~= nil and c < s.newest then
+    c = s.newest -- the clock went back: stay in the newest sub-window
+    t = c * T
+  end
+  s.c, s.t = c, t
+  local sum = 0
+  for b = c - k + 1, c do sum = sum + cell(s, b) end
+  local count = sum
+  if reach > 1 then
+    local leaving = cell(s, c - k)
+    if alg == 0 then
+      count = count + leaving * ((c + 1) * T - t) / T
+    else
+      count = count + leaving
+    end
+  end
+  if count + cost <= N + slack then
+    return 1, rem(N - count - cost), 0, (c + reach) * T - t
+  end
+  -- RetryAfter: walk the sub-windows to come until the count falls enough.
+  local need = N - cost + slack
+  local retry = (c + reach) * T - t
+  for j = 0, k do
+    local cj = c + j
+    local start = cj * T
+    if j == 0 then start = t end
+    local leaving = 0
+    if reach > 1 then leaving = cell(s, cj - k) end
+    if alg ~= 0 then
+      if sum + leaving <= need then retry = start - t break end
+    elseif sum + leaving * ((cj + 1) * T - start) / T <= need then
+      retry = start - t break
+    elseif sum <= need and leaving > 0 then
+      local at = ceil(((cj + 1) * T - t) - (need - sum) * T / leaving)
+      if at < start - t then at = start - t end
+      retry = at break
+    end
+    if j < k then sum = sum - cell(s, cj - k + 1) end
+  end
+  local reset = 0
+  for b = c, c - reach + 1, -1 do
+    if cell(s, b) ~= 0 then reset = (b + reach) * T - t break end
+  end
+  return 0, rem(N - count), retry, reset
+end
+
+local function commitBuckets(s, key)
+  if s.stale then
+    redis.call('DEL', key)
+    s.newest = nil
+  end
+  local c, m = s.c, s.m
+  if s.newest ~= nil and c == s.newest then
+    redis.call('HSET', key, c % m, (s.ring[c % m] or 0) + s.cost)
+    return
+  end
+  -- A new sub-window: drop the cells it reuses, write the newest index,
+  -- and expire the key when its newest sub-window stops counting. Later
+  -- writes in this sub-window need no PEXPIRE: their counts stop counting
+  -- at the same moment.
+  if s.newest ~= nil then
+    local gone = {}
+    local last = c
+    if last > s.newest + m then last = s.newest + m end
+    for b = s.newest + 1, last do gone[#gone + 1] = b % m end
+    redis.call('HDEL', key, unpack(gone))
+  end
+  redis.call('HSET', key, c % m, s.cost, s.spec, fmt(c))
+  redis.call('PEXPIRE', key, ceil(((c + s.reach) * s.T - s.t) / 1000))
+end
+
+local function logTake(s, key, W, N, cost, t)
+  s.W, s.cost = W, cost
+  local top = redis.pcall('ZRANGE', key, -1, -1, 'WITHSCORES')
+  local n = 0
+  if top.err then
+    s.stale = true
+  else
+    if #top > 0 and tonumber(top[2]) > t then t = tonumber(top[2]) end
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(t - W))
+    n = redis.call('ZCARD', key)
+  end
+  s.t, s.n = t, n
+  if n + cost <= N then
+    return 1, N - n - cost, 0, W
+  end
+  local first = redis.call('ZRANGE', key, n + cost - N - 1, n + cost - N - 1, 'WITHSCORES')
+  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  return 0, N - n, tonumber(first[2]) + W - t, tonumber(last[2]) + W - t
+end
+
+local function commitLog(s, key)
+  if s.stale then redis.call('DEL', key) s.n = 0 end
+  local ts = fmt(s.t)
+  local add = {}
+  for i = 1, s.cost do
+    add[#add + 1] = ts
+    add[#add + 1] = ts .. '.' .. (s.n + i)
+  end
+  redis.call('ZADD', key, unpack(add))
+  redis.call('PEXPIRE', key, ceil(s.W / 1000))
+end
+
+local out, states, all = {}, {}, true
+for i = 1, #KEYS do
+  local a = 2 + 6 * (i - 1)
+  local alg = tonumber(ARGV[a])
+  local W, T = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  local N, cost = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+  local s = {alg = alg}
+  local ok, remaining, retry, reset
+  if alg == 3 then
+    ok, remaining, retry, reset = logTake(s, KEYS[i], W, N, cost, now)
+  else
+    ok, remaining, retry, reset = buckets(s, KEYS[i], alg, W, T, N, cost, ARGV[a + 5], now)
+  end
+  states[i] = s
+  if ok == 0 then all = false end
+  out[#out + 1] = ok
+  out[#out + 1] = remaining
+  out[#out + 1] = retry
+  out[#out + 1] = reset
+end
+if all then
+  for i = 1, #KEYS do
+    if states[i].alg == 3 then commitLog(states[i], KEYS[i]) else commitBuckets(states[i], KEYS[i]) end
+  end
+end
+return out
+`
+
+// redisScriptSHA is the SHA1 of redisScript in hex, the name EVALSHA runs.
+var redisScriptSHA = scriptSHA(redisScript)
+
+func scriptSHA(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}

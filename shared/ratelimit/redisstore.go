@@ -1,0 +1,236 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ScriptRunner runs a Lua script on Redis. The Caddy module implements it
+// over go-redis, the Traefik plugin over shared/resp, so both run the same
+// script. A reply that is not an array of integers is an error.
+type ScriptRunner interface {
+	// EvalSha runs the script cached on the server under its SHA1 hex. A
+	// server that does not know the script answers an error whose text
+	// starts with NOSCRIPT.
+	EvalSha(ctx context.Context, sha string, keys, args []string) ([]int64, error)
+	// Eval sends the script text, which the server runs and caches.
+	Eval(ctx context.Context, script string, keys, args []string) ([]int64, error)
+}
+
+// RedisOptions configure a RedisStore.
+type RedisOptions struct {
+	// KeyPrefix is prepended to every key the store writes (see RedisKey).
+	KeyPrefix string
+	// Cluster tells the store that keys in different hash slots cannot be
+	// used in one call. A request whose items have different keys is then
+	// decided one key at a time, stopping at the first denial: the items
+	// of a key already admitted stay counted.
+	Cluster bool
+}
+
+// RedisStore is a Store that keeps the counters in Redis, so that every
+// instance sharing the Redis enforces one limit exactly. One request is one
+// script call (per distinct key in Cluster mode), timed by the server's
+// clock. It reports Redis failures; Guard applies the failure policy.
+type RedisStore struct {
+	run     ScriptRunner
+	prefix  string
+	cluster bool
+	// args caches, per *Zone, the six script arguments of its rule.
+	args sync.Map
+	// callerTime makes the script use the time passed to Take instead of
+	// the server's TIME. Only tests set it, to compare with a Zone.
+	callerTime bool
+}
+
+// NewRedisStore returns a store that runs the limiter script through run.
+func NewRedisStore(run ScriptRunner, opts RedisOptions) (*RedisStore, error) {
+	if run == nil {
+		return nil, errors.New("redis store: no script runner")
+	}
+	if strings.ContainsAny(opts.KeyPrefix, "{}") {
+		return nil, fmt.Errorf("redis key prefix %q must not contain braces (they would change the cluster hash tag)", opts.KeyPrefix)
+	}
+	return &RedisStore{run: run, prefix: opts.KeyPrefix, cluster: opts.Cluster}, nil
+}
+
+// CheckRedisRule reports whether a normalized rule can be kept in Redis,
+// whose script counts time in whole microseconds, and whether zone is a
+// usable name in a Redis key.
+func CheckRedisRule(zone string, r Rule) error {
+	if strings.ContainsAny(zone, "{}") {
+		return fmt.Errorf("zone %q: a zone kept in redis must not have braces in its name", zone)
+	}
+	if r.Window%time.Microsecond != 0 || r.SubWindow%time.Microsecond != 0 {
+		return fmt.Errorf("zone %q: window %v and sub_window %v must be whole microseconds to be kept in redis", zone, r.Window, r.SubWindow)
+	}
+	return nil
+}
+
+// Take implements Store.
+func (s *RedisStore) Take(ctx context.Context, now time.Time, items []Item, out []Decision) (bool, error) {
+	keys := make([]string, len(items))
+	for i := range items {
+		keys[i] = RedisKey(s.prefix, items[i].Zone.Name(), items[i].Key)
+	}
+	if !s.cluster || sameTag(keys) {
+		return s.call(ctx, now, items, keys, nil, out)
+	}
+	// One call per hash tag, in the order the tags first appear.
+	done := make([]bool, len(items))
+	for i := range items {
+		if done[i] {
+			continue
+		}
+		tag := HashTag(keys[i])
+		var group []int
+		for j := i; j < len(items); j++ {
+			if !done[j] && HashTag(keys[j]) == tag {
+				group = append(group, j)
+				done[j] = true
+			}
+		}
+		allowed, err := s.call(ctx, now, items, keys, group, out)
+		if err != nil {
+			return false, err
+		}
+		if !allowed {
+			for j := range items {
+				if !done[j] {
+					out[j] = unconsulted(items[j].Zone)
+				}
+			}
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// call decides the items named by group (all items when group is nil) in
+// one script call.
+func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys []string, group []int, out []Decision) (bool, error) {
+	n := len(items)
+	if group != nil {
+		n = len(group)
+	}
+	callKeys := keys
+	if group != nil {
+		callKeys = make([]string, n)
+	}
+	args := make([]string, 1, 1+6*n)
+	args[0] = "0"
+	if s.callerTime {
+		args[0] = strconv.FormatInt(now.UnixMicro(), 10)
+	}
+	for j := 0; j < n; j++ {
+		i := j
+		if group != nil {
+			i = group[j]
+			callKeys[j] = keys[i]
+		}
+		spec, err := s.ruleArgs(items[i].Zone)
+		if err != nil {
+			return false, err
+		}
+		args = append(args, spec...)
+	}
+	res, err := s.eval(ctx, callKeys, args)
+	if err != nil {
+		return false, err
+	}
+	if len(res) != 4*n {
+		return false, fmt.Errorf("redis limiter script: got %d integers for %d keys", len(res), n)
+	}
+	allowed := true
+	for j := 0; j < n; j++ {
+		i := j
+		if group != nil {
+			i = group[j]
+		}
+		r := res[4*j : 4*j+4]
+		out[i] = Decision{
+			Allowed:    r[0] == 1,
+			Limit:      items[i].Zone.rule.Limit,
+			Remaining:  r[1],
+			RetryAfter: time.Duration(r[2]) * time.Microsecond,
+			ResetAfter: time.Duration(r[3]) * time.Microsecond,
+		}
+		allowed = allowed && out[i].Allowed
+	}
+	return allowed, nil
+}
+
+// eval runs the script by its SHA1 and sends the text once when the server
+// lost it (restart, failover, SCRIPT FLUSH).
+func (s *RedisStore) eval(ctx context.Context, keys, args []string) ([]int64, error) {
+	res, err := s.run.EvalSha(ctx, redisScriptSHA, keys, args)
+	if err != nil && isNoScript(err) {
+		res, err = s.run.Eval(ctx, redisScript, keys, args)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redis limiter script: %w", err)
+	}
+	return res, nil
+}
+
+// Ping runs the script with no keys: it checks that Redis answers and
+// loads the script if needed. The breaker's probe calls it.
+func (s *RedisStore) Ping(ctx context.Context) error {
+	_, err := s.eval(ctx, nil, []string{"0"})
+	return err
+}
+
+// ruleArgs returns the script arguments of z's rule, made once per zone.
+func (s *RedisStore) ruleArgs(z *Zone) ([]string, error) {
+	if v, ok := s.args.Load(z); ok {
+		return v.([]string), nil
+	}
+	r := z.rule
+	if err := CheckRedisRule(z.name, r); err != nil {
+		return nil, err
+	}
+	w, t := int64(r.Window/time.Microsecond), int64(r.SubWindow/time.Microsecond)
+	k := int64(r.Window / r.SubWindow)
+	spec := []string{
+		strconv.Itoa(int(r.Algorithm)),
+		strconv.FormatInt(w, 10),
+		strconv.FormatInt(t, 10),
+		strconv.FormatInt(r.Limit, 10),
+		strconv.FormatInt(r.Cost, 10),
+		// The field of the newest sub-window index names T and k, so
+		// counters written under another rule are never misread.
+		"@" + strconv.FormatInt(t, 36) + "." + strconv.FormatInt(k, 36),
+	}
+	s.args.Store(z, spec)
+	return spec, nil
+}
+
+// isNoScript reports whether err is Redis's answer to EVALSHA for a script
+// it does not hold.
+func isNoScript(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "NOSCRIPT") || strings.Contains(msg, ": NOSCRIPT")
+}
+
+// sameTag reports whether all keys share one cluster hash tag.
+func sameTag(keys []string) bool {
+	for i := 1; i < len(keys); i++ {
+		if HashTag(keys[i]) != HashTag(keys[0]) {
+			return false
+		}
+	}
+	return true
+}
+
+// unconsulted is the decision reported for an item that was not asked
+// because another item of the request already denied it: allowed, as far
+// as this item knows, with its remaining count unknown and reported as 0.
+// Tightest never picks it over the denial.
+func unconsulted(z *Zone) Decision {
+	return Decision{Allowed: true, Limit: z.rule.Limit}
+}

@@ -1,0 +1,381 @@
+package resp
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+)
+
+// modes runs f with a pooled and with an auto-pipelined client.
+func modes(t *testing.T, f func(t *testing.T, pipelined bool)) {
+	t.Run("pooled", func(t *testing.T) { f(t, false) })
+	t.Run("pipelined", func(t *testing.T) { f(t, true) })
+}
+
+func newTestClient(t *testing.T, o Options) *Client {
+	t.Helper()
+	c, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestOptionsErrors(t *testing.T) {
+	for _, o := range []Options{
+		{},
+		{Addrs: []string{"localhost"}},
+		{Addrs: []string{"a:1", "b:2"}, DB: 1},
+		{Addrs: []string{"a:1"}, DB: -1},
+		{Addrs: []string{"a:1"}, ReadTimeout: -1},
+		{Addrs: []string{"a:1"}, PoolSize: -1},
+	} {
+		if _, err := New(o); err == nil {
+			t.Errorf("New(%+v) accepted", o)
+		}
+	}
+}
+
+// TestLazyConnect: New never dials; the first command reports the failure.
+func TestLazyConnect(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().String()
+	l.Close()
+	c := newTestClient(t, Options{Addrs: []string{addr, addr}, DialTimeout: 200 * time.Millisecond})
+	if _, err := c.Do(context.Background(), "PING"); err == nil {
+		t.Fatal("PING to a closed port succeeded")
+	}
+}
+
+func TestCommands(t *testing.T) {
+	modes(t, func(t *testing.T, pipelined bool) {
+		m := miniredis.RunT(t)
+		m.RequireUserAuth("limiter", "s3cret")
+		m.DB(3).Set("k", "in-db-3")
+		c := newTestClient(t, Options{AutoPipeline: pipelined, Addrs: []string{m.Addr()}, Username: "limiter", Password: "s3cret", DB: 3})
+		ctx := context.Background()
+		if r, err := c.Do(ctx, "GET", "k"); err != nil || r.Str != "in-db-3" {
+			t.Fatalf("GET after AUTH+SELECT = %+v, %v", r, err)
+		}
+		const script = "return {tonumber(ARGV[1]), #KEYS}"
+		if _, err := c.EvalSha(ctx, "0000000000000000000000000000000000000000", nil, nil); err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			t.Fatalf("EVALSHA of an unknown script: %v, want NOSCRIPT", err)
+		}
+		got, err := c.Eval(ctx, script, []string{"a", "b"}, []string{"7"})
+		if err != nil || len(got) != 2 || got[0] != 7 || got[1] != 2 {
+			t.Fatalf("EVAL = %v, %v", got, err)
+		}
+		sha, err := c.ScriptLoad(ctx, script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := c.EvalSha(ctx, sha, []string{"a"}, []string{"9"}); err != nil || got[0] != 9 || got[1] != 1 {
+			t.Fatalf("EVALSHA = %v, %v", got, err)
+		}
+		if _, err := c.Do(ctx, "NOSUCHCOMMAND"); err == nil {
+			t.Fatal("an error reply was not an error")
+		} else if _, ok := err.(*Error); !ok {
+			t.Fatalf("error reply is %T, want *Error", err)
+		}
+		// The error reply left the connection usable and pooled.
+		if r, err := c.Do(ctx, "PING"); err != nil || r.Str != "PONG" {
+			t.Fatalf("PING after an error reply = %+v, %v", r, err)
+		}
+		if m.CurrentConnectionCount() != 1 {
+			t.Fatalf("%d connections, want 1 reused", m.CurrentConnectionCount())
+		}
+
+		bad := newTestClient(t, Options{AutoPipeline: pipelined, Addrs: []string{m.Addr()}, Username: "limiter", Password: "wrong"})
+		if _, err := bad.Do(ctx, "PING"); err == nil || !strings.Contains(err.Error(), "auth") {
+			t.Fatalf("wrong password: %v", err)
+		}
+	})
+}
+
+// fakeServer accepts connections and answers each with reply (after
+// reading a command); it counts connections.
+type fakeServer struct {
+	l     net.Listener
+	conns int64
+}
+
+func startFake(t *testing.T, handle func(c net.Conn, n int64)) *fakeServer {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeServer{l: l}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			n := atomic.AddInt64(&f.conns, 1)
+			go func() {
+				defer c.Close()
+				handle(c, n)
+			}()
+		}
+	}()
+	return f
+}
+
+// TestBrokenConnNotReused: a connection that sent garbage is closed; the
+// next command dials a new one.
+func TestBrokenConnNotReused(t *testing.T) {
+	modes(t, func(t *testing.T, pipelined bool) {
+		f := startFake(t, func(c net.Conn, n int64) {
+			buf := make([]byte, 512)
+			for {
+				if _, err := c.Read(buf); err != nil {
+					return
+				}
+				if n == 1 {
+					c.Write([]byte("?garbage\r\n"))
+				} else {
+					c.Write([]byte("+PONG\r\n"))
+				}
+			}
+		})
+		c := newTestClient(t, Options{AutoPipeline: pipelined, Addrs: []string{f.l.Addr().String()}})
+		ctx := context.Background()
+		if _, err := c.Do(ctx, "PING"); !errors.Is(err, ErrProtocol) {
+			t.Fatalf("garbage reply: %v, want ErrProtocol", err)
+		}
+		if r, err := c.Do(ctx, "PING"); err != nil || r.Str != "PONG" {
+			t.Fatalf("after a broken connection: %+v, %v", r, err)
+		}
+		if n := atomic.LoadInt64(&f.conns); n != 2 {
+			t.Fatalf("%d connections, want 2 (the broken one dropped)", n)
+		}
+	})
+}
+
+// TestReadTimeout: a server that never answers costs ReadTimeout, and the
+// connection is dropped rather than reused with a late reply in flight.
+func TestReadTimeout(t *testing.T) {
+	modes(t, func(t *testing.T, pipelined bool) {
+		f := startFake(t, func(c net.Conn, n int64) {
+			buf := make([]byte, 512)
+			for {
+				if _, err := c.Read(buf); err != nil {
+					return
+				}
+			}
+		})
+		c := newTestClient(t, Options{AutoPipeline: pipelined, Addrs: []string{f.l.Addr().String()}, ReadTimeout: 50 * time.Millisecond})
+		for i := 0; i < 2; i++ {
+			_, err := c.Do(context.Background(), "PING")
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				t.Fatalf("silent server: %v, want a timeout", err)
+			}
+		}
+		if n := atomic.LoadInt64(&f.conns); n != 2 {
+			t.Fatalf("%d connections, want 2 (a timed-out one is never reused)", n)
+		}
+		// A context deadline shorter than ReadTimeout wins.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		defer cancel()
+		c2 := newTestClient(t, Options{AutoPipeline: pipelined, Addrs: []string{f.l.Addr().String()}, ReadTimeout: time.Hour})
+		if _, err := c2.Do(ctx, "PING"); err == nil {
+			t.Fatal("no error past the context deadline")
+		}
+	})
+}
+
+// TestPoolBound: with PoolSize 1, concurrent commands share one
+// connection, and a command waits for it no longer than ReadTimeout.
+func TestPoolBound(t *testing.T) {
+	m := miniredis.RunT(t)
+	c := newTestClient(t, Options{Addrs: []string{m.Addr()}, PoolSize: 1})
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 20; j++ {
+				if _, err := c.Do(context.Background(), "INCR", "n"); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := m.TotalConnectionCount(); n != 1 {
+		t.Fatalf("%d connections opened, want 1", n)
+	}
+	if v, _ := m.Get("n"); v != "160" {
+		t.Fatalf("n = %s, want 160", v)
+	}
+
+	// Hold the only connection: the next command gives up.
+	block := startFake(t, func(c net.Conn, n int64) { time.Sleep(time.Second) })
+	c2 := newTestClient(t, Options{Addrs: []string{block.l.Addr().String()}, PoolSize: 1, ReadTimeout: 100 * time.Millisecond})
+	go c2.Do(context.Background(), "PING")
+	for atomic.LoadInt64(&block.conns) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := c2.Do(context.Background(), "PING"); err != errPoolTimeout && !isTimeout(err) {
+		t.Fatalf("full pool: %v", err)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// TestPipelined: concurrent commands on an auto-pipelined client share one
+// connection and each gets its own reply.
+func TestPipelined(t *testing.T) {
+	m := miniredis.RunT(t)
+	c := newTestClient(t, Options{Addrs: []string{m.Addr()}, AutoPipeline: true})
+	var wg sync.WaitGroup
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			key := "k" + strings.Repeat("x", i)
+			for j := 1; j <= 50; j++ {
+				r, err := c.Do(context.Background(), "INCR", key)
+				if err != nil || r.Int != int64(j) {
+					t.Errorf("INCR %s = %+v, %v; want %d", key, r, err, j)
+					return
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	if n := m.TotalConnectionCount(); n != 1 {
+		t.Fatalf("%d connections, want 1 shared", n)
+	}
+	// A canceled caller does not disturb the others.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c.Do(ctx, "PING")
+	if r, err := c.Do(context.Background(), "ECHO", "after"); err != nil || r.Str != "after" {
+		t.Fatalf("after a canceled call: %+v, %v", r, err)
+	}
+}
+
+// TestReconnectAfterRestart: idle connections to a restarted server are
+// dead; the first command after the restart still succeeds.
+func TestReconnectAfterRestart(t *testing.T) {
+	modes(t, func(t *testing.T, pipelined bool) {
+		m := miniredis.RunT(t)
+		c := newTestClient(t, Options{AutoPipeline: pipelined, Addrs: []string{m.Addr()}})
+		ctx := context.Background()
+		if _, err := c.Do(ctx, "PING"); err != nil {
+			t.Fatal(err)
+		}
+		m.Close()
+		if err := m.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := c.Do(ctx, "PING"); err != nil || r.Str != "PONG" {
+			t.Fatalf("after restart: %+v, %v", r, err)
+		}
+	})
+}
+
+func TestTLS(t *testing.T) {
+	modes(t, func(t *testing.T, pipelined bool) {
+		dir := t.TempDir()
+		certFile, keyFile := writeCert(t, dir)
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := miniredis.NewMiniRedis()
+		if err := m.StartTLS(&tls.Config{Certificates: []tls.Certificate{pair}}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Close)
+		ctx := context.Background()
+
+		cfg, err := LoadTLS(certFile, "", "", false) // the self-signed cert is its own CA
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := newTestClient(t, Options{AutoPipeline: pipelined, Addrs: []string{m.Addr()}, TLS: cfg})
+		if r, err := c.Do(ctx, "PING"); err != nil || r.Str != "PONG" {
+			t.Fatalf("PING over TLS = %+v, %v", r, err)
+		}
+		untrusted, _ := LoadTLS("", "", "", false)
+		c2 := newTestClient(t, Options{AutoPipeline: pipelined, Addrs: []string{m.Addr()}, TLS: untrusted})
+		if _, err := c2.Do(ctx, "PING"); err == nil {
+			t.Fatal("an unknown authority was trusted")
+		}
+		insecure, _ := LoadTLS("", "", "", true)
+		c3 := newTestClient(t, Options{AutoPipeline: pipelined, Addrs: []string{m.Addr()}, TLS: insecure})
+		if _, err := c3.Do(ctx, "PING"); err != nil {
+			t.Fatalf("insecureSkipVerify: %v", err)
+		}
+		withClientCert, err := LoadTLS(certFile, certFile, keyFile, false)
+		if err != nil || len(withClientCert.Certificates) != 1 {
+			t.Fatalf("client certificate: %v", err)
+		}
+		for _, args := range [][4]string{
+			{filepath.Join(dir, "missing.pem"), "", "", ""},
+			{keyFile, "", "", ""},
+			{"", certFile, "", ""},
+			{"", certFile, certFile, ""},
+		} {
+			if _, err := LoadTLS(args[0], args[1], args[2], false); err == nil {
+				t.Errorf("LoadTLS(%q, %q, %q) accepted", args[0], args[1], args[2])
+			}
+		}
+	})
+}
+
+// writeCert writes a self-signed certificate for 127.0.0.1.
+func writeCert(t *testing.T, dir string) (certFile, keyFile string) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "redis-test"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+	return certFile, keyFile
+}

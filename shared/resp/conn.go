@@ -1,0 +1,150 @@
+package resp
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"strconv"
+	"time"
+)
+
+// conn is one connection to one server. It is used by one goroutine at a
+// time; broken is set by the first I/O or protocol error, after which the
+// pool closes it instead of reusing it.
+type conn struct {
+	nc     net.Conn
+	br     *bufio.Reader
+	wbuf   []byte // the commands to send, built with append: few calls, which is what yaegi runs fast
+	broken bool
+	// reused is set once the connection has served a command, so that an
+	// error on it may be a server-side idle close rather than an outage.
+	reused bool
+}
+
+// dial connects to addr and runs the handshake (TLS, AUTH, SELECT) within
+// the dial timeout.
+func dial(ctx context.Context, addr string, o *Options) (*conn, error) {
+	deadline := time.Now().Add(o.DialTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	d := net.Dialer{Deadline: deadline, KeepAlive: 5 * time.Minute}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if o.TLS != nil {
+		cfg := o.TLS.Clone()
+		if cfg.ServerName == "" {
+			if host, _, err := net.SplitHostPort(addr); err == nil {
+				cfg.ServerName = host
+			}
+		}
+		tc := tls.Client(nc, cfg)
+		tc.SetDeadline(deadline)
+		if err := tc.Handshake(); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		nc = tc
+	}
+	c := &conn{nc: nc, br: bufio.NewReaderSize(nc, 16<<10), wbuf: make([]byte, 0, 512)}
+	if err := c.handshake(deadline, o); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *conn) handshake(deadline time.Time, o *Options) error {
+	if o.Password != "" || o.Username != "" {
+		var err error
+		if o.Username != "" {
+			_, err = c.do(deadline, deadline, "AUTH", o.Username, o.Password)
+		} else {
+			_, err = c.do(deadline, deadline, "AUTH", o.Password)
+		}
+		if err != nil {
+			return errors.New("resp: auth: " + err.Error())
+		}
+	}
+	if o.DB != 0 {
+		if _, err := c.do(deadline, deadline, "SELECT", strconv.Itoa(o.DB)); err != nil {
+			return errors.New("resp: select: " + err.Error())
+		}
+	}
+	return nil
+}
+
+// do sends one command and reads its reply. An error reply is returned as
+// *Error and leaves the connection usable.
+func (c *conn) do(writeBy, readBy time.Time, args ...string) (Reply, error) {
+	c.writeArray(len(args))
+	for _, a := range args {
+		c.writeBulk(a)
+	}
+	return c.roundTrip(writeBy, readBy)
+}
+
+// roundTrip flushes what was written and reads one reply.
+func (c *conn) roundTrip(writeBy, readBy time.Time) (Reply, error) {
+	if err := c.flush(writeBy); err != nil {
+		return Reply{}, err
+	}
+	return c.read(readBy, false)
+}
+
+func (c *conn) flush(by time.Time) error {
+	if err := c.nc.SetWriteDeadline(by); err != nil {
+		c.broken = true
+		return err
+	}
+	_, err := c.nc.Write(c.wbuf)
+	c.wbuf = c.wbuf[:0]
+	if err != nil {
+		c.broken = true
+		return err
+	}
+	return nil
+}
+
+// read reads one reply; ints selects readInts.
+func (c *conn) read(by time.Time, ints bool) (Reply, error) {
+	if err := c.nc.SetReadDeadline(by); err != nil {
+		c.broken = true
+		return Reply{}, err
+	}
+	var rep Reply
+	var err error
+	if ints {
+		rep, err = readInts(c.br)
+	} else {
+		rep, err = readReply(c.br)
+	}
+	if err != nil {
+		c.broken = true
+		return Reply{}, err
+	}
+	if rep.Kind == '-' {
+		return rep, &Error{Msg: rep.Str}
+	}
+	return rep, nil
+}
+
+func (c *conn) writeArray(n int) {
+	c.wbuf = append(c.wbuf, '*')
+	c.wbuf = strconv.AppendInt(c.wbuf, int64(n), 10)
+	c.wbuf = append(c.wbuf, '\r', '\n')
+}
+
+func (c *conn) writeBulk(s string) {
+	c.wbuf = append(c.wbuf, '$')
+	c.wbuf = strconv.AppendInt(c.wbuf, int64(len(s)), 10)
+	c.wbuf = append(c.wbuf, '\r', '\n')
+	c.wbuf = append(c.wbuf, s...)
+	c.wbuf = append(c.wbuf, '\r', '\n')
+}
+
+func (c *conn) close() { c.nc.Close() }

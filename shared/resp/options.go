@@ -1,0 +1,88 @@
+package resp
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// Default timeouts and pool size, used where Options leave zero.
+const (
+	DefaultDialTimeout  = time.Second
+	DefaultReadTimeout  = 500 * time.Millisecond
+	DefaultWriteTimeout = 500 * time.Millisecond
+	DefaultPoolSize     = 64
+)
+
+// Options configure a Client.
+type Options struct {
+	// Addrs are host:port endpoints. One address is a standalone server;
+	// several are seeds of a Redis Cluster.
+	Addrs []string
+	// Cluster selects Redis Cluster routing even with a single seed.
+	Cluster bool
+	// Username is the ACL user; empty means the default user.
+	Username string
+	// Password is sent with AUTH when set (or when Username is set).
+	Password string
+	// DB is the database SELECTed on each new connection (standalone only).
+	DB int
+	// TLS, when set, wraps every connection; see LoadTLS.
+	TLS *tls.Config
+	// DialTimeout bounds connecting plus the TLS and AUTH handshake.
+	DialTimeout time.Duration
+	// ReadTimeout bounds the wait for each reply.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds sending each command.
+	WriteTimeout time.Duration
+	// PoolSize is the most connections open to each server at once; a
+	// command that finds them all busy waits, at most ReadTimeout.
+	PoolSize int
+	// AutoPipeline sends the commands of concurrent callers over one
+	// connection per server, batched into shared writes, instead of one
+	// pooled connection per command. A command that times out then breaks
+	// the shared connection and fails the commands in flight with it.
+	AutoPipeline bool
+}
+
+// normalize fills the defaults and reports the first bad value.
+func (o *Options) normalize() error {
+	if len(o.Addrs) == 0 {
+		return errors.New("resp: no address")
+	}
+	for _, a := range o.Addrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("resp: address %q: want host:port", a)
+		}
+	}
+	if len(o.Addrs) > 1 {
+		o.Cluster = true
+	}
+	if o.Cluster && o.DB != 0 {
+		return fmt.Errorf("resp: db %d: Redis Cluster has only db 0", o.DB)
+	}
+	if o.DB < 0 {
+		return fmt.Errorf("resp: db must not be negative, got %d", o.DB)
+	}
+	if o.DialTimeout < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 {
+		return errors.New("resp: timeouts must not be negative")
+	}
+	if o.PoolSize < 0 {
+		return fmt.Errorf("resp: pool size must not be negative, got %d", o.PoolSize)
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = DefaultDialTimeout
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = DefaultReadTimeout
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.PoolSize == 0 {
+		o.PoolSize = DefaultPoolSize
+	}
+	return nil
+}

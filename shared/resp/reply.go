@@ -1,0 +1,216 @@
+package resp
+
+import (
+	"bufio"
+	"errors"
+	"strconv"
+)
+
+// Reply is one RESP2 value.
+type Reply struct {
+	// Kind is the type byte: '+' simple string, '-' error, ':' integer,
+	// '$' bulk string, '*' array.
+	Kind byte
+	// Str holds a simple string, error or bulk string.
+	Str string
+	// Int holds an integer.
+	Int int64
+	// Elems holds an array's elements.
+	Elems []Reply
+	// Nil is set for the null bulk string and the null array.
+	Nil bool
+	// ints holds an array of integers read by readInts instead of Elems.
+	ints []int64
+}
+
+// Bounds on what a reply may hold; a server that sends more is treated as
+// broken rather than trusted with our memory.
+const (
+	maxBulk  = 64 << 20
+	maxElems = 1 << 20
+	maxDepth = 8
+)
+
+// ErrProtocol reports a reply that is not valid RESP2 or exceeds the
+// bounds above. The connection it came from is closed.
+var ErrProtocol = errors.New("resp: protocol error")
+
+// Error is an error reply from the server, such as "NOSCRIPT No matching
+// script" or "MOVED 3999 127.0.0.1:6381". It leaves the connection usable.
+type Error struct {
+	// Msg is the reply's text without the leading '-'.
+	Msg string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// readReply reads one reply from r.
+func readReply(r *bufio.Reader) (Reply, error) {
+	return readDepth(r, 0)
+}
+
+func readDepth(r *bufio.Reader, depth int) (Reply, error) {
+	line, err := readLine(r)
+	if err != nil {
+		return Reply{}, err
+	}
+	if len(line) == 0 {
+		return Reply{}, ErrProtocol
+	}
+	rep := Reply{Kind: line[0]}
+	switch line[0] {
+	case '+', '-':
+		rep.Str = string(line[1:])
+		return rep, nil
+	case ':':
+		n, ok := parseInt(line[1:])
+		if !ok {
+			return Reply{}, ErrProtocol
+		}
+		rep.Int = n
+		return rep, nil
+	case '$':
+		n, ok := parseInt(line[1:])
+		if !ok || n < -1 || n > maxBulk {
+			return Reply{}, ErrProtocol
+		}
+		if n == -1 {
+			rep.Nil = true
+			return rep, nil
+		}
+		buf := make([]byte, int(n)+2)
+		if _, err := readFull(r, buf); err != nil {
+			return Reply{}, err
+		}
+		if buf[n] != '\r' || buf[n+1] != '\n' {
+			return Reply{}, ErrProtocol
+		}
+		rep.Str = string(buf[:n])
+		return rep, nil
+	case '*':
+		n, ok := parseInt(line[1:])
+		if !ok || n < -1 || n > maxElems || depth >= maxDepth {
+			return Reply{}, ErrProtocol
+		}
+		if n == -1 {
+			rep.Nil = true
+			return rep, nil
+		}
+		// Grow as elements arrive, so a huge announced count costs nothing
+		// until the server actually sends it.
+		size := n
+		if size > 64 {
+			size = 64
+		}
+		rep.Elems = make([]Reply, 0, int(size))
+		for i := int64(0); i < n; i++ {
+			e, err := readDepth(r, depth+1)
+			if err != nil {
+				return Reply{}, err
+			}
+			rep.Elems = append(rep.Elems, e)
+		}
+		return rep, nil
+	}
+	return Reply{}, ErrProtocol
+}
+
+// readInts reads a reply expected to be an array of integers, the
+// limiter script's, in one loop with no per-element Reply: the interpreted
+// path runs many times faster so. An error reply is returned as usual;
+// anything else but integers is a protocol error.
+func readInts(r *bufio.Reader) (Reply, error) {
+	line, err := readLine(r)
+	if err != nil {
+		return Reply{}, err
+	}
+	if len(line) == 0 || (line[0] != '*' && line[0] != '-') {
+		return Reply{}, ErrProtocol
+	}
+	if line[0] == '-' {
+		return Reply{Kind: '-', Str: string(line[1:])}, nil
+	}
+	n, ok := parseInt(line[1:])
+	if !ok || n < 0 || n > maxElems {
+		return Reply{}, ErrProtocol
+	}
+	size := n
+	if size > 64 {
+		size = 64
+	}
+	ints := make([]int64, 0, int(size))
+	for i := int64(0); i < n; i++ {
+		line, err = readLine(r)
+		if err != nil {
+			return Reply{}, err
+		}
+		if len(line) == 0 || line[0] != ':' {
+			return Reply{}, ErrProtocol
+		}
+		v, ok := parseInt(line[1:])
+		if !ok {
+			return Reply{}, ErrProtocol
+		}
+		ints = append(ints, v)
+	}
+	return Reply{Kind: '*', ints: ints}, nil
+}
+
+// readLine returns a line without its CRLF. The slice is valid until the
+// next read.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	line, err := r.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		return nil, ErrProtocol
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(line) < 2 || line[len(line)-2] != '\r' {
+		return nil, ErrProtocol
+	}
+	return line[:len(line)-2], nil
+}
+
+func readFull(r *bufio.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// parseInt parses a decimal int64. One strconv call, rather than a loop
+// over the digits, is what the yaegi interpreter runs fastest.
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 || b[0] == '+' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err == nil
+}
+
+// Ints returns an array of integers as a slice: the limiter script's reply.
+func (r Reply) Ints() ([]int64, error) {
+	if r.Kind == '-' {
+		return nil, &Error{Msg: r.Str}
+	}
+	if r.Kind != '*' || r.Nil {
+		return nil, errors.New("resp: reply is not an array")
+	}
+	if r.ints != nil {
+		return r.ints, nil
+	}
+	out := make([]int64, len(r.Elems))
+	for i, e := range r.Elems {
+		if e.Kind != ':' {
+			return nil, errors.New("resp: array element " + strconv.Itoa(i) + " is not an integer")
+		}
+		out[i] = e.Int
+	}
+	return out, nil
+}

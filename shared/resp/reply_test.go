@@ -1,0 +1,166 @@
+package resp
+
+import (
+	"bufio"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func parse(s string) (Reply, error) {
+	return readReply(bufio.NewReaderSize(strings.NewReader(s), 4096))
+}
+
+func TestReadReply(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Reply
+	}{
+		{"+OK\r\n", Reply{Kind: '+', Str: "OK"}},
+		{"-NOSCRIPT No matching script\r\n", Reply{Kind: '-', Str: "NOSCRIPT No matching script"}},
+		{":-42\r\n", Reply{Kind: ':', Int: -42}},
+		{":9223372036854775807\r\n", Reply{Kind: ':', Int: 9223372036854775807}},
+		{":-9223372036854775808\r\n", Reply{Kind: ':', Int: -9223372036854775808}},
+		{"$5\r\nhe\r\no\r\n", Reply{Kind: '$', Str: "he\r\no"}},
+		{"$0\r\n\r\n", Reply{Kind: '$', Str: ""}},
+		{"$-1\r\n", Reply{Kind: '$', Nil: true}},
+		{"*-1\r\n", Reply{Kind: '*', Nil: true}},
+		{"*0\r\n", Reply{Kind: '*', Elems: []Reply{}}},
+		{"*2\r\n:1\r\n*1\r\n$1\r\nx\r\n", Reply{Kind: '*', Elems: []Reply{{Kind: ':', Int: 1}, {Kind: '*', Elems: []Reply{{Kind: '$', Str: "x"}}}}}},
+	} {
+		got, err := parse(tc.in)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q: got %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestReadReplyRejects(t *testing.T) {
+	for _, in := range []string{
+		"", "\r\n", "OK\r\n", "+OK\n", "+OK", ":\r\n", ":12a\r\n", ":-\r\n",
+		":9223372036854775808\r\n", ":-9223372036854775809\r\n", ":99999999999999999999\r\n",
+		"$-2\r\n", "$3\r\nab\r\n", "$3\r\nabcd\r\n", "$2\r\nab", "$99999999999\r\n",
+		"*-2\r\n", "*2\r\n:1\r\n", "*99999999999\r\n", "*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n",
+		"+" + strings.Repeat("x", 20000) + "\r\n",
+	} {
+		if got, err := parse(in); err == nil {
+			t.Errorf("%q: accepted as %+v", in, got)
+		}
+	}
+}
+
+func TestReadInts(t *testing.T) {
+	for in, want := range map[string][]int64{"*0\r\n": {}, "*3\r\n:1\r\n:0\r\n:-5\r\n": {1, 0, -5}} {
+		r, err := readInts(bufio.NewReader(strings.NewReader(in)))
+		got, err2 := r.Ints()
+		if err != nil || err2 != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: %v, %v %v", in, got, err, err2)
+		}
+	}
+	r, err := readInts(bufio.NewReader(strings.NewReader("-NOSCRIPT x\r\n")))
+	if _, err2 := r.Ints(); err != nil || err2 == nil || err2.Error() != "NOSCRIPT x" {
+		t.Errorf("error reply: %v, %v", err, err2)
+	}
+	for _, in := range []string{"", "+OK\r\n", ":1\r\n", "*-1\r\n", "*2\r\n:1\r\n", "*1\r\n$1\r\n1\r\n", "*1\r\n:x\r\n", "*99999999999\r\n"} {
+		if r, err := readInts(bufio.NewReader(strings.NewReader(in))); err == nil {
+			t.Errorf("%q: accepted as %+v", in, r)
+		}
+	}
+}
+
+func TestInts(t *testing.T) {
+	r, _ := parse("*3\r\n:1\r\n:0\r\n:-5\r\n")
+	got, err := r.Ints()
+	if err != nil || !reflect.DeepEqual(got, []int64{1, 0, -5}) {
+		t.Fatalf("Ints = %v, %v", got, err)
+	}
+	for _, in := range []string{"*1\r\n$1\r\n1\r\n", ":1\r\n", "*-1\r\n", "-ERR x\r\n"} {
+		r, _ := parse(in)
+		if _, err := r.Ints(); err == nil {
+			t.Errorf("%q: Ints accepted it", in)
+		}
+	}
+}
+
+// FuzzReadReply: no input makes the parser panic, hang or allocate beyond
+// its bounds, and whatever it accepts it parses consistently.
+func FuzzReadReply(f *testing.F) {
+	for _, s := range []string{
+		"+OK\r\n", "-ERR x\r\n", ":1\r\n", "$3\r\nabc\r\n", "$-1\r\n", "*-1\r\n",
+		"*2\r\n:1\r\n$1\r\nx\r\n", "*1\r\n*1\r\n*1\r\n:0\r\n", "$99999999999\r\n", "*1000000\r\n",
+		":-9223372036854775808\r\n", "*3\r\n*3\r\n:0\r\n:5460\r\n*3\r\n$9\r\n127.0.0.1\r\n:7000\r\n$0\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r, err := readReply(bufio.NewReaderSize(strings.NewReader(string(in)), 4096))
+		if err != nil {
+			return
+		}
+		switch r.Kind {
+		case '+', '-', ':', '$', '*':
+		default:
+			t.Fatalf("accepted kind %q", r.Kind)
+		}
+		r.Ints()
+	})
+}
+
+// FuzzReadInts: the integer-array reader never panics either, and agrees
+// with the general reader on what it accepts.
+func FuzzReadInts(f *testing.F) {
+	for _, s := range []string{"*2\r\n:1\r\n:-2\r\n", "-ERR x\r\n", "*1\r\n$1\r\nx\r\n", "*3\r\n:1\r\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r, err := readInts(bufio.NewReaderSize(strings.NewReader(string(in)), 4096))
+		if err != nil {
+			return
+		}
+		g, gerr := readReply(bufio.NewReaderSize(strings.NewReader(string(in)), 4096))
+		if gerr != nil {
+			t.Fatalf("readInts accepted what readReply rejects: %v", gerr)
+		}
+		a, aerr := r.Ints()
+		b, berr := g.Ints()
+		if (aerr == nil) != (berr == nil) || !reflect.DeepEqual(a, b) {
+			t.Fatalf("readInts %v %v, readReply %v %v", a, aerr, b, berr)
+		}
+	})
+}
+
+func TestSlot(t *testing.T) {
+	if got := crc16("123456789"); got != 0x31C3 {
+		t.Fatalf("crc16 = %#x, want 0x31c3", got)
+	}
+	// Slots as CLUSTER KEYSLOT reports them.
+	for key, want := range map[string]int{
+		"foo": 12182, "bar": 5061, "{user1000}.following": 3443, "{user1000}.followers": 3443,
+		"foo{}{bar}": 8363, "foo{{bar}}zap": 4015, "foo{bar}{zap}": 5061, "": 0,
+	} {
+		if got := Slot(key); got != want {
+			t.Errorf("Slot(%q) = %d, want %d", key, got, want)
+		}
+	}
+}
+
+func TestRedirection(t *testing.T) {
+	for _, tc := range []struct {
+		msg   string
+		moved bool
+		slot  int
+		addr  string
+	}{
+		{"MOVED 3999 127.0.0.1:6381", true, 3999, "127.0.0.1:6381"},
+		{"ASK 3999 127.0.0.1:6381", false, 3999, "127.0.0.1:6381"},
+		{"MOVED x 127.0.0.1:6381", false, 0, ""},
+		{"MOVED 1", false, 0, ""},
+		{"ERR MOVED 1 a:1", false, 0, ""},
+		{"ASK 1 nohostport", false, 0, ""},
+	} {
+		moved, slot, addr := redirection(tc.msg)
+		if moved != tc.moved || slot != tc.slot || addr != tc.addr {
+			t.Errorf("%q: got %v %d %q", tc.msg, moved, slot, addr)
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package traefikplugin
+
+// Config is the middleware's dynamic configuration. Traefik decodes it with
+// mapstructure in weakly typed mode, so every value may also be given as a
+// string (Docker and Kubernetes labels); the mapstructure tags make its
+// decoding errors name fields as the configuration spells them. Durations are strings such as
+// "1m" or "10s"; a bare number is seconds.
+type Config struct {
+	// Window is the interval the limit applies to, such as "1m". Required.
+	Window string `json:"window,omitempty" yaml:"window,omitempty" mapstructure:"window"`
+	// SubWindow is the resolution of the counters and must divide Window.
+	// Empty means Window/10 (Window itself for the fixed and log
+	// algorithms).
+	SubWindow string `json:"subWindow,omitempty" yaml:"subWindow,omitempty" mapstructure:"subWindow"`
+	// Limit is the most requests admitted per Window and key. Required.
+	Limit int64 `json:"limit,omitempty" yaml:"limit,omitempty" mapstructure:"limit"`
+	// Algorithm is sliding (the default), strict, fixed or log.
+	Algorithm string `json:"algorithm,omitempty" yaml:"algorithm,omitempty" mapstructure:"algorithm"`
+	// Cost is what one request consumes of Limit. Zero means 1.
+	Cost int64 `json:"cost,omitempty" yaml:"cost,omitempty" mapstructure:"cost"`
+	// SourceCriterion chooses the key requests are limited on, as in
+	// Traefik's built-in rateLimit middleware. Nil means the remote
+	// address.
+	SourceCriterion *SourceCriterion `json:"sourceCriterion,omitempty" yaml:"sourceCriterion,omitempty" mapstructure:"sourceCriterion"`
+	// Headers selects the rate-limit headers: legacy (the default), ietf,
+	// both or none.
+	Headers string `json:"headers,omitempty" yaml:"headers,omitempty" mapstructure:"headers"`
+	// MaxKeys bounds how many keys are tracked at once. Zero means 100000.
+	MaxKeys int `json:"maxKeys,omitempty" yaml:"maxKeys,omitempty" mapstructure:"maxKeys"`
+	// DryRun lets requests over the limit through, with the rate-limit
+	// headers, and logs that they would have been rejected.
+	DryRun bool `json:"dryRun,omitempty" yaml:"dryRun,omitempty" mapstructure:"dryRun"`
+	// StatusCode is the status of a rejected request, 400 to 599. Zero
+	// means 429.
+	StatusCode int `json:"statusCode,omitempty" yaml:"statusCode,omitempty" mapstructure:"statusCode"`
+	// Message is the plain-text body of a rejected request. Empty means
+	// "Too Many Requests".
+	Message string `json:"message,omitempty" yaml:"message,omitempty" mapstructure:"message"`
+}
+
+// SourceCriterion has the shape of Traefik's sourceCriterion: set at most
+// one of its fields.
+type SourceCriterion struct {
+	// IPStrategy limits on the client IP chosen by depth or excluded IPs.
+	IPStrategy *IPStrategy `json:"ipStrategy,omitempty" yaml:"ipStrategy,omitempty" mapstructure:"ipStrategy"`
+	// RequestHeaderName limits on the first value of this request header.
+	RequestHeaderName string `json:"requestHeaderName,omitempty" yaml:"requestHeaderName,omitempty" mapstructure:"requestHeaderName"`
+	// RequestHost limits on the request's host.
+	RequestHost bool `json:"requestHost,omitempty" yaml:"requestHost,omitempty" mapstructure:"requestHost"`
+}
+
+// IPStrategy has the shape of Traefik's ipStrategy.
+type IPStrategy struct {
+	// Depth, when positive, takes the Depth-th X-Forwarded-For entry
+	// counted from the right.
+	Depth int `json:"depth,omitempty" yaml:"depth,omitempty" mapstructure:"depth"`
+	// ExcludedIPs takes the rightmost X-Forwarded-For entry outside these
+	// addresses and CIDR ranges. It cannot be combined with Depth.
+	ExcludedIPs []string `json:"excludedIPs,omitempty" yaml:"excludedIPs,omitempty" mapstructure:"excludedIPs"`
+	// IPv6Subnet, when positive, groups IPv6 clients by this prefix length.
+	IPv6Subnet int `json:"ipv6Subnet,omitempty" yaml:"ipv6Subnet,omitempty" mapstructure:"ipv6Subnet"`
+}
+
+// CreateConfig returns the configuration Traefik decodes the middleware's
+// settings into.
+func CreateConfig() *Config {
+	return &Config{}
+}

@@ -1,0 +1,97 @@
+package traefikplugin
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/windowlimit/windowlimit/shared/httplimit"
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+)
+
+// Middleware limits the requests it serves. It is safe for concurrent use.
+//
+// Everything that does not depend on the request is computed in New: under
+// yaegi each interpreted statement and call on the request path costs far
+// more than compiled code (see ServeHTTP).
+type Middleware struct {
+	// lastDryRunLog is the Unix second of the last dry-run log line.
+	lastDryRunLog int64
+
+	name string
+	next http.Handler
+	zone *ratelimit.Zone
+	// store, when set, takes the decisions instead of zone (a remote
+	// store); nil keeps the in-memory zone, the fastest path.
+	store ratelimit.Store
+	// source is nil for the default source, the remote address.
+	source *httplimit.Source
+	policy *httplimit.Policy
+	// slow is set when ServeHTTP's inline path does not apply: another
+	// source than the remote address, a store, other headers than legacy,
+	// dry run, or a limit or window beyond the decimals tables.
+	slow bool
+	// decimals is the header values table of the inline path.
+	decimals [][]string
+	// limitVal is the shared X-RateLimit-Limit value.
+	limitVal []string
+	// body and lengthVal are the rejection's body and Content-Length.
+	body      []byte
+	lengthVal []string
+	dryRun    bool
+	status    int
+	message   string
+}
+
+// New returns the middleware named name in front of next. Traefik calls it
+// once per router using the middleware and again on every reload; the
+// counts of a name survive as long as its rule does not change. Every bad
+// value of config is reported with the name of its field. New never blocks.
+func New(ctx context.Context, next http.Handler, config *Config, name string) (http.Handler, error) {
+	s, err := config.validate()
+	if err != nil {
+		return nil, wrapError(name, err)
+	}
+	if next == nil {
+		return nil, wrapError(name, fieldError("next", "missing handler"))
+	}
+	if name == "" {
+		name = "windowlimit"
+	}
+	z, err := zoneFor(name, s.rule, s.maxKeys)
+	if err != nil {
+		return nil, wrapError(name, err)
+	}
+	table := decimalsFor(s.rule)
+	return &Middleware{
+		name:      name,
+		next:      next,
+		zone:      z,
+		source:    s.source,
+		policy:    httplimit.NewPolicy(name, s.rule.Window, s.rule.Limit, s.mode),
+		slow:      s.source != nil || s.mode != httplimit.HeadersLegacy || s.dryRun || table == nil,
+		decimals:  table,
+		limitVal:  []string{strconv.FormatInt(s.rule.Limit, 10)},
+		body:      []byte(s.message),
+		lengthVal: []string{strconv.Itoa(len(s.message))},
+		dryRun:    s.dryRun,
+		status:    s.status,
+		message:   s.message,
+	}, nil
+}
+
+func wrapError(name string, err error) error {
+	return &configError{name: name, err: err}
+}
+
+// configError is a bad configuration of one middleware.
+type configError struct {
+	name string
+	err  error
+}
+
+func (e *configError) Error() string {
+	return "windowlimit middleware " + strconv.Quote(e.name) + ": " + e.err.Error()
+}
+
+func (e *configError) Unwrap() error { return e.err }

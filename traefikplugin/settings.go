@@ -1,0 +1,143 @@
+package traefikplugin
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/windowlimit/windowlimit/shared/httplimit"
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+)
+
+// defaultMessage is the body of a rejection when Config.Message is empty.
+const defaultMessage = "Too Many Requests"
+
+// settings is a validated Config, with defaults filled in.
+type settings struct {
+	rule    ratelimit.Rule
+	maxKeys int
+	// source is nil for the default source, the remote address, which the
+	// middleware reads inline.
+	source  *httplimit.Source
+	mode    httplimit.HeaderMode
+	dryRun  bool
+	status  int
+	message string
+}
+
+// validate checks every value of c and returns the settings, or an error
+// naming the first bad field. It does not modify c, which Traefik shares
+// between the routers that use the middleware.
+func (c *Config) validate() (settings, error) {
+	var s settings
+	if c == nil {
+		return s, fieldError("config", "missing")
+	}
+	if c.Window == "" {
+		return s, fieldError("window", `required (e.g. "1m")`)
+	}
+	w, err := parseDuration("window", c.Window)
+	if err != nil {
+		return s, err
+	}
+	if w <= 0 {
+		return s, fieldError("window", "must be positive, got "+strconv.Quote(c.Window))
+	}
+	s.rule.Window = w
+	if c.SubWindow != "" {
+		t, err := parseDuration("subWindow", c.SubWindow)
+		if err != nil {
+			return s, err
+		}
+		if t <= 0 {
+			return s, fieldError("subWindow", "must be positive, got "+strconv.Quote(c.SubWindow))
+		}
+		s.rule.SubWindow = t
+	}
+	if c.Limit <= 0 {
+		return s, fieldError("limit", "required and must be positive, got "+strconv.FormatInt(c.Limit, 10))
+	}
+	s.rule.Limit = c.Limit
+	if c.Cost < 0 {
+		return s, fieldError("cost", "must be positive, got "+strconv.FormatInt(c.Cost, 10))
+	}
+	s.rule.Cost = c.Cost
+	if s.rule.Algorithm, err = ratelimit.ParseAlgorithm(c.Algorithm); err != nil {
+		return s, fieldError("algorithm", err.Error())
+	}
+	if err := s.rule.Normalize(); err != nil {
+		return s, ruleError(err)
+	}
+	if c.MaxKeys < 0 {
+		return s, fieldError("maxKeys", "must not be negative, got "+strconv.Itoa(c.MaxKeys))
+	}
+	s.maxKeys = c.MaxKeys
+	if s.mode, err = httplimit.ParseHeaderMode(c.Headers); err != nil {
+		return s, fieldError("headers", err.Error())
+	}
+	s.status = c.StatusCode
+	if s.status == 0 {
+		s.status = http.StatusTooManyRequests
+	}
+	if s.status < 400 || s.status > 599 {
+		return s, fieldError("statusCode", "must be between 400 and 599, got "+strconv.Itoa(c.StatusCode))
+	}
+	s.message = c.Message
+	if s.message == "" {
+		s.message = defaultMessage
+	}
+	s.dryRun = c.DryRun
+	if s.source, err = c.SourceCriterion.source(); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// source returns the key source of sc, or nil for the remote address.
+func (sc *SourceCriterion) source() (*httplimit.Source, error) {
+	if sc == nil {
+		return nil, nil
+	}
+	c := httplimit.SourceCriterion{RequestHeaderName: sc.RequestHeaderName, RequestHost: sc.RequestHost}
+	if ip := sc.IPStrategy; ip != nil {
+		strategy, err := httplimit.NewIPStrategy(ip.Depth, ip.ExcludedIPs, ip.IPv6Subnet)
+		if err != nil {
+			return nil, prefixed("sourceCriterion.ipStrategy", err)
+		}
+		c.IPStrategy = strategy
+	}
+	src, err := httplimit.NewSource(c)
+	if err != nil {
+		return nil, prefixed("sourceCriterion", err)
+	}
+	if src.IsRemoteAddr() {
+		return nil, nil
+	}
+	return src, nil
+}
+
+// prefixed names the setting of err in full: a *httplimit.FieldError
+// becomes "prefix.field: message", any other error "prefix: message".
+func prefixed(prefix string, err error) error {
+	if fe, ok := err.(*httplimit.FieldError); ok {
+		return fieldError(prefix+"."+fe.Field, fe.Msg)
+	}
+	return fieldError(prefix, err.Error())
+}
+
+// ruleError names the field of an error from ratelimit.Rule.Normalize,
+// whose messages speak of window, sub_window, limit and cost, in this
+// configuration's spelling.
+func ruleError(err error) error {
+	msg := strings.ReplaceAll(err.Error(), "sub_window", "subWindow")
+	field := "window"
+	switch {
+	case strings.Contains(msg, "subWindow"):
+		field = "subWindow"
+	case strings.HasPrefix(msg, "limit"):
+		field = "limit"
+	case strings.HasPrefix(msg, "cost"):
+		field = "cost"
+	}
+	return fieldError(field, msg)
+}
