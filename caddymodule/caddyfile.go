@@ -1,0 +1,280 @@
+package caddymodule
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/windowlimit/windowlimit/shared/httplimit"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("rate_limit", parseCaddyfile)
+	// Before basic_auth, as caddy-ratelimit's users order it: rejecting a
+	// flood is cheaper than checking its passwords.
+	httpcaddyfile.RegisterDirectiveOrder("rate_limit", httpcaddyfile.Before, "basic_auth")
+}
+
+func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	m := new(Handler)
+	err := m.UnmarshalCaddyfile(h.Dispenser)
+	return m, err
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	rate_limit [<matcher>] {
+//	    zone <name> {
+//	        key         <placeholders>
+//	        window      <duration>
+//	        sub_window  <duration>
+//	        limit       <n>                  # or events <n>
+//	        algorithm   sliding|strict|fixed|log
+//	        cost        <n>
+//	        ipv4_prefix <bits>
+//	        ipv6_prefix <bits>
+//	        match {
+//	            <matchers>
+//	        }
+//	    }
+//	    store          memory
+//	    headers        legacy|ietf|both|none
+//	    max_keys       <n>
+//	    sweep_interval <duration>
+//	    jitter         <fraction>
+//	    dry_run
+//	    log_key
+//	}
+//
+// Every subdirective may appear once (zones once per name; match blocks
+// may repeat, and a request matches the zone if it matches any of them).
+func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the directive's name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := make(map[string]bool)
+	for d.NextBlock(0) {
+		name := d.Val()
+		if name != "zone" {
+			if seen[name] {
+				return d.Errf("duplicate subdirective %s", name)
+			}
+			seen[name] = true
+		}
+		var err error
+		switch name {
+		case "zone":
+			err = h.unmarshalZone(d)
+		case "store":
+			var kind string
+			if kind, err = oneArg(d); err == nil && kind != "memory" {
+				err = d.Errf("store: unknown store %q (this build has: memory)", kind)
+			}
+		case "headers":
+			var mode string
+			if mode, err = oneArg(d); err == nil {
+				if _, perr := httplimit.ParseHeaderMode(mode); perr != nil {
+					err = d.Errf("headers: %v", perr)
+				}
+				h.Headers = mode
+			}
+		case "max_keys":
+			var n int64
+			if n, err = positiveInt(d); err == nil {
+				if n > math.MaxInt32 {
+					err = d.Errf("max_keys: %d is too large", n)
+				}
+				h.MaxKeys = int(n)
+			}
+		case "sweep_interval":
+			var dur caddy.Duration
+			if dur, err = positiveDuration(d); err == nil {
+				h.SweepInterval = dur
+			}
+		case "jitter":
+			var s string
+			if s, err = oneArg(d); err == nil {
+				j, perr := strconv.ParseFloat(s, 64)
+				if perr != nil || math.IsNaN(j) || math.IsInf(j, 0) || j < 0 {
+					err = d.Errf("jitter: want a fraction of at least 0 (0.2 is 20%%), got %q", s)
+				}
+				h.Jitter = j
+			}
+		case "dry_run":
+			err = noArgs(d)
+			h.DryRun = true
+		case "log_key":
+			err = noArgs(d)
+			h.LogKey = true
+		case "distributed", "storage":
+			err = d.Errf("%s: caddy-ratelimit's storage-synced limits are not supported; "+
+				"share exact limits between instances with the Redis store (store redis { ... })", name)
+		default:
+			err = d.Errf("unknown subdirective %q", name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(h.RateLimits) == 0 {
+		return d.Err("no zone defined: add at least one zone <name> { ... }")
+	}
+	return nil
+}
+
+// unmarshalZone parses `zone <name> { ... }`, the dispenser being on "zone".
+func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
+	file, line := d.File(), d.Line()
+	name, err := oneArgBeforeBlock(d)
+	if err != nil {
+		return err
+	}
+	if _, dup := h.RateLimits[name]; dup {
+		return d.Errf("duplicate zone %q", name)
+	}
+	z := new(Zone)
+	seen := make(map[string]string) // setting -> the subdirective that set it
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		sub := d.Val()
+		setting := sub
+		if sub == "events" {
+			setting = "limit"
+		}
+		if sub != "match" {
+			if first, dup := seen[setting]; dup {
+				if first == sub {
+					return d.Errf("zone %q: duplicate %s", name, sub)
+				}
+				return d.Errf("zone %q: %s and %s are the same setting: set one", name, first, sub)
+			}
+			seen[setting] = sub
+		}
+		var err error
+		switch sub {
+		case "key":
+			var key string
+			if key, err = oneArg(d); err == nil {
+				if key == "" {
+					err = d.Errf("zone %q: key must not be empty (leave it out for the client IP)", name)
+				}
+				z.Key = key
+			}
+		case "window":
+			z.Window, err = positiveDuration(d)
+		case "sub_window":
+			z.SubWindow, err = positiveDuration(d)
+		case "limit", "events":
+			z.Limit, err = positiveInt(d)
+		case "algorithm":
+			z.Algorithm, err = oneArg(d)
+		case "cost":
+			z.Cost, err = positiveInt(d)
+		case "ipv4_prefix":
+			z.IPv4Prefix, err = prefixBits(d, 32)
+		case "ipv6_prefix":
+			z.IPv6Prefix, err = prefixBits(d, 128)
+		case "match":
+			var set caddy.ModuleMap
+			if set, err = caddyhttp.ParseCaddyfileNestedMatcherSet(d); err == nil {
+				z.MatcherSetsRaw = append(z.MatcherSetsRaw, set)
+			}
+		default:
+			err = d.Errf("zone %q: unknown subdirective %q", name, sub)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// Check the zone as a whole now, so the error points at its line.
+	if _, err := z.rule(); err != nil {
+		return fmt.Errorf("zone %q: %w, at %s:%d", name, err, file, line)
+	}
+	if h.RateLimits == nil {
+		h.RateLimits = make(map[string]*Zone)
+	}
+	h.RateLimits[name] = z
+	return nil
+}
+
+// oneArg returns the subdirective's only argument.
+func oneArg(d *caddyfile.Dispenser) (string, error) {
+	if !d.NextArg() {
+		return "", d.ArgErr()
+	}
+	v := d.Val()
+	if d.NextArg() {
+		return "", d.ArgErr()
+	}
+	return v, nil
+}
+
+// oneArgBeforeBlock returns the only argument of a subdirective that opens
+// a block, leaving the dispenser before the block.
+func oneArgBeforeBlock(d *caddyfile.Dispenser) (string, error) {
+	if !d.NextArg() {
+		return "", d.ArgErr()
+	}
+	v := d.Val()
+	if d.CountRemainingArgs() > 0 {
+		d.NextArg()
+		return "", d.ArgErr()
+	}
+	return v, nil
+}
+
+// noArgs checks that a flag has no argument.
+func noArgs(d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return nil
+}
+
+// positiveInt parses the only argument as an integer greater than zero.
+func positiveInt(d *caddyfile.Dispenser) (int64, error) {
+	name := d.Val()
+	s, err := oneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, d.Errf("%s: want a positive integer, got %q", name, s)
+	}
+	return n, nil
+}
+
+// positiveDuration parses the only argument as a duration greater than
+// zero (Go syntax, plus "d" for days).
+func positiveDuration(d *caddyfile.Dispenser) (caddy.Duration, error) {
+	name := d.Val()
+	s, err := oneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	dur, err := caddy.ParseDuration(s)
+	if err != nil || dur <= 0 {
+		return 0, d.Errf("%s: want a positive duration such as 1m or 30s, got %q", name, s)
+	}
+	return caddy.Duration(dur), nil
+}
+
+// prefixBits parses the only argument as a prefix length in [0, max].
+func prefixBits(d *caddyfile.Dispenser, max int) (int, error) {
+	name := d.Val()
+	s, err := oneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > max {
+		return 0, d.Errf("%s: want a prefix length from 0 to %d, got %q", name, max, s)
+	}
+	return n, nil
+}

@@ -1,0 +1,14 @@
+// Package caddymodule is windowlimit's Caddy module: the HTTP handler
+// http.handlers.rate_limit and its Caddyfile directive rate_limit.
+//
+// Build Caddy with it through xcaddy (or ./xcaddy.sh at the repository
+// root):
+//
+//	xcaddy build --with github.com/windowlimit/windowlimit/caddymodule
+//
+// The directive accepts mholt/caddy-ratelimit's Caddyfile (zone, key,
+// window, events, match, ipv4_prefix, ipv6_prefix, log_key, sweep_interval,
+// jitter), with the same meaning, and adds sliding-window algorithms,
+// rate-limit headers, dry runs and Prometheus metrics. The decisions are
+// taken by the shared core in shared/ratelimit.
+package caddymodule

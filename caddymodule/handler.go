@@ -1,0 +1,367 @@
+package caddymodule
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/windowlimit/windowlimit/shared/httplimit"
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+)
+
+func init() {
+	caddy.RegisterModule(Handler{})
+}
+
+// Handler limits the rate of requests with sliding windows.
+//
+// Each zone is one limit: at most `limit` requests per `window` for each
+// distinct value of the zone's key (by default the client IP). A request is
+// checked against every zone whose matchers it matches, and it is counted
+// in those zones only if all of them allow it, so a request rejected by one
+// zone does not use up another zone's budget.
+//
+// A rejected request gets the rate-limit headers and Retry-After, and the
+// handler returns an HTTP error with status 429, so `handle_errors` routes
+// can shape the response. These placeholders are set when a request is
+// rejected (or would be, in dry-run mode):
+//
+//   - `{http.rate_limit.zone}`: the name of the zone that rejected it;
+//   - `{http.rate_limit.exceeded.name}`: the same, under caddy-ratelimit's name;
+//   - `{http.rate_limit.retry_after}`: seconds until a retry can pass (rounded up);
+//   - `{http.rate_limit.limit}`: the zone's limit;
+//   - `{http.rate_limit.reset}`: seconds until the zone's window is empty for this key.
+//
+// Zone state lives in memory and survives config reloads for every zone
+// whose name and settings are unchanged.
+type Handler struct {
+	// RateLimits holds the zones, keyed by zone name. The name appears in
+	// logs, metrics, the IETF RateLimit headers and the placeholders.
+	// Zones of the same name and settings in several handlers share their
+	// counts.
+	RateLimits map[string]*Zone `json:"rate_limits,omitempty"`
+
+	// Headers selects the rate-limit headers on responses: "legacy" (the
+	// default) writes X-RateLimit-Limit, X-RateLimit-Remaining and
+	// X-RateLimit-Reset; "ietf" writes RateLimit-Policy and RateLimit from
+	// the IETF draft; "both" writes both sets; "none" writes neither.
+	// Retry-After is sent on every rejection whatever the mode. When a
+	// request matches several zones, the headers describe the zone that
+	// constrains it most.
+	Headers string `json:"headers,omitempty"`
+
+	// MaxKeys bounds how many keys each zone tracks in memory. When a zone
+	// is full, a new key evicts an expired key or the least recently active
+	// one of a small sample. The default is 100000 (about 10 MB per zone).
+	MaxKeys int `json:"max_keys,omitempty"`
+
+	// SweepInterval is how often each zone deletes the keys whose window
+	// is empty. The default is the zone's window, clamped to between one
+	// second and one minute.
+	SweepInterval caddy.Duration `json:"sweep_interval,omitempty"`
+
+	// Jitter adds a random delay of up to this fraction of Retry-After to
+	// rejected responses (0.2 adds up to 20%), so that rejected clients do
+	// not all come back at the same moment. The default is 0.
+	Jitter float64 `json:"jitter,omitempty"`
+
+	// DryRun takes every decision, counts it, sets the headers and the
+	// placeholders, and logs and measures rejections, but lets every
+	// request through. Use it to try limits on live traffic.
+	DryRun bool `json:"dry_run,omitempty"`
+
+	// LogKey adds the request's key to the log lines about rejections.
+	// It is off by default because keys may hold API keys or other
+	// personal data.
+	LogKey bool `json:"log_key,omitempty"`
+
+	zones []*zoneState // sorted by name, so decisions are deterministic
+	// keysNeedReplacer is set when a zone's key has placeholders other
+	// than the client IP; otherwise an allowed request never looks the
+	// replacer up.
+	keysNeedReplacer bool
+	store            ratelimit.Store
+	logger           *zap.Logger
+	acquired         []string // zone pool keys held by this handler
+	scratch          *sync.Pool
+}
+
+// CaddyModule returns the Caddy module information.
+func (Handler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.rate_limit",
+		New: func() caddy.Module { return new(Handler) },
+	}
+}
+
+// Provision sets up the zones, reusing the state of unchanged zones from
+// the previous config.
+func (h *Handler) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	h.store = ratelimit.Memory{}
+
+	if len(h.RateLimits) == 0 {
+		return errors.New("no zone defined: add at least one zone")
+	}
+	mode, err := httplimit.ParseHeaderMode(h.Headers)
+	if err != nil {
+		return err
+	}
+	if h.MaxKeys < 0 {
+		return fmt.Errorf("max_keys must not be negative, got %d", h.MaxKeys)
+	}
+	if h.SweepInterval < 0 {
+		return fmt.Errorf("sweep_interval must not be negative, got %v", time.Duration(h.SweepInterval))
+	}
+	counters, err := registerMetrics(ctx.GetMetricsRegistry())
+	if err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	opts := ratelimit.Options{MaxKeys: h.MaxKeys, SweepInterval: time.Duration(h.SweepInterval)}
+
+	names := make([]string, 0, len(h.RateLimits))
+	for name := range h.RateLimits {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		z, err := h.provisionZone(ctx, name, h.RateLimits[name], opts, mode, counters)
+		if err != nil {
+			return fmt.Errorf("zone %q: %w", name, err)
+		}
+		h.zones = append(h.zones, z)
+		h.keysNeedReplacer = h.keysNeedReplacer || z.key.needsReplacer()
+	}
+
+	n := len(h.zones)
+	h.scratch = &sync.Pool{New: func() any {
+		return &scratch{
+			items: make([]ratelimit.Item, 0, n),
+			out:   make([]ratelimit.Decision, n),
+			which: make([]int, 0, n),
+		}
+	}}
+	return nil
+}
+
+// provisionZone builds the runtime of one zone and takes its state from
+// the pool.
+func (h *Handler) provisionZone(ctx caddy.Context, name string, cfg *Zone, opts ratelimit.Options, mode httplimit.HeaderMode, counters *requestCounters) (*zoneState, error) {
+	if name == "" {
+		return nil, errors.New("zone name must not be empty")
+	}
+	if cfg == nil {
+		return nil, errors.New("zone has no settings")
+	}
+	rule, err := cfg.rule()
+	if err != nil {
+		return nil, err
+	}
+	z := &zoneState{
+		name:   name,
+		key:    newKeySource(cfg.Key, cfg.IPv4Prefix, cfg.IPv6Prefix),
+		policy: httplimit.NewPolicy(name, rule.Window, rule.Limit, mode),
+		rejection: caddyhttp.HandlerError{
+			Err:        fmt.Errorf("rate limit of zone %q exceeded", name),
+			StatusCode: http.StatusTooManyRequests,
+			// A fixed trace: caddyhttp.Error would walk the stack on
+			// every rejection, which doubles the cost of a flood.
+			Trace: "rate_limit (zone " + name + ")",
+		},
+	}
+	counters.bind(z)
+	if len(cfg.MatcherSetsRaw) > 0 {
+		sets, err := ctx.LoadModule(cfg, "MatcherSetsRaw")
+		if err != nil {
+			return nil, fmt.Errorf("loading matchers: %w", err)
+		}
+		if err := z.matchers.FromInterface(sets); err != nil {
+			return nil, err
+		}
+	}
+	poolKey, zone, err := acquireZone(name, rule, opts)
+	if err != nil {
+		return nil, err
+	}
+	h.acquired = append(h.acquired, poolKey)
+	z.zone = zone
+	return z, nil
+}
+
+// Validate checks the settings Provision does not need.
+func (h *Handler) Validate() error {
+	if math.IsNaN(h.Jitter) || math.IsInf(h.Jitter, 0) || h.Jitter < 0 {
+		return fmt.Errorf("jitter must be a fraction of at least 0, got %v", h.Jitter)
+	}
+	return nil
+}
+
+// Cleanup releases the handler's zones. A zone's state is dropped, and its
+// sweeper stopped, when no loaded config uses it any more.
+func (h *Handler) Cleanup() error {
+	var errs []error
+	for _, key := range h.acquired {
+		if err := releaseZone(key); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	h.acquired = nil
+	return errors.Join(errs...)
+}
+
+// scratch holds one request's per-zone slices, pooled so that the
+// per-request path does not allocate them.
+type scratch struct {
+	items []ratelimit.Item
+	out   []ratelimit.Decision
+	which []int // index in h.zones of each item
+}
+
+// ServeHTTP checks r against the matching zones and either passes it on or
+// returns a 429 error.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	s := h.scratch.Get().(*scratch)
+	var repl *caddy.Replacer
+	if h.keysNeedReplacer {
+		repl, _ = r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	}
+	for i, z := range h.zones {
+		if len(z.matchers) > 0 {
+			match, err := z.matchers.AnyMatchWithError(r)
+			if err != nil {
+				h.release(s)
+				return caddyhttp.Error(http.StatusInternalServerError, err)
+			}
+			if !match {
+				continue
+			}
+		}
+		s.items = append(s.items, ratelimit.Item{Zone: z.zone, Key: z.key.of(r, repl)})
+		s.which = append(s.which, i)
+	}
+	if len(s.items) == 0 {
+		h.release(s)
+		return next.ServeHTTP(w, r)
+	}
+
+	out := s.out[:len(s.items)]
+	now := time.Now()
+	allowed, err := h.store.Take(r.Context(), now, s.items, out)
+	if err != nil {
+		// The memory store never fails; a remote store's failure policy
+		// belongs to that store. Until one is configured, fail open.
+		h.release(s)
+		h.logger.Error("rate limit store failed; letting the request through", zap.Error(err))
+		return next.ServeHTTP(w, r)
+	}
+	t := ratelimit.Tightest(out)
+	z := h.zones[s.which[t]]
+	d := out[t]
+
+	if allowed {
+		for _, i := range s.which {
+			h.zones[i].allowed.Inc()
+		}
+		h.release(s)
+		z.policy.SetHeaders(w.Header(), d)
+		return next.ServeHTTP(w, r)
+	}
+
+	for k, i := range s.which {
+		if !out[k].Allowed {
+			if h.DryRun {
+				h.zones[i].dryRun.Inc()
+			} else {
+				h.zones[i].denied.Inc()
+			}
+		}
+	}
+	key := s.items[t].Key
+	h.release(s)
+	if h.Jitter > 0 {
+		d.RetryAfter += time.Duration(rand.Float64() * h.Jitter * float64(d.RetryAfter))
+	}
+	z.policy.SetHeaders(w.Header(), d)
+	if repl == nil {
+		repl, _ = r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	}
+	if repl != nil {
+		repl.Map((&placeholders{zone: z.name, d: d}).get)
+	}
+	h.logDenial(z, r, d, key, now)
+	if h.DryRun {
+		return next.ServeHTTP(w, r)
+	}
+	httplimit.SetRetryAfter(w.Header(), d)
+	if !hasErrorRoutes(r) {
+		// What Caddy would write for the error, without its error
+		// machinery (a logger built per error, the error placeholders),
+		// which costs more than the rest of a rejection under a flood.
+		w.WriteHeader(http.StatusTooManyRequests)
+		return nil
+	}
+	// An error, so that handle_errors shapes the response; Error gives it
+	// a fresh ID for {http.error.id}.
+	return caddyhttp.Error(http.StatusTooManyRequests, z.rejection)
+}
+
+// hasErrorRoutes reports whether r's server has handle_errors routes (or
+// whether that cannot be known, outside a Caddy server).
+func hasErrorRoutes(r *http.Request) bool {
+	srv, ok := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	return !ok || srv.Errors != nil && len(srv.Errors.Routes) > 0
+}
+
+// release clears s, so the pool holds no request's keys, and returns it.
+func (h *Handler) release(s *scratch) {
+	clear(s.items)
+	s.items, s.which = s.items[:0], s.which[:0]
+	h.scratch.Put(s)
+}
+
+// placeholders answers the http.rate_limit.* placeholders of one
+// rejection. It is registered with the replacer as a provider, so the
+// values are formatted only if something (handle_errors, a log) asks.
+type placeholders struct {
+	zone string
+	d    ratelimit.Decision
+}
+
+const placeholderPrefix = "http.rate_limit."
+
+func (p *placeholders) get(key string) (any, bool) {
+	if !strings.HasPrefix(key, placeholderPrefix) {
+		return nil, false
+	}
+	switch key[len(placeholderPrefix):] {
+	case "zone", "exceeded.name":
+		return p.zone, true
+	case "retry_after":
+		return httplimit.CeilSeconds(p.d.RetryAfter), true
+	case "limit":
+		return p.d.Limit, true
+	case "reset":
+		return httplimit.CeilSeconds(p.d.ResetAfter), true
+	}
+	return nil, false
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddy.Validator             = (*Handler)(nil)
+	_ caddy.CleanerUpper          = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+	_ caddyfile.Unmarshaler       = (*Handler)(nil)
+)

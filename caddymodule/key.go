@@ -1,0 +1,94 @@
+package caddymodule
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/windowlimit/windowlimit/shared/httplimit"
+)
+
+// defaultKey is the key of a zone that sets none: the client IP as Caddy
+// determines it (honouring trusted_proxies).
+const defaultKey = "{http.vars.client_ip}"
+
+// emptyKeyPrefix marks the fallback key of a request whose key is empty.
+// A NUL cannot occur in a header value or an address, so the fallback never
+// shares a count with a key that was present.
+const emptyKeyPrefix = "\x00client_ip:"
+
+// keySource turns a request into its key in one zone. The common templates
+// (the client IP, a single placeholder, a static string) skip the general
+// replacer, which builds a new string on every call.
+type keySource struct {
+	template    string
+	clientIP    bool   // the template is the client IP placeholder
+	placeholder string // the template is exactly this one placeholder
+	static      bool   // the template has no placeholder
+	v4, v6      int    // prefix bits for grouping addresses; 0 keeps them
+}
+
+func newKeySource(template string, v4, v6 int) keySource {
+	if template == "" {
+		template = defaultKey
+	}
+	k := keySource{template: template, v4: v4, v6: v6}
+	switch {
+	case template == defaultKey:
+		k.clientIP = true
+	case !strings.ContainsAny(template, "{}"):
+		k.static = true
+	case isSinglePlaceholder(template):
+		k.placeholder = template[1 : len(template)-1]
+	}
+	return k
+}
+
+// needsReplacer reports whether of needs the request's replacer.
+func (k *keySource) needsReplacer() bool { return !k.clientIP && !k.static }
+
+// isSinglePlaceholder reports whether s is one placeholder and nothing else.
+func isSinglePlaceholder(s string) bool {
+	return len(s) > 2 && s[0] == '{' && s[len(s)-1] == '}' &&
+		strings.Count(s, "{") == 1 && strings.Count(s, "}") == 1 &&
+		!strings.Contains(s, `\`)
+}
+
+// of returns r's key. An empty value falls back to the client IP under
+// emptyKeyPrefix; addresses are grouped by prefix when configured; a key
+// longer than httplimit.MaxKeyLength is replaced by its digest.
+func (k *keySource) of(r *http.Request, repl *caddy.Replacer) string {
+	var s string
+	switch {
+	case k.clientIP:
+		s = clientIP(r)
+	case k.static:
+		s = k.template
+	case repl == nil:
+		// Outside Caddy's server (never in practice): nothing to replace.
+	case k.placeholder != "":
+		s, _ = repl.GetString(k.placeholder)
+	default:
+		s = repl.ReplaceAll(k.template, "")
+	}
+	if s == "" {
+		return emptyKeyPrefix + k.mask(clientIP(r))
+	}
+	return httplimit.BoundKey(k.mask(s))
+}
+
+// mask groups s by prefix when s is an address and grouping is on.
+func (k *keySource) mask(s string) string {
+	if k.v4 == 0 && k.v6 == 0 {
+		return s
+	}
+	return httplimit.MaskIP(s, k.v4, k.v6)
+}
+
+// clientIP returns the client IP Caddy's server recorded for r.
+func clientIP(r *http.Request) string {
+	ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
+	return ip
+}

@@ -1,0 +1,58 @@
+package caddymodule
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+func TestKeySource(t *testing.T) {
+	long := strings.Repeat("x", 1000)
+	tests := []struct {
+		name     string
+		template string
+		v4, v6   int
+		header   string // X-Key
+		want     string
+	}{
+		{"default is the client IP", "", 0, 0, "", "203.0.113.7"},
+		{"client_ip placeholder", "{http.vars.client_ip}", 0, 0, "", "203.0.113.7"},
+		{"static", "everyone", 0, 0, "", "everyone"},
+		{"one placeholder", "{http.request.header.X-Key}", 0, 0, "abc", "abc"},
+		{"composite", "{http.request.header.X-Key}/{http.request.uri.path}", 0, 0, "abc", "abc//p"},
+		{"composite with empty part", "{http.request.header.X-Key}/{http.request.uri.path}", 0, 0, "", "//p"},
+		{"empty falls back to the client IP", "{http.request.header.X-Key}", 0, 0, "", emptyKeyPrefix + "203.0.113.7"},
+		{"empty fallback is grouped too", "{http.request.header.X-Key}", 24, 0, "", emptyKeyPrefix + "203.0.113.0/24"},
+		{"an IP key is grouped", "{http.request.header.X-Key}", 16, 0, "198.51.77.9", "198.51.0.0/16"},
+		{"an IPv6 key is grouped", "{http.request.header.X-Key}", 0, 48, "2001:db8:1:2::3", "2001:db8:1::/48"},
+		{"a non-IP key is not grouped", "{http.request.header.X-Key}", 24, 64, "abc", "abc"},
+		{"an escaped brace is literal", `\{{http.request.header.X-Key}\}`, 0, 0, "abc", "{abc}"},
+		{"a long key is hashed", "{http.request.header.X-Key}", 0, 0, long, "sha256:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "http://example.com/p", nil)
+			if tt.header != "" {
+				r.Header.Set("X-Key", tt.header)
+			}
+			vars := map[string]any{caddyhttp.ClientIPVarKey: "203.0.113.7"}
+			*r = *r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, vars))
+			repl := caddyhttp.NewTestReplacer(r)
+			k := newKeySource(tt.template, tt.v4, tt.v6)
+			got := k.of(r, repl)
+			if strings.HasSuffix(tt.want, ":") {
+				if !strings.HasPrefix(got, tt.want) || len(got) > 256 {
+					t.Errorf("key %q, want %q followed by a digest", got, tt.want)
+				}
+				return
+			}
+			if got != tt.want {
+				t.Errorf("key %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

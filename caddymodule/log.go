@@ -1,0 +1,51 @@
+package caddymodule
+
+import (
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+)
+
+// infoEvery is the least time between two info lines about rejections in
+// one zone. Under a flood, logging every 429 costs more than serving it.
+const infoEvery = 10 * time.Second
+
+// logDenial logs a rejection: every one at debug level when the logger
+// has it enabled, otherwise at most one line per zone every infoEvery at
+// info level, which reports how many rejections it stands for.
+func (h *Handler) logDenial(z *zoneState, r *http.Request, d ratelimit.Decision, key string, now time.Time) {
+	if ce := h.logger.Check(zapcore.DebugLevel, "rate limit exceeded"); ce != nil {
+		ce.Write(h.denialFields(z, r, d, key, 1)...)
+		return
+	}
+	t := now.UnixNano()
+	last := z.lastInfo.Load()
+	if t-last < int64(infoEvery) || !z.lastInfo.CompareAndSwap(last, t) {
+		z.suppressed.Add(1)
+		return
+	}
+	if ce := h.logger.Check(zapcore.InfoLevel, "rate limit exceeded"); ce != nil {
+		ce.Write(h.denialFields(z, r, d, key, z.suppressed.Swap(0)+1)...)
+	}
+}
+
+// denialFields describes a rejection; rejections is how many it stands
+// for.
+func (h *Handler) denialFields(z *zoneState, r *http.Request, d ratelimit.Decision, key string, rejections int64) []zap.Field {
+	fields := []zap.Field{
+		zap.String("zone", z.name),
+		zap.String("client_ip", clientIP(r)),
+		zap.Duration("retry_after", d.RetryAfter),
+		zap.Int64("limit", d.Limit),
+		zap.Bool("dry_run", h.DryRun),
+		zap.Int64("rejections", rejections),
+	}
+	if h.LogKey {
+		fields = append(fields, zap.String("key", key))
+	}
+	return fields
+}

@@ -1,0 +1,91 @@
+package caddymodule
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+)
+
+// The metrics live for the process, not for one config: every config load
+// gets a new registry from Caddy and registers the same collectors in it,
+// so counters keep counting across reloads and several handlers in one
+// config share them. Labels are the zone and the decision, never the key,
+// whose values are unbounded and may be personal data.
+var (
+	metricsOnce sync.Once
+	counters    *requestCounters
+	keysGauge   *keysCollector
+)
+
+// Decision label values.
+const (
+	decisionAllowed = "allowed" // the request passed all its zones
+	decisionDenied  = "denied"  // this zone rejected the request
+	decisionDryRun  = "dry_run" // this zone would have rejected it (dry_run)
+)
+
+// requestCounters counts decisions per zone.
+type requestCounters struct {
+	vec *prometheus.CounterVec
+}
+
+// bind resolves z's counters once, so that the per-request path is an
+// atomic add instead of a label lookup.
+func (c *requestCounters) bind(z *zoneState) {
+	z.allowed = c.vec.WithLabelValues(z.name, decisionAllowed)
+	z.denied = c.vec.WithLabelValues(z.name, decisionDenied)
+	z.dryRun = c.vec.WithLabelValues(z.name, decisionDryRun)
+}
+
+// registerMetrics registers the collectors in reg, once per registry, and
+// returns the counters. A nil reg (a context not made by Caddy) skips the
+// registration.
+func registerMetrics(reg *prometheus.Registry) (*requestCounters, error) {
+	metricsOnce.Do(func() {
+		counters = &requestCounters{vec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "caddy",
+			Subsystem: "http",
+			Name:      "rate_limit_requests_total",
+			Help:      "Requests checked by rate_limit, by zone and decision (allowed, denied, dry_run).",
+		}, []string{"zone", "decision"})}
+		keysGauge = &keysCollector{desc: prometheus.NewDesc(
+			"caddy_http_rate_limit_keys",
+			"Keys tracked in memory by rate_limit, by zone.",
+			[]string{"zone"}, nil,
+		)}
+	})
+	if reg == nil {
+		return counters, nil
+	}
+	for _, c := range []prometheus.Collector{counters.vec, keysGauge} {
+		if err := reg.Register(c); err != nil {
+			var dup prometheus.AlreadyRegisteredError
+			if !errors.As(err, &dup) {
+				return nil, err
+			}
+		}
+	}
+	return counters, nil
+}
+
+// keysCollector reports, at scrape time, how many keys each live zone
+// tracks. Zones of one name with different settings (during a reload that
+// changes them) are summed, so a name is reported once.
+type keysCollector struct {
+	desc *prometheus.Desc
+}
+
+// Describe implements prometheus.Collector.
+func (c *keysCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *keysCollector) Collect(ch chan<- prometheus.Metric) {
+	byName := make(map[string]int)
+	liveZones(func(z *ratelimit.Zone) { byName[z.Name()] += z.Len() })
+	for name, n := range byName {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), name)
+	}
+}

@@ -1,0 +1,163 @@
+package caddymodule
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/windowlimit/windowlimit/internal/redisbench"
+	"github.com/windowlimit/windowlimit/internal/redistest"
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/resp"
+)
+
+func goRedisStore(t testing.TB, c redis.UniversalClient, cluster bool) *ratelimit.RedisStore {
+	t.Helper()
+	t.Cleanup(func() { c.Close() })
+	s, err := ratelimit.NewRedisStore(newGoRedisRunner(c), ratelimit.RedisOptions{KeyPrefix: "gr:", Cluster: cluster})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func respStore(t testing.TB, opts resp.Options, cluster bool) *ratelimit.RedisStore {
+	t.Helper()
+	c, err := resp.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	s, err := ratelimit.NewRedisStore(c, ratelimit.RedisOptions{KeyPrefix: "gr:", Cluster: cluster})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func testZone(t testing.TB, name string, r ratelimit.Rule) *ratelimit.Zone {
+	t.Helper()
+	z, err := ratelimit.NewZone(name, r, ratelimit.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(z.Close)
+	return z
+}
+
+func takeOne(t testing.TB, s ratelimit.Store, z *ratelimit.Zone, key string) (ratelimit.Decision, error) {
+	out := make([]ratelimit.Decision, 1)
+	_, err := s.Take(context.Background(), time.Now(), []ratelimit.Item{{Zone: z, Key: key}}, out)
+	return out[0], err
+}
+
+// TestGoRedisRunner: decisions, NOSCRIPT after SCRIPT FLUSH, and a reply
+// that is not the script's.
+func TestGoRedisRunner(t *testing.T) {
+	m := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	s := goRedisStore(t, c, false)
+	z := testZone(t, "gr", ratelimit.Rule{Window: time.Minute, Limit: 2})
+	for i, want := range []bool{true, true, false} {
+		d, err := takeOne(t, s, z, "k")
+		if err != nil || d.Allowed != want {
+			t.Fatalf("request %d: %+v, %v; want allowed %v", i, d, err, want)
+		}
+	}
+	if err := c.ScriptFlush(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := takeOne(t, s, z, "other"); err != nil || !d.Allowed {
+		t.Fatalf("after SCRIPT FLUSH: %+v, %v", d, err)
+	}
+	r := newGoRedisRunner(c)
+	if _, err := r.Eval(context.Background(), "return 'x'", nil, nil); err == nil || !strings.Contains(err.Error(), "want an array") {
+		t.Fatalf("string reply: %v", err)
+	}
+	if _, err := r.Eval(context.Background(), "return {'x'}", nil, nil); err == nil || !strings.Contains(err.Error(), "want an integer") {
+		t.Fatalf("array of strings: %v", err)
+	}
+}
+
+// TestRedisExactMixedClients: three limiter instances, two on go-redis and
+// one on shared/resp, hammer one key from many goroutines; exactly N are
+// admitted. The window is an hour so no boundary passes during the test.
+func TestRedisExactMixedClients(t *testing.T) {
+	srv := redistest.Start(t)
+	stores := []ratelimit.Store{
+		goRedisStore(t, redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 16}), false),
+		goRedisStore(t, redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr()}}), false),
+		respStore(t, resp.Options{Addrs: []string{srv.Addr()}, ReadTimeout: 2 * time.Second}, false),
+	}
+	hammer(t, stores, 400)
+}
+
+// TestRedisClusterClients: go-redis's ClusterClient and shared/resp in
+// cluster mode share one limit on a three-master cluster.
+func TestRedisClusterClients(t *testing.T) {
+	addrs := redistest.Cluster(t)
+	stores := []ratelimit.Store{
+		goRedisStore(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs}), true),
+		respStore(t, resp.Options{Addrs: addrs, ReadTimeout: 2 * time.Second}, true),
+	}
+	hammer(t, stores, 200)
+	// Two keys in different slots in one request.
+	a := testZone(t, "a", ratelimit.Rule{Window: time.Hour, Limit: 1})
+	b := testZone(t, "b", ratelimit.Rule{Window: time.Hour, Limit: 5})
+	for _, s := range stores {
+		out := make([]ratelimit.Decision, 2)
+		items := []ratelimit.Item{{Zone: a, Key: "ip-" + time.Now().String()}, {Zone: b, Key: "user"}}
+		if ok, err := s.Take(context.Background(), time.Now(), items, out); !ok || err != nil {
+			t.Fatalf("cross-slot request: %v %v %+v", ok, err, out)
+		}
+	}
+}
+
+func hammer(t *testing.T, stores []ratelimit.Store, limit int64) {
+	t.Helper()
+	const workers, perWorker = 8, 30
+	rule := ratelimit.Rule{Window: time.Hour, SubWindow: 6 * time.Minute, Limit: limit}
+	var admitted int64
+	var wg sync.WaitGroup
+	for _, s := range stores {
+		z := testZone(t, "mixed", rule) // one zone object per instance, same name
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func(s ratelimit.Store) {
+				defer wg.Done()
+				out := make([]ratelimit.Decision, 1)
+				items := []ratelimit.Item{{Zone: z, Key: "hot"}}
+				for j := 0; j < perWorker; j++ {
+					allowed, err := s.Take(context.Background(), time.Now(), items, out)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if allowed {
+						atomic.AddInt64(&admitted, 1)
+					}
+				}
+			}(s)
+		}
+	}
+	wg.Wait()
+	if attempts := int64(len(stores) * workers * perWorker); attempts <= limit {
+		t.Fatalf("%d attempts cannot exceed the limit %d", attempts, limit)
+	}
+	if admitted != limit {
+		t.Fatalf("%d admitted, want exactly %d", admitted, limit)
+	}
+}
+
+// BenchmarkRedisStoreGoRedis: decisions per second through go-redis.
+func BenchmarkRedisStoreGoRedis(b *testing.B) {
+	addr := redistest.BenchAddr(b)
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
+	store := goRedisStore(b, c, false)
+	redisbench.Decisions(b, addr, store)
+}

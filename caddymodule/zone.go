@@ -1,0 +1,128 @@
+package caddymodule
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/windowlimit/windowlimit/shared/httplimit"
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+)
+
+// Zone is one rate limit: at most Limit requests per Window for each
+// distinct value of Key.
+type Zone struct {
+	// MatcherSetsRaw selects the requests the zone applies to: a request is
+	// limited by the zone if it matches any of the matcher sets. Without
+	// matchers the zone applies to every request the handler sees.
+	MatcherSetsRaw caddyhttp.RawMatcherSets `json:"match,omitempty" caddy:"namespace=http.matchers"`
+
+	// Key tells requests apart: each distinct value after placeholder
+	// replacement has its own count. The default is
+	// "{http.vars.client_ip}", the client IP (which honours the server's
+	// trusted_proxies). A static key without placeholders gives the whole
+	// zone one shared count. A key that is empty after replacement (a
+	// missing header, say) falls back to the client IP, counted apart from
+	// the keys that are present, so a missing value never escapes the
+	// limit. Keys longer than 256 bytes are replaced by their SHA-256.
+	Key string `json:"key,omitempty"`
+
+	// Window is the length of the sliding window the limit applies to.
+	// It is required.
+	Window caddy.Duration `json:"window,omitempty"`
+
+	// SubWindow is the resolution of the counters: the window is split in
+	// Window/SubWindow sub-windows, at most 128. It must divide Window.
+	// The default is Window/10. It does not apply to the fixed and log
+	// algorithms.
+	SubWindow caddy.Duration `json:"sub_window,omitempty"`
+
+	// Limit is the most requests admitted per window and key. It is
+	// required (or MaxEvents).
+	Limit int64 `json:"limit,omitempty"`
+
+	// MaxEvents is caddy-ratelimit's name for Limit, accepted so that its
+	// JSON configs load unchanged. Set one of the two.
+	MaxEvents int64 `json:"max_events,omitempty"`
+
+	// Algorithm is how requests are counted: "sliding" (the default)
+	// weights the sub-window leaving the window by the part of it still
+	// inside; "strict" counts that sub-window whole and so never admits
+	// more than Limit in any interval of length Window; "fixed" counts in
+	// windows aligned to multiples of Window; "log" keeps the time of
+	// every admitted request: exact, for small limits (at most 1024) such
+	// as login attempts.
+	Algorithm string `json:"algorithm,omitempty"`
+
+	// Cost is what one request consumes of the limit. The default is 1.
+	Cost int64 `json:"cost,omitempty"`
+
+	// IPv4Prefix, when the key is an IPv4 address, groups it by this many
+	// leading bits: with 24, every address of a /24 shares one count.
+	// 0 (the default) or 32 keeps addresses apart.
+	IPv4Prefix int `json:"ipv4_prefix,omitempty"`
+
+	// IPv6Prefix, when the key is an IPv6 address, groups it by this many
+	// leading bits: with 64, every address of a /64 shares one count.
+	// 0 (the default) or 128 keeps addresses apart.
+	IPv6Prefix int `json:"ipv6_prefix,omitempty"`
+}
+
+// rule returns the zone's normalized rule, or the first bad value.
+func (z *Zone) rule() (ratelimit.Rule, error) {
+	limit := z.Limit
+	switch {
+	case z.MaxEvents != 0 && z.Limit != 0:
+		return ratelimit.Rule{}, fmt.Errorf("limit and max_events are the same setting: set one")
+	case z.MaxEvents != 0:
+		limit = z.MaxEvents
+	}
+	if z.Window == 0 {
+		return ratelimit.Rule{}, fmt.Errorf("window is required")
+	}
+	if limit == 0 {
+		return ratelimit.Rule{}, fmt.Errorf("limit is required")
+	}
+	alg, err := ratelimit.ParseAlgorithm(z.Algorithm)
+	if err != nil {
+		return ratelimit.Rule{}, err
+	}
+	r := ratelimit.Rule{
+		Window:    time.Duration(z.Window),
+		SubWindow: time.Duration(z.SubWindow),
+		Limit:     limit,
+		Algorithm: alg,
+		Cost:      z.Cost,
+	}
+	if err := r.Normalize(); err != nil {
+		return ratelimit.Rule{}, err
+	}
+	if err := httplimit.ValidatePrefixBits("ipv4_prefix", z.IPv4Prefix, 32); err != nil {
+		return ratelimit.Rule{}, err
+	}
+	if err := httplimit.ValidatePrefixBits("ipv6_prefix", z.IPv6Prefix, 128); err != nil {
+		return ratelimit.Rule{}, err
+	}
+	return r, nil
+}
+
+// zoneState is a provisioned zone: its shared state and what the
+// per-request path needs, computed once.
+type zoneState struct {
+	name      string
+	zone      *ratelimit.Zone
+	matchers  caddyhttp.MatcherSets
+	key       keySource
+	policy    *httplimit.Policy
+	rejection caddyhttp.HandlerError // built once; Error adds the ID
+
+	allowed, denied, dryRun prometheus.Counter
+
+	// Sampled info logging of rejections (see logDenial).
+	lastInfo   atomic.Int64 // unix nanoseconds of the last info line
+	suppressed atomic.Int64 // rejections not logged at info since then
+}
