@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/windowlimit/windowlimit/shared/httplimit"
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
 func init() {
@@ -42,7 +43,27 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	            <matchers>
 //	        }
 //	    }
-//	    store          memory
+//	    store          memory | redis {
+//	        address      <host:port>
+//	        url          redis[s]://[user:password@]host:port[/db]
+//	        addresses    <host:port>...           # Redis Cluster
+//	        sentinel     <master> <host:port>...  # Redis Sentinel
+//	        username     <user>
+//	        password     <password>               # e.g. {env.REDIS_PASSWORD}
+//	        db           <n>
+//	        tls {
+//	            ca                   <file>
+//	            cert                 <file>
+//	            key                  <file>
+//	            server_name          <name>
+//	            insecure_skip_verify
+//	        }
+//	        dial_timeout <duration>
+//	        timeout      <duration>
+//	        pool_size    <n>
+//	        key_prefix   <prefix>
+//	    }
+//	    on_store_error allow|deny|local
 //	    headers        legacy|ietf|both|none
 //	    max_keys       <n>
 //	    sweep_interval <duration>
@@ -72,9 +93,14 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "zone":
 			err = h.unmarshalZone(d)
 		case "store":
-			var kind string
-			if kind, err = oneArg(d); err == nil && kind != "memory" {
-				err = d.Errf("store: unknown store %q (this build has: memory)", kind)
+			err = h.unmarshalStore(d)
+		case "on_store_error":
+			var policy string
+			if policy, err = oneArg(d); err == nil {
+				if _, perr := ratelimit.ParseFailurePolicy(policy); perr != nil {
+					err = d.Errf("on_store_error: %v", perr)
+				}
+				h.OnStoreError = policy
 			}
 		case "headers":
 			var mode string
@@ -114,7 +140,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.LogKey = true
 		case "distributed", "storage":
 			err = d.Errf("%s: caddy-ratelimit's storage-synced limits are not supported; "+
-				"share exact limits between instances with the Redis store (store redis { ... })", name)
+				"share one exact limit between instances through Redis instead: "+
+				"store redis { address <host:port> } (or url, addresses, sentinel; see the README)", name)
 		default:
 			err = d.Errf("unknown subdirective %q", name)
 		}
@@ -124,6 +151,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	}
 	if len(h.RateLimits) == 0 {
 		return d.Err("no zone defined: add at least one zone <name> { ... }")
+	}
+	if h.OnStoreError != "" && h.Redis == nil {
+		return d.Err("on_store_error applies only to the Redis store: add store redis { ... } or remove it")
 	}
 	return nil
 }

@@ -44,7 +44,8 @@ func init() {
 //   - `{http.rate_limit.reset}`: seconds until the zone's window is empty for this key.
 //
 // Zone state lives in memory and survives config reloads for every zone
-// whose name and settings are unchanged.
+// whose name and settings are unchanged; with Redis, the counts live in
+// Redis and memory only serves on_store_error local.
 type Handler struct {
 	// RateLimits holds the zones, keyed by zone name. The name appears in
 	// logs, metrics, the IETF RateLimit headers and the placeholders.
@@ -86,6 +87,18 @@ type Handler struct {
 	// personal data.
 	LogKey bool `json:"log_key,omitempty"`
 
+	// Redis, when set, keeps the counts in Redis instead of this
+	// instance's memory, so that every Caddy instance using the same Redis
+	// and zone names enforces one limit together. Keys in Redis are
+	// <key_prefix><zone>:{<key>}.
+	Redis *RedisConfig `json:"redis,omitempty"`
+
+	// OnStoreError says how requests are decided while Redis fails or is
+	// unreachable: "allow" (the default) admits them, "deny" rejects them
+	// with Retry-After 1, "local" decides them with this instance's
+	// in-memory zones. It requires Redis.
+	OnStoreError string `json:"on_store_error,omitempty"`
+
 	zones []*zoneState // sorted by name, so decisions are deterministic
 	// keysNeedReplacer is set when a zone's key has placeholders other
 	// than the client IP; otherwise an allowed request never looks the
@@ -94,6 +107,7 @@ type Handler struct {
 	store            ratelimit.Store
 	logger           *zap.Logger
 	acquired         []string // zone pool keys held by this handler
+	redisKey         string   // redis pool key held by this handler, if any
 	scratch          *sync.Pool
 }
 
@@ -124,6 +138,18 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.SweepInterval < 0 {
 		return fmt.Errorf("sweep_interval must not be negative, got %v", time.Duration(h.SweepInterval))
 	}
+	var redisSetup *redisSetup
+	if h.Redis != nil {
+		policy, err := ratelimit.ParseFailurePolicy(h.OnStoreError)
+		if err != nil {
+			return fmt.Errorf("on_store_error: %w", err)
+		}
+		if redisSetup, err = h.Redis.resolve(policy); err != nil {
+			return fmt.Errorf("store redis: %w", err)
+		}
+	} else if h.OnStoreError != "" {
+		return errors.New("on_store_error applies only to the Redis store: add store redis { ... } or remove it")
+	}
 	counters, err := registerMetrics(ctx.GetMetricsRegistry())
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
@@ -142,6 +168,19 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		}
 		h.zones = append(h.zones, z)
 		h.keysNeedReplacer = h.keysNeedReplacer || z.key.needsReplacer()
+	}
+	if redisSetup != nil {
+		for _, z := range h.zones {
+			if err := ratelimit.CheckRedisRule(z.name, z.zone.Rule()); err != nil {
+				return fmt.Errorf("store redis: %w", err)
+			}
+		}
+		key, guard, err := acquireRedis(redisSetup, caddy.Log().Named("http.handlers.rate_limit"))
+		if err != nil {
+			return fmt.Errorf("store redis: %w", err)
+		}
+		h.redisKey = key
+		h.store = guard
 	}
 
 	n := len(h.zones)
@@ -217,6 +256,12 @@ func (h *Handler) Cleanup() error {
 		}
 	}
 	h.acquired = nil
+	if h.redisKey != "" {
+		if err := releaseRedis(h.redisKey); err != nil {
+			errs = append(errs, err)
+		}
+		h.redisKey = ""
+	}
 	return errors.Join(errs...)
 }
 
@@ -259,8 +304,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	now := time.Now()
 	allowed, err := h.store.Take(r.Context(), now, s.items, out)
 	if err != nil {
-		// The memory store never fails; a remote store's failure policy
-		// belongs to that store. Until one is configured, fail open.
+		// Neither store fails: memory cannot, and the Redis store's guard
+		// answers by on_store_error. Should one fail, fail open.
 		h.release(s)
 		h.logger.Error("rate limit store failed; letting the request through", zap.Error(err))
 		return next.ServeHTTP(w, r)

@@ -18,6 +18,7 @@ var (
 	metricsOnce sync.Once
 	counters    *requestCounters
 	keysGauge   *keysCollector
+	storeStats  = newStoreCollector()
 )
 
 // Decision label values.
@@ -60,7 +61,7 @@ func registerMetrics(reg *prometheus.Registry) (*requestCounters, error) {
 	if reg == nil {
 		return counters, nil
 	}
-	for _, c := range []prometheus.Collector{counters.vec, keysGauge} {
+	for _, c := range []prometheus.Collector{counters.vec, keysGauge, storeStats} {
 		if err := reg.Register(c); err != nil {
 			var dup prometheus.AlreadyRegisteredError
 			if !errors.As(err, &dup) {
@@ -88,4 +89,41 @@ func (c *keysCollector) Collect(ch chan<- prometheus.Metric) {
 	for name, n := range byName {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), name)
 	}
+}
+
+// storeCollector reports, at scrape time, the Redis guards' counters,
+// summed over every Redis store of the process (closed ones included, so
+// the counters never go down).
+type storeCollector struct {
+	errors, fallbacks, cacheHits, open *prometheus.Desc
+}
+
+func newStoreCollector() *storeCollector {
+	return &storeCollector{
+		errors: prometheus.NewDesc("caddy_http_rate_limit_store_errors_total",
+			"Errors of the Redis store (each one decided by on_store_error).", nil, nil),
+		fallbacks: prometheus.NewDesc("caddy_http_rate_limit_store_fallbacks_total",
+			"Requests decided by on_store_error because Redis failed or its circuit breaker was open.", nil, nil),
+		cacheHits: prometheus.NewDesc("caddy_http_rate_limit_store_denial_cache_hits_total",
+			"Requests denied from the local denial cache without asking Redis.", nil, nil),
+		open: prometheus.NewDesc("caddy_http_rate_limit_store_breakers_open",
+			"Redis stores whose circuit breaker is open (Redis unavailable).", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.errors
+	ch <- c.fallbacks
+	ch <- c.cacheHits
+	ch <- c.open
+}
+
+// Collect implements prometheus.Collector.
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	st, open := guardStats()
+	ch <- prometheus.MustNewConstMetric(c.errors, prometheus.CounterValue, float64(st.Failures))
+	ch <- prometheus.MustNewConstMetric(c.fallbacks, prometheus.CounterValue, float64(st.Fallbacks))
+	ch <- prometheus.MustNewConstMetric(c.cacheHits, prometheus.CounterValue, float64(st.CacheHits))
+	ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, float64(open))
 }

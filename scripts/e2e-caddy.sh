@@ -7,14 +7,17 @@
 #     made after the 10th request (which must keep the count);
 #  2. the metrics on the admin endpoint count the decisions;
 #  3. `caddy validate` and `caddy adapt` accept Caddyfile.example, and the
-#     example, run on a free port, limits its API and login as it says.
+#     example, run on a free port, limits its API and login as it says;
+#  4. two Caddy instances share one limit of 20 per minute through a
+#     throwaway redis-server: 11 requests to each, alternating, give exactly
+#     20 x 200 in total, then 429.
 set -euo pipefail
 source "$(dirname "$0")/caddy-lib.sh"
 trap wc_cleanup EXIT
 
-wc_need curl:curl ss:iproute2
+wc_need curl:curl ss:iproute2 redis-server:redis-server redis-cli:redis-tools
 wc_setup
-read -r WEB ADMIN EX_WEB EX_ADMIN < <(wc_free_ports 4 | paste -sd' ')
+read -r WEB ADMIN EX_WEB EX_ADMIN REDIS WEB_A ADMIN_A WEB_B ADMIN_B < <(wc_free_ports 9 | paste -sd' ')
 checks=0
 pass() {
 	checks=$((checks + 1))
@@ -128,6 +131,64 @@ done
 status=$(fetch "http://127.0.0.1:$EX_WEB/login" -X POST)
 [[ $status == 429 ]] || wc_die "example: 6th login: $status, want 429"
 pass "example: 5 logins then 429"
+wc_stop
+
+# Part 4: two instances, one limit, through Redis.
+redis-server --port "$REDIS" --bind 127.0.0.1 --save '' --appendonly no --dir "$WC_WORK" \
+	>"$WC_WORK/redis.log" 2>&1 &
+WC_PIDS+=($!)
+for n in $(seq 50); do
+	[[ $(redis-cli -p "$REDIS" ping 2>/dev/null) == PONG ]] && break
+	sleep 0.1
+done
+[[ $(redis-cli -p "$REDIS" ping 2>/dev/null) == PONG ]] || wc_die "redis-server did not start"
+# instance WEB ADMIN writes the Caddyfile of one instance and starts it.
+instance() {
+	cat >"$WC_WORK/Caddyfile.$1" <<-EOF
+		{
+			admin 127.0.0.1:$2
+			persist_config off
+		}
+		:$1 {
+			bind 127.0.0.1
+			rate_limit {
+				zone e2e {
+					window 1m
+					limit 20
+				}
+				store redis {
+					address 127.0.0.1:$REDIS
+					key_prefix e2e:
+				}
+				on_store_error deny
+			}
+			respond "ok"
+		}
+	EOF
+	wc_start "$WC_WORK/Caddyfile.$1" "$2"
+}
+instance "$WEB_A" "$ADMIN_A"
+instance "$WEB_B" "$ADMIN_B"
+ok=0
+for n in $(seq 1 22); do
+	if ((n % 2)); then port=$WEB_A name=a; else port=$WEB_B name=b; fi
+	status=$(fetch "http://127.0.0.1:$port/")
+	if ((n <= 20)); then
+		[[ $status == 200 ]] || wc_die "redis request $n (instance $name): $status, want 200"
+		[[ $(header X-RateLimit-Remaining) == $((20 - n)) ]] ||
+			wc_die "redis request $n (instance $name): X-RateLimit-Remaining '$(header X-RateLimit-Remaining)', want $((20 - n)): the count is not shared"
+		ok=$((ok + 1))
+	else
+		[[ $status == 429 ]] || wc_die "redis request $n (instance $name): $status, want 429"
+		[[ $(header Retry-After) =~ ^[1-9][0-9]*$ ]] || wc_die "redis request $n: Retry-After '$(header Retry-After)'"
+	fi
+done
+keys=$(redis-cli -p "$REDIS" --scan --pattern 'e2e:*')
+[[ $keys == 'e2e:e2e:{127.0.0.1}' ]] || wc_die "keys in redis: '$keys', want e2e:e2e:{127.0.0.1}"
+pass "two instances through redis: $ok x 200 of 22 requests, then 429; key $keys"
+if grep -i 'redis store failed' "$WC_WORK"/caddy-"$ADMIN_A".log "$WC_WORK"/caddy-"$ADMIN_B".log; then
+	wc_die "caddy logged redis errors"
+fi
 wc_stop
 
 echo "e2e-caddy: $checks passed, 0 failed"

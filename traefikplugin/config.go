@@ -36,6 +36,58 @@ type Config struct {
 	// Message is the plain-text body of a rejected request. Empty means
 	// "Too Many Requests".
 	Message string `json:"message,omitempty" yaml:"message,omitempty" mapstructure:"message"`
+	// Redis, when set, keeps the counts in Redis, shared by every Traefik
+	// instance that uses the same Redis and middleware name. Nil keeps
+	// them in this instance's memory.
+	Redis *RedisConfig `json:"redis,omitempty" yaml:"redis,omitempty" mapstructure:"redis"`
+	// OnStoreError says how requests are decided while Redis fails: allow
+	// (the default) admits them, deny rejects them, local decides them with
+	// this instance's in-memory limiter. It requires Redis.
+	OnStoreError string `json:"onStoreError,omitempty" yaml:"onStoreError,omitempty" mapstructure:"onStoreError"`
+}
+
+// RedisConfig has the field names of Traefik's rateLimit.redis where they
+// mean the same. Durations are strings such as "500ms"; a bare number is
+// seconds.
+type RedisConfig struct {
+	// Endpoints are the host:port addresses of Redis. One address is a
+	// standalone server; several are the nodes of a Redis Cluster. Empty
+	// means localhost:6379.
+	Endpoints []string `json:"endpoints,omitempty" yaml:"endpoints,omitempty" mapstructure:"endpoints"`
+	// Username is the ACL user; empty means the default user.
+	Username string `json:"username,omitempty" yaml:"username,omitempty" mapstructure:"username"`
+	// Password is sent with AUTH when set.
+	Password string `json:"password,omitempty" yaml:"password,omitempty" mapstructure:"password"`
+	// DB is the database to use; a Redis Cluster has only database 0.
+	DB int `json:"db,omitempty" yaml:"db,omitempty" mapstructure:"db"`
+	// TLS, when set, encrypts the connections to Redis.
+	TLS *RedisTLS `json:"tls,omitempty" yaml:"tls,omitempty" mapstructure:"tls"`
+	// DialTimeout bounds connecting, with the TLS and AUTH handshakes.
+	// Empty means 1s.
+	DialTimeout string `json:"dialTimeout,omitempty" yaml:"dialTimeout,omitempty" mapstructure:"dialTimeout"`
+	// ReadTimeout bounds the wait for each reply. Empty means 500ms.
+	ReadTimeout string `json:"readTimeout,omitempty" yaml:"readTimeout,omitempty" mapstructure:"readTimeout"`
+	// WriteTimeout bounds sending each command. Empty means 500ms.
+	WriteTimeout string `json:"writeTimeout,omitempty" yaml:"writeTimeout,omitempty" mapstructure:"writeTimeout"`
+	// PoolSize is the most connections open to each Redis server. Zero
+	// means 64.
+	PoolSize int `json:"poolSize,omitempty" yaml:"poolSize,omitempty" mapstructure:"poolSize"`
+	// KeyPrefix starts every key written to Redis. Empty means "wl:".
+	KeyPrefix string `json:"keyPrefix,omitempty" yaml:"keyPrefix,omitempty" mapstructure:"keyPrefix"`
+}
+
+// RedisTLS has the shape of Traefik's rateLimit.redis.tls. The files are
+// PEM.
+type RedisTLS struct {
+	// CA is the certificate authority of the Redis servers; empty means
+	// the system's.
+	CA string `json:"ca,omitempty" yaml:"ca,omitempty" mapstructure:"ca"`
+	// Cert and Key are a client certificate and its key, both or neither.
+	Cert string `json:"cert,omitempty" yaml:"cert,omitempty" mapstructure:"cert"`
+	Key  string `json:"key,omitempty" yaml:"key,omitempty" mapstructure:"key"`
+	// InsecureSkipVerify turns off the verification of the servers'
+	// certificates. For tests only.
+	InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty" yaml:"insecureSkipVerify,omitempty" mapstructure:"insecureSkipVerify"`
 }
 
 // SourceCriterion has the shape of Traefik's sourceCriterion: set at most

@@ -46,7 +46,8 @@ type Middleware struct {
 // New returns the middleware named name in front of next. Traefik calls it
 // once per router using the middleware and again on every reload; the
 // counts of a name survive as long as its rule does not change. Every bad
-// value of config is reported with the name of its field. New never blocks.
+// value of config is reported with the name of its field. New never blocks
+// and never dials Redis: the client connects on the first request.
 func New(ctx context.Context, next http.Handler, config *Config, name string) (http.Handler, error) {
 	s, err := config.validate()
 	if err != nil {
@@ -58,12 +59,21 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 	if name == "" {
 		name = "windowlimit"
 	}
+	if s.redis != nil {
+		if err := ratelimit.CheckRedisRule(name, s.rule); err != nil {
+			return nil, wrapError(name, fieldError("redis", err.Error()))
+		}
+	}
 	z, err := zoneFor(name, s.rule, s.maxKeys)
 	if err != nil {
 		return nil, wrapError(name, err)
 	}
+	store, err := redisStoreFor(name, s.redis)
+	if err != nil {
+		return nil, wrapError(name, err)
+	}
 	table := decimalsFor(s.rule)
-	return &Middleware{
+	m := &Middleware{
 		name:      name,
 		next:      next,
 		zone:      z,
@@ -77,7 +87,11 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 		dryRun:    s.dryRun,
 		status:    s.status,
 		message:   s.message,
-	}, nil
+	}
+	if store != nil {
+		useStore(m, store)
+	}
+	return m, nil
 }
 
 func wrapError(name string, err error) error {

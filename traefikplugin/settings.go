@@ -23,6 +23,8 @@ type settings struct {
 	dryRun  bool
 	status  int
 	message string
+	// redis is nil for the in-memory store.
+	redis *redisSettings
 }
 
 // validate checks every value of c and returns the settings, or an error
@@ -88,6 +90,9 @@ func (c *Config) validate() (settings, error) {
 	}
 	s.dryRun = c.DryRun
 	if s.source, err = c.SourceCriterion.source(); err != nil {
+		return s, err
+	}
+	if s.redis, err = c.redisSettings(); err != nil {
 		return s, err
 	}
 	return s, nil

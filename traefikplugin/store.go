@@ -15,15 +15,16 @@ func useStore(m *Middleware, s ratelimit.Store) {
 	m.slow = true
 }
 
-// takeFromStore decides the request through m.store.
-//
-// TODO(redis issue): apply the configured failure policy; until then a
-// store error lets the request through, as fail-open does.
+// takeFromStore decides the request through m.store, a ratelimit.Guard
+// that applies the onStoreError policy itself when Redis fails, so its
+// error is always nil; should another store fail, the request is let
+// through as the default policy would.
 func takeFromStore(ctx context.Context, m *Middleware, key string) ratelimit.Decision {
 	items := []ratelimit.Item{{Zone: m.zone, Key: key}}
 	out := make([]ratelimit.Decision, 1)
 	if _, err := m.store.Take(ctx, time.Now(), items, out); err != nil {
-		return ratelimit.Decision{Allowed: true, Limit: m.zone.Rule().Limit, Remaining: m.zone.Rule().Limit}
+		r := m.zone.Rule()
+		return ratelimit.Decision{Allowed: true, Limit: r.Limit, Remaining: r.Limit - r.Cost}
 	}
 	return out[0]
 }

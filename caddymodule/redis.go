@@ -1,0 +1,358 @@
+package caddymodule
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/resp"
+)
+
+// Defaults of RedisConfig.
+const (
+	defaultRedisAddress = "localhost:6379"
+	defaultKeyPrefix    = "wl:"
+	defaultDialTimeout  = time.Second
+	defaultRedisTimeout = 500 * time.Millisecond
+)
+
+// RedisConfig keeps the counts in Redis, shared by every Caddy instance
+// that uses the same Redis and zone names, through go-redis. Set at most
+// one of Address, URL, Addresses and SentinelMaster; none means
+// localhost:6379. Address, URL, Addresses, SentinelMaster,
+// SentinelAddresses, Username and Password may hold global placeholders
+// such as {env.REDIS_PASSWORD}.
+type RedisConfig struct {
+	// Address is the host:port of a standalone Redis.
+	Address string `json:"address,omitempty"`
+	// URL is a redis:// or rediss:// (TLS) URL, with user, password and
+	// database if needed: redis://user:pass@host:6379/2.
+	URL string `json:"url,omitempty"`
+	// Addresses are host:port nodes of a Redis Cluster.
+	Addresses []string `json:"addresses,omitempty"`
+	// SentinelMaster is the master name watched by Redis Sentinel, whose
+	// host:port addresses are SentinelAddresses.
+	SentinelMaster    string   `json:"sentinel_master,omitempty"`
+	SentinelAddresses []string `json:"sentinel_addresses,omitempty"`
+	// Username is the ACL user; empty means the default user.
+	Username string `json:"username,omitempty"`
+	// Password is sent with AUTH when set. An empty value after
+	// placeholder replacement (an unset environment variable) is an error.
+	Password string `json:"password,omitempty"`
+	// DB is the database to use; a Redis Cluster has only database 0.
+	DB int `json:"db,omitempty"`
+	// TLS, when set, encrypts the connections to Redis.
+	TLS *RedisTLS `json:"tls,omitempty"`
+	// DialTimeout bounds connecting. The default is 1s.
+	DialTimeout caddy.Duration `json:"dial_timeout,omitempty"`
+	// Timeout bounds each read and each write. The default is 500ms.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// PoolSize is the most connections open to each Redis server. The
+	// default is go-redis's: 10 per CPU.
+	PoolSize int `json:"pool_size,omitempty"`
+	// KeyPrefix starts every key written to Redis. The default is "wl:".
+	KeyPrefix string `json:"key_prefix,omitempty"`
+}
+
+// RedisTLS configures TLS to Redis. The files are PEM.
+type RedisTLS struct {
+	// CA is the certificate authority of the Redis servers; empty means
+	// the system's.
+	CA string `json:"ca,omitempty"`
+	// Cert and Key are a client certificate and its key, both or neither.
+	Cert string `json:"cert,omitempty"`
+	Key  string `json:"key,omitempty"`
+	// ServerName overrides the name checked in the server's certificate.
+	ServerName string `json:"server_name,omitempty"`
+	// InsecureSkipVerify turns off the verification of the servers'
+	// certificates. For tests only.
+	InsecureSkipVerify bool `json:"insecure_skip_verify,omitempty"`
+}
+
+// check reports the first bad value that needs no placeholder replacement,
+// named as in the Caddyfile.
+func (c *RedisConfig) check() error {
+	set := 0
+	for _, given := range []bool{c.Address != "", c.URL != "", len(c.Addresses) > 0, c.SentinelMaster != "" || len(c.SentinelAddresses) > 0} {
+		if given {
+			set++
+		}
+	}
+	if set > 1 {
+		return errors.New("set one of address, url, addresses (cluster) and sentinel")
+	}
+	if c.SentinelMaster != "" && len(c.SentinelAddresses) == 0 || c.SentinelMaster == "" && len(c.SentinelAddresses) > 0 {
+		return errors.New("sentinel: want a master name and at least one sentinel address")
+	}
+	if c.DB < 0 {
+		return fmt.Errorf("db: must not be negative, got %d", c.DB)
+	}
+	if c.DB != 0 && len(c.Addresses) > 0 {
+		return fmt.Errorf("db: a Redis Cluster has only db 0, got %d", c.DB)
+	}
+	if c.DialTimeout < 0 || c.Timeout < 0 {
+		return errors.New("dial_timeout and timeout must not be negative")
+	}
+	if c.PoolSize < 0 {
+		return fmt.Errorf("pool_size: must not be negative, got %d", c.PoolSize)
+	}
+	if strings.ContainsAny(c.KeyPrefix, "{}") {
+		return fmt.Errorf("key_prefix %q must not contain braces (they would change the Redis Cluster hash tag)", c.KeyPrefix)
+	}
+	if t := c.TLS; t != nil && (t.Cert == "") != (t.Key == "") {
+		return errors.New("tls: cert and key must be given together")
+	}
+	return nil
+}
+
+// redisSetup is a RedisConfig with placeholders replaced and defaults
+// filled in: what the shared client and guard are made from.
+type redisSetup struct {
+	opts    redis.UniversalOptions
+	cluster bool
+	tls     *RedisTLS
+	prefix  string
+	policy  ratelimit.FailurePolicy
+}
+
+// resolve replaces the placeholders of c and fills the defaults.
+func (c *RedisConfig) resolve(policy ratelimit.FailurePolicy) (*redisSetup, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	repl := caddy.NewReplacer()
+	var err error
+	replace := func(field, s string, errOnEmpty bool) string {
+		if err != nil || s == "" {
+			return s
+		}
+		out, rerr := repl.ReplaceOrErr(s, errOnEmpty, true)
+		if rerr != nil {
+			err = fmt.Errorf("%s: %w", field, rerr)
+		}
+		return out
+	}
+	addr := func(field, s string) string {
+		s = replace(field, s, true)
+		if err == nil {
+			if _, port, serr := net.SplitHostPort(s); serr != nil || port == "" {
+				err = fmt.Errorf("%s: %q is not host:port", field, s)
+			}
+		}
+		return s
+	}
+	s := &redisSetup{policy: policy, tls: c.TLS, cluster: len(c.Addresses) > 0}
+	o := &s.opts
+	switch {
+	case c.URL != "":
+		u := replace("url", c.URL, true)
+		if err != nil {
+			return nil, err
+		}
+		parsed, perr := redis.ParseURL(u)
+		if perr != nil {
+			// The URL may hold a password: name the field, not the value.
+			return nil, fmt.Errorf("url: %v", redactURLError(perr, u))
+		}
+		o.Addrs = []string{parsed.Addr}
+		o.Username, o.Password, o.DB = parsed.Username, parsed.Password, parsed.DB
+		if parsed.TLSConfig != nil && s.tls == nil {
+			s.tls = &RedisTLS{ServerName: parsed.TLSConfig.ServerName}
+		}
+	case len(c.Addresses) > 0:
+		for i, a := range c.Addresses {
+			o.Addrs = append(o.Addrs, addr("addresses["+strconv.Itoa(i)+"]", a))
+		}
+	case c.SentinelMaster != "":
+		o.MasterName = replace("sentinel", c.SentinelMaster, true)
+		for i, a := range c.SentinelAddresses {
+			o.Addrs = append(o.Addrs, addr("sentinel address "+strconv.Itoa(i+1), a))
+		}
+	default:
+		a := c.Address
+		if a == "" {
+			a = defaultRedisAddress
+		}
+		o.Addrs = []string{addr("address", a)}
+	}
+	if u := replace("username", c.Username, true); u != "" {
+		o.Username = u
+	}
+	if p := replace("password", c.Password, true); p != "" {
+		o.Password = p
+	}
+	if c.DB != 0 {
+		o.DB = c.DB
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.prefix = c.KeyPrefix
+	if s.prefix == "" {
+		s.prefix = defaultKeyPrefix
+	}
+	o.DialTimeout = time.Duration(c.DialTimeout)
+	if o.DialTimeout == 0 {
+		o.DialTimeout = defaultDialTimeout
+	}
+	o.ReadTimeout = time.Duration(c.Timeout)
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = defaultRedisTimeout
+	}
+	o.WriteTimeout = o.ReadTimeout
+	o.PoolSize = c.PoolSize
+	// One retry covers a pooled connection the server closed; more would
+	// add their timeouts to a request before the breaker opens.
+	o.MaxRetries = 1
+	o.ContextTimeoutEnabled = true
+	return s, nil
+}
+
+// redactURLError keeps a URL's password out of an error message.
+func redactURLError(err error, u string) string {
+	msg := err.Error()
+	if i := strings.Index(u, "://"); i >= 0 {
+		if at := strings.LastIndex(u, "@"); at > i {
+			msg = strings.ReplaceAll(msg, u[i+3:at], "xxxxx")
+		}
+	}
+	return msg
+}
+
+// poolKey identifies the client and guard s makes: handlers and reloads
+// with the same key share them.
+func (s *redisSetup) poolKey() string {
+	o := &s.opts
+	k := fmt.Sprintf("redis addrs=%q master=%q user=%q pass=%q db=%d dial=%v timeout=%v pool=%d cluster=%v prefix=%q on_error=%v",
+		o.Addrs, o.MasterName, o.Username, o.Password, o.DB, o.DialTimeout, o.ReadTimeout, o.PoolSize, s.cluster, s.prefix, s.policy)
+	if t := s.tls; t != nil {
+		k += fmt.Sprintf(" tls=%q,%q,%q,%q,%v", t.CA, t.Cert, t.Key, t.ServerName, t.InsecureSkipVerify)
+	}
+	return k
+}
+
+// newClient makes the go-redis client of s. It does not connect.
+func (s *redisSetup) newClient() (redis.UniversalClient, error) {
+	o := s.opts
+	if t := s.tls; t != nil {
+		cfg, err := resp.LoadTLS(t.CA, t.Cert, t.Key, t.InsecureSkipVerify)
+		if err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		cfg.ServerName = t.ServerName
+		o.TLSConfig = cfg
+	}
+	switch {
+	case s.cluster:
+		return redis.NewClusterClient(o.Cluster()), nil
+	case o.MasterName != "":
+		return redis.NewFailoverClient(o.Failover()), nil
+	}
+	return redis.NewClient(o.Simple()), nil
+}
+
+// redisStores holds the Redis clients and guards of the loaded configs,
+// shared by the handlers that use the same settings and kept across
+// reloads; the last handler to go closes them.
+var redisStores = caddy.NewUsagePool()
+
+// retiredStats adds up the counters of closed guards, so the metrics,
+// which sum every guard, never go down.
+var (
+	retiredMu    sync.Mutex
+	retiredStats ratelimit.GuardStats
+)
+
+// pooledRedis is one client with the guard in front of its store.
+type pooledRedis struct {
+	client redis.UniversalClient
+	guard  *ratelimit.Guard
+}
+
+// Destruct stops the guard's probe, keeps its counters and closes the
+// client.
+func (p *pooledRedis) Destruct() error {
+	p.guard.Close()
+	st := p.guard.Stats()
+	retiredMu.Lock()
+	retiredStats.Failures += st.Failures
+	retiredStats.Fallbacks += st.Fallbacks
+	retiredStats.CacheHits += st.CacheHits
+	retiredMu.Unlock()
+	return p.client.Close()
+}
+
+// acquireRedis returns the guard for s, creating the client if no loaded
+// config has it, and its pool key for releaseRedis.
+func acquireRedis(s *redisSetup, logger *zap.Logger) (string, *ratelimit.Guard, error) {
+	key := s.poolKey()
+	v, _, err := redisStores.LoadOrNew(key, func() (caddy.Destructor, error) {
+		client, err := s.newClient()
+		if err != nil {
+			return nil, err
+		}
+		store, err := ratelimit.NewRedisStore(newGoRedisRunner(client), ratelimit.RedisOptions{KeyPrefix: s.prefix, Cluster: s.cluster})
+		if err != nil {
+			client.Close()
+			return nil, err
+		}
+		addrs := strings.Join(s.opts.Addrs, ",")
+		guard, err := ratelimit.NewGuard(store, ratelimit.GuardOptions{
+			OnError: s.policy,
+			Probe:   store.Ping,
+			LogError: func(err error, suppressed int64) {
+				logger.Warn("redis store failed; requests decided by on_store_error",
+					zap.String("redis", addrs), zap.String("on_store_error", s.policy.String()),
+					zap.Int64("errors_not_logged", suppressed), zap.Error(err))
+			},
+			LogRecovered: func(down time.Duration) {
+				logger.Info("redis store answers again", zap.String("redis", addrs), zap.Duration("unavailable", down))
+			},
+		})
+		if err != nil {
+			client.Close()
+			return nil, err
+		}
+		return &pooledRedis{client: client, guard: guard}, nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return key, v.(*pooledRedis).guard, nil
+}
+
+// releaseRedis drops one use of the client under key.
+func releaseRedis(key string) error {
+	if _, err := redisStores.Delete(key); err != nil {
+		return fmt.Errorf("releasing redis store: %w", err)
+	}
+	return nil
+}
+
+// guardStats sums the counters of every guard, live and closed, and
+// counts the open breakers.
+func guardStats() (sum ratelimit.GuardStats, open int) {
+	retiredMu.Lock()
+	sum = retiredStats
+	retiredMu.Unlock()
+	redisStores.Range(func(_, v any) bool {
+		st := v.(*pooledRedis).guard.Stats()
+		sum.Failures += st.Failures
+		sum.Fallbacks += st.Fallbacks
+		sum.CacheHits += st.CacheHits
+		if st.Open {
+			open++
+		}
+		return true
+	})
+	return sum, open
+}

@@ -1,0 +1,131 @@
+package traefikplugin
+
+import (
+	"context"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/resp"
+)
+
+// storeLog receives Redis errors and recoveries. Traefik logs a plugin's
+// standard error at error level.
+var storeLog io.Writer = os.Stderr
+
+// Redis clients and their guards live here, one per redis configuration,
+// shared by every middleware that uses that configuration and reused
+// across reloads. A configuration no middleware uses any more is closed,
+// so reloads that change the redis block never pile up connections or
+// probe goroutines.
+var (
+	redisMu sync.Mutex
+	// redisByID maps redisSettings.id to its client and guard.
+	redisByID = make(map[string]*sharedRedis)
+	// redisOf maps a middleware name to the id of the redis it uses.
+	redisOf = make(map[string]string)
+)
+
+// sharedRedis is one Redis client with the guard in front of its store.
+type sharedRedis struct {
+	client *resp.Client
+	guard  *ratelimit.Guard
+	// users counts the middleware names using it.
+	users int
+}
+
+// redisStoreFor returns the store of the middleware name for rs, or nil
+// when rs is nil (the in-memory zone). It never dials.
+func redisStoreFor(name string, rs *redisSettings) (ratelimit.Store, error) {
+	redisMu.Lock()
+	defer redisMu.Unlock()
+	if rs == nil {
+		releaseRedis(name)
+		return nil, nil
+	}
+	sr := redisByID[rs.id]
+	if sr == nil {
+		var err error
+		if sr, err = newSharedRedis(rs); err != nil {
+			return nil, err
+		}
+		redisByID[rs.id] = sr
+	}
+	if redisOf[name] != rs.id {
+		releaseRedis(name)
+		redisOf[name] = rs.id
+		sr.users++
+	}
+	return sr.guard, nil
+}
+
+// releaseRedis detaches name from its redis, closing it when name was the
+// last user. Handlers of the previous configuration may still be serving:
+// a closed client fails its commands and the guard answers them by its
+// failure policy. redisMu must be held.
+func releaseRedis(name string) {
+	id, ok := redisOf[name]
+	if !ok {
+		return
+	}
+	delete(redisOf, name)
+	sr := redisByID[id]
+	if sr == nil {
+		return
+	}
+	sr.users--
+	if sr.users > 0 {
+		return
+	}
+	delete(redisByID, id)
+	sr.guard.Close()
+	sr.client.Close()
+}
+
+func newSharedRedis(rs *redisSettings) (*sharedRedis, error) {
+	client, err := resp.New(rs.client)
+	if err != nil {
+		return nil, fieldError("redis", err.Error())
+	}
+	store, err := ratelimit.NewRedisStore(client, ratelimit.RedisOptions{
+		KeyPrefix: rs.keyPrefix,
+		Cluster:   len(rs.client.Addrs) > 1,
+	})
+	if err != nil {
+		client.Close()
+		return nil, fieldError("redis", err.Error())
+	}
+	where := "windowlimit: redis " + strings.Join(rs.client.Addrs, ",")
+	guard, err := ratelimit.NewGuard(store, ratelimit.GuardOptions{
+		OnError: rs.policy,
+		Probe: func(ctx context.Context) error {
+			return store.Ping(ctx)
+		},
+		LogError: func(err error, suppressed int64) {
+			line := where + ": " + err.Error() + " (requests decided by onStoreError " + rs.policy.String() + ")"
+			if suppressed > 0 {
+				line += "; " + strconv.FormatInt(suppressed, 10) + " more errors since the last line"
+			}
+			io.WriteString(storeLog, line+"\n")
+		},
+		LogRecovered: func(down time.Duration) {
+			io.WriteString(storeLog, where+": answering again after "+down.String()+"\n")
+		},
+	})
+	if err != nil {
+		client.Close()
+		return nil, fieldError("onStoreError", err.Error())
+	}
+	return &sharedRedis{client: client, guard: guard}, nil
+}
+
+// redisClients returns how many redis clients are open (tests).
+func redisClients() int {
+	redisMu.Lock()
+	defer redisMu.Unlock()
+	return len(redisByID)
+}

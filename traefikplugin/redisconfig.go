@@ -1,0 +1,128 @@
+package traefikplugin
+
+import (
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/resp"
+)
+
+// Defaults of RedisConfig.
+const (
+	defaultRedisEndpoint = "localhost:6379"
+	defaultKeyPrefix     = "wl:"
+)
+
+// redisSettings is a validated RedisConfig with OnStoreError.
+type redisSettings struct {
+	client    resp.Options
+	keyPrefix string
+	policy    ratelimit.FailurePolicy
+	// id identifies the client and guard these settings make: middlewares
+	// and reloads with the same id share them.
+	id string
+}
+
+// redisSettings checks c.Redis and c.OnStoreError. It returns nil when
+// there is no redis block. TLS files are read here, so a missing or bad
+// file is reported at load; nothing is dialled.
+func (c *Config) redisSettings() (*redisSettings, error) {
+	if c.Redis == nil {
+		if c.OnStoreError != "" {
+			return nil, fieldError("onStoreError", "applies only to a redis store: add a redis block or remove onStoreError")
+		}
+		return nil, nil
+	}
+	policy, err := ratelimit.ParseFailurePolicy(strings.TrimSpace(c.OnStoreError))
+	if err != nil {
+		return nil, fieldError("onStoreError", `unknown value `+strconv.Quote(c.OnStoreError)+` (want allow, deny or local)`)
+	}
+	r := c.Redis
+	rs := &redisSettings{policy: policy, keyPrefix: r.KeyPrefix}
+	if rs.keyPrefix == "" {
+		rs.keyPrefix = defaultKeyPrefix
+	}
+	if strings.ContainsAny(rs.keyPrefix, "{}") {
+		return nil, fieldError("redis.keyPrefix", strconv.Quote(r.KeyPrefix)+" must not contain braces (they would change the Redis Cluster hash tag)")
+	}
+	o := &rs.client
+	for i, e := range r.Endpoints {
+		e = strings.TrimSpace(e)
+		if _, port, err := net.SplitHostPort(e); err != nil || port == "" {
+			return nil, fieldError("redis.endpoints["+strconv.Itoa(i)+"]", strconv.Quote(e)+` is not host:port (e.g. "redis:6379")`)
+		}
+		o.Addrs = append(o.Addrs, e)
+	}
+	if len(o.Addrs) == 0 {
+		o.Addrs = []string{defaultRedisEndpoint}
+	}
+	o.Username = r.Username
+	o.Password = r.Password
+	if r.DB < 0 {
+		return nil, fieldError("redis.db", "must not be negative, got "+strconv.Itoa(r.DB))
+	}
+	if r.DB != 0 && len(o.Addrs) > 1 {
+		return nil, fieldError("redis.db", "a Redis Cluster (several endpoints) has only db 0, got "+strconv.Itoa(r.DB))
+	}
+	o.DB = r.DB
+	if o.DialTimeout, err = redisTimeout("redis.dialTimeout", r.DialTimeout); err != nil {
+		return nil, err
+	}
+	if o.ReadTimeout, err = redisTimeout("redis.readTimeout", r.ReadTimeout); err != nil {
+		return nil, err
+	}
+	if o.WriteTimeout, err = redisTimeout("redis.writeTimeout", r.WriteTimeout); err != nil {
+		return nil, err
+	}
+	if r.PoolSize < 0 {
+		return nil, fieldError("redis.poolSize", "must not be negative, got "+strconv.Itoa(r.PoolSize))
+	}
+	o.PoolSize = r.PoolSize
+	o.AutoPipeline = true
+	if t := r.TLS; t != nil {
+		if (t.Cert == "") != (t.Key == "") {
+			return nil, fieldError("redis.tls", "cert and key must be given together")
+		}
+		if o.TLS, err = resp.LoadTLS(t.CA, t.Cert, t.Key, t.InsecureSkipVerify); err != nil {
+			return nil, fieldError("redis.tls", err.Error())
+		}
+	}
+	rs.id = redisID(r, o.Addrs, rs.keyPrefix, policy)
+	return rs, nil
+}
+
+// redisTimeout parses an optional positive duration; empty means the
+// client's default.
+func redisTimeout(field, s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := parseDuration(field, s)
+	if err != nil {
+		return 0, err
+	}
+	if d <= 0 {
+		return 0, fieldError(field, "must be positive, got "+strconv.Quote(s))
+	}
+	return d, nil
+}
+
+// redisID spells out everything the client and guard depend on.
+func redisID(r *RedisConfig, addrs []string, prefix string, policy ratelimit.FailurePolicy) string {
+	var b strings.Builder
+	for _, a := range addrs {
+		b.WriteString(strconv.Quote(a))
+	}
+	b.WriteString(" u=" + strconv.Quote(r.Username) + " p=" + strconv.Quote(r.Password) +
+		" db=" + strconv.Itoa(r.DB) + " dial=" + strconv.Quote(r.DialTimeout) +
+		" read=" + strconv.Quote(r.ReadTimeout) + " write=" + strconv.Quote(r.WriteTimeout) +
+		" pool=" + strconv.Itoa(r.PoolSize) + " prefix=" + strconv.Quote(prefix) + " on=" + policy.String())
+	if t := r.TLS; t != nil {
+		b.WriteString(" tls=" + strconv.Quote(t.CA) + strconv.Quote(t.Cert) + strconv.Quote(t.Key) +
+			strconv.FormatBool(t.InsecureSkipVerify))
+	}
+	return b.String()
+}
