@@ -114,6 +114,10 @@ instance() {
 	cat >"$WL_WORK/dynamic.yml" <<-YAML
 		http:
 		  routers:
+		    ready:
+		      rule: PathPrefix(\`/plain\`)
+		      entryPoints: [web]
+		      service: backend
 		    limited:
 		      rule: PathPrefix(\`/limited\`)
 		      entryPoints: [web]
@@ -136,6 +140,9 @@ instance() {
 		          - url: http://127.0.0.1:$WL_BACKEND_PORT
 	YAML
 	wl_start_traefik "$2" "$3"
+	# The routers load together: once the unlimited one answers, so does
+	# the limited one, and waiting costs no request of the limit.
+	wl_wait_status "http://127.0.0.1:$2/plain" 200 || wl_die "instance $1 never loaded its routers"
 	WL_WORK=$MAIN_WORK
 }
 instance a "$WEB_A" "$PING_A"
