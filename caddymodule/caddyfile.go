@@ -23,8 +23,13 @@ func init() {
 
 func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	m := new(Handler)
-	err := m.UnmarshalCaddyfile(h.Dispenser)
-	return m, err
+	if err := m.unmarshalDirective(h.Dispenser); err != nil {
+		return nil, err
+	}
+	if g, ok := h.Option(globalOptionName).(*globalDefaults); ok {
+		g.applyTo(m)
+	}
+	return m, m.checkStore(h.Dispenser)
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
@@ -74,7 +79,18 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //
 // Every subdirective may appear once (zones once per name; match blocks
 // may repeat, and a request matches the zone if it matches any of them).
+// A directive without a store of its own takes the store and
+// on_store_error of the rate_limit global option, if there is one.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	if err := h.unmarshalDirective(d); err != nil {
+		return err
+	}
+	return h.checkStore(d)
+}
+
+// unmarshalDirective parses the directive's tokens, without the checks
+// that depend on the global option's defaults.
+func (h *Handler) unmarshalDirective(d *caddyfile.Dispenser) error {
 	d.Next() // the directive's name
 	if d.NextArg() {
 		return d.ArgErr()
@@ -95,13 +111,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "store":
 			err = h.unmarshalStore(d)
 		case "on_store_error":
-			var policy string
-			if policy, err = oneArg(d); err == nil {
-				if _, perr := ratelimit.ParseFailurePolicy(policy); perr != nil {
-					err = d.Errf("on_store_error: %v", perr)
-				}
-				h.OnStoreError = policy
-			}
+			h.OnStoreError, err = unmarshalFailurePolicy(d)
 		case "headers":
 			var mode string
 			if mode, err = oneArg(d); err == nil {
@@ -152,6 +162,12 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if len(h.RateLimits) == 0 {
 		return d.Err("no zone defined: add at least one zone <name> { ... }")
 	}
+	return nil
+}
+
+// checkStore reports on_store_error without a Redis store, once the
+// global defaults are in.
+func (h *Handler) checkStore(d *caddyfile.Dispenser) error {
 	if h.OnStoreError != "" && h.Redis == nil {
 		return d.Err("on_store_error applies only to the Redis store: add store redis { ... } or remove it")
 	}
@@ -233,6 +249,18 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
 }
 
 // oneArg returns the subdirective's only argument.
+// unmarshalFailurePolicy parses the argument of on_store_error.
+func unmarshalFailurePolicy(d *caddyfile.Dispenser) (string, error) {
+	policy, err := oneArg(d)
+	if err != nil {
+		return "", err
+	}
+	if _, err := ratelimit.ParseFailurePolicy(policy); err != nil {
+		return "", d.Errf("on_store_error: %v", err)
+	}
+	return policy, nil
+}
+
 func oneArg(d *caddyfile.Dispenser) (string, error) {
 	if !d.NextArg() {
 		return "", d.ArgErr()

@@ -14,6 +14,7 @@ func (h *Handler) unmarshalStore(d *caddyfile.Dispenser) error {
 	if err != nil {
 		return err
 	}
+	h.storeGiven = true
 	switch kind {
 	case "memory":
 		if d.NextBlock(d.Nesting()) {

@@ -99,6 +99,10 @@ type Handler struct {
 	// in-memory zones. It requires Redis.
 	OnStoreError string `json:"on_store_error,omitempty"`
 
+	// storeGiven is set by a store subdirective in the Caddyfile, even
+	// store memory: the global option's store then does not apply.
+	storeGiven bool
+
 	zones []*zoneState // sorted by name, so decisions are deterministic
 	// keysNeedReplacer is set when a zone's key has placeholders other
 	// than the client IP; otherwise an allowed request never looks the

@@ -22,13 +22,14 @@ trap 'kill -9 "$(cat "$dir/redis.pid")" 2>/dev/null || true; rm -rf "$dir"' EXIT
 cli() { redis-cli -p "$port" "$@"; }
 for _ in $(seq 100); do cli ping >/dev/null 2>&1 && break; sleep 0.05; done
 
-# The script text, as compiled into shared/ratelimit/script.go.
-sed -n '/^const redisScript = `/,/^`$/p' shared/ratelimit/script.go | sed '1d;$d' >"$dir/script.lua"
+# The script text, as compiled into shared/ratelimit/redisscript.go.
+sed -n '/^const redisScript = `/,/^`$/p' shared/ratelimit/redisscript.go | sed '1d;$d' >"$dir/script.lua"
 sha=$(cli script load "$(cat "$dir/script.lua")")
 echo "redis: $(redis-server --version | grep -o 'v=[0-9.]*'), script sha $sha, $(nproc) cores, load average $(cut -d" " -f1-3 /proc/loadavg)"
 
-# One sliding rule: window 60s, sub-window 6s, limit 2^30 (always admitted), cost 1.
-rule=(0 60000000 6000000 1073741824 1 @3kpf4.a)
+# One sliding rule: window 60s, sub-window 6s, limit 2^30 (always admitted), cost 1,
+# newest-index field -6186 (shapeField: -(6 s * 1024 + 10 sub-windows * 4 + 2 for seconds)).
+rule=(0 60000000 6000000 1073741824 1 -6186)
 
 echo
 echo "== redis-benchmark, EVALSHA of the same script, 10000 keys"

@@ -14,9 +14,10 @@ import (
 // a fixed time to compare against the in-memory zone). Item i then has six
 // arguments from ARGV[2+6*(i-1)]: algorithm (0 sliding, 1 fixed, 2 strict,
 // 3 log), window and sub-window in microseconds, limit, cost, and the name
-// of the field that holds the newest sub-window index (it names the rule's
-// sub-window and count of sub-windows, so a changed rule starts afresh
-// instead of misreading old counters).
+// of the field that holds the newest sub-window index, a negative integer
+// (see shapeField: it names the rule's sub-window and count of
+// sub-windows, so a changed rule starts afresh instead of misreading old
+// counters).
 //
 // Bucket rules keep a hash: field (b mod k+1) holds the count of
 // sub-window b for the k+1 newest sub-windows, the spec field holds the
@@ -66,8 +67,8 @@ local function buckets(s, key, alg, W, T, N, cost, spec, t)
       local cellIndex = tonumber(h[j])
       if h[j] == spec then
         s.newest = tonumber(h[j + 1])
-      elseif cellIndex == nil then
-        s.stale = true -- the newest field of another rule
+      elseif cellIndex == nil or cellIndex < 0 then
+        s.stale = true -- the newest field of another rule, or not ours
       else
         s.ring[cellIndex] = tonumber(h[j + 1])
       end

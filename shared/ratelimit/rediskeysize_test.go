@@ -1,0 +1,74 @@
+package ratelimit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/windowlimit/windowlimit/internal/redistest"
+)
+
+// TestShapeField: distinct rule shapes get distinct fields, the field is
+// negative (never a sub-window cell), and the bench script's literal for
+// 60s/6s is right.
+func TestShapeField(t *testing.T) {
+	seen := map[int64]Rule{}
+	for _, t0 := range []time.Duration{time.Microsecond, 999 * time.Microsecond, time.Millisecond, 1500 * time.Millisecond, time.Second, 6 * time.Second, time.Hour, 1000 * time.Hour} {
+		for _, k := range []time.Duration{1, 2, 10, 127, MaxBuckets} {
+			r := Rule{Window: t0 * k, SubWindow: t0}
+			f := shapeField(r)
+			if f >= 0 {
+				t.Fatalf("%v/%v: field %d is not negative", r.Window, r.SubWindow, f)
+			}
+			if prev, ok := seen[f]; ok {
+				t.Fatalf("%v/%v and %v/%v share field %d", r.Window, r.SubWindow, prev.Window, prev.SubWindow, f)
+			}
+			seen[f] = r
+		}
+	}
+	if f := shapeField(Rule{Window: time.Minute, SubWindow: 6 * time.Second}); f != -6186 {
+		t.Fatalf("60s/6s: field %d, want -6186 (scripts/bench-redis.sh uses it)", f)
+	}
+	longest := Rule{Window: MaxRedisWindow, SubWindow: MaxRedisWindow / MaxBuckets}
+	if err := CheckRedisRule("z", longest); err != nil {
+		t.Fatal(err)
+	}
+	if f := shapeField(longest); f >= 0 {
+		t.Fatalf("the longest window overflows: %d", f)
+	}
+	if err := CheckRedisRule("z", Rule{Window: MaxRedisWindow + time.Hour, SubWindow: time.Hour}); err == nil {
+		t.Fatal("a window over MaxRedisWindow was accepted")
+	}
+}
+
+// TestRedisBytesPerKey holds the figures README gives for MEMORY USAGE:
+// a sliding key with all 11 sub-windows written stays within 160 bytes
+// for an IPv4 and an IPv6 /64 key.
+func TestRedisBytesPerKey(t *testing.T) {
+	s := redistest.Start(t)
+	store, client := newStore(t, s.Addr())
+	store.prefix = "rl:"
+	store.callerTime = true
+	z := newZone(t, "api", Rule{Window: time.Minute, SubWindow: 6 * time.Second, Limit: 1000})
+	for _, key := range []string{"203.0.113.77", "2001:db8:1234:5678::/64"} {
+		for i := 0; i <= 10; i++ {
+			for j := 0; j < 50; j++ { // counts over 127 would take one more byte each
+				take1(t, store, epoch.Add(time.Duration(i)*6*time.Second), z, key)
+			}
+		}
+		rkey := RedisKey("rl:", "api", key)
+		ctx := context.Background()
+		n, err := client.Do(ctx, "HLEN", rkey)
+		if err != nil || n.Int != 12 {
+			t.Fatalf("HLEN %s = %d, %v; want 11 sub-windows and the newest index", rkey, n.Int, err)
+		}
+		size, err := client.Do(ctx, "MEMORY", "USAGE", rkey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d bytes", rkey, size.Int)
+		if size.Int > 160 {
+			t.Errorf("%s takes %d bytes, want at most 160", rkey, size.Int)
+		}
+	}
+}
