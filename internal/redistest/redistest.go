@@ -8,14 +8,12 @@ package redistest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,6 +44,12 @@ type Server struct {
 	args []string
 	port int
 	cmd  *exec.Cmd
+	// tls, when set, is the client side of a server that listens with TLS
+	// only (see StartTLS).
+	tls *tls.Config
+	// conf, when set, is the configuration file of a Sentinel (see
+	// StartSentinel).
+	conf string
 }
 
 // Start runs redis-server on a free loopback port with extra arguments
@@ -53,16 +57,23 @@ type Server struct {
 func Start(tb testing.TB, extra ...string) *Server {
 	tb.Helper()
 	s := &Server{tb: tb, bin: Binary(tb), args: extra}
+	s.run()
+	return s
+}
+
+// run starts s on a free port, trying a few ports in case another process
+// takes the chosen one first.
+func (s *Server) run() {
+	s.tb.Helper()
 	var err error
 	for try := 0; try < 5; try++ {
-		s.port = freePort(tb)
+		s.port = freePort(s.tb)
 		if err = s.start(); err == nil {
-			tb.Cleanup(s.Kill)
-			return s
+			s.tb.Cleanup(s.Kill)
+			return
 		}
 	}
-	tb.Fatalf("redis-server: %v", err)
-	return nil
+	s.tb.Fatalf("redis-server: %v", err)
 }
 
 // Addr returns host:port.
@@ -72,8 +83,17 @@ func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 func (s *Server) Port() int { return s.port }
 
 func (s *Server) start() error {
-	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", s.tb.TempDir(), "--loglevel", "warning"}
+	var args []string
+	if s.conf != "" {
+		args = []string{s.conf, "--sentinel"}
+	}
+	if s.tls != nil {
+		args = append(args, "--port", "0", "--tls-port", strconv.Itoa(s.port))
+	} else {
+		args = append(args, "--port", strconv.Itoa(s.port))
+	}
+	args = append(args, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", s.tb.TempDir(), "--loglevel", "warning")
 	if major(s.tb, s.bin) >= 7 {
 		args = append(args, "--enable-debug-command", "yes")
 	}
@@ -96,7 +116,7 @@ func (s *Server) start() error {
 
 // pingOK reports whether the server answers PING (or asks for AUTH).
 func (s *Server) pingOK() bool {
-	c, err := net.DialTimeout("tcp", s.Addr(), 100*time.Millisecond)
+	c, err := s.dial(100 * time.Millisecond)
 	if err != nil {
 		return false
 	}
@@ -105,6 +125,14 @@ func (s *Server) pingOK() bool {
 	c.Write([]byte("PING\r\n"))
 	line, err := bufio.NewReader(c).ReadString('\n')
 	return err == nil && (strings.HasPrefix(line, "+PONG") || strings.HasPrefix(line, "-NOAUTH"))
+}
+
+// dial connects to the server, over TLS when it has TLS.
+func (s *Server) dial(timeout time.Duration) (net.Conn, error) {
+	if s.tls == nil {
+		return net.DialTimeout("tcp", s.Addr(), timeout)
+	}
+	return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", s.Addr(), s.tls)
 }
 
 // Kill stops the server at once (SIGKILL), as a crash would.
@@ -154,36 +182,6 @@ func major(tb testing.TB, bin string) int {
 	return n
 }
 
-// Cluster starts a three-master Redis Cluster with scripts/redis-cluster.sh
-// and returns its addresses; it is stopped when the test ends.
-func Cluster(tb testing.TB) []string {
-	tb.Helper()
-	Binary(tb)
-	if _, err := exec.LookPath("redis-cli"); err != nil {
-		tb.Skip("redis-cli is not installed")
-	}
-	script := filepath.Join(repoRoot(tb), "scripts", "redis-cluster.sh")
-	dir := tb.TempDir()
-	out, err := exec.Command("bash", script, "start", dir).CombinedOutput()
-	if err != nil {
-		exec.Command("bash", script, "stop", dir).Run()
-		tb.Fatalf("%s start: %v\n%s", script, err, out)
-	}
-	tb.Cleanup(func() { exec.Command("bash", script, "stop", dir).Run() })
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, "ADDRS ") {
-			return strings.Fields(line)[1:]
-		}
-	}
-	tb.Fatalf("%s printed no ADDRS line:\n%s", script, out)
-	return nil
-}
-
-func repoRoot(tb testing.TB) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
-
 // BenchAddr returns $WINDOWLIMIT_BENCH_REDIS when set (so a benchmark
 // script can point several benchmarks at one server and read its stats),
 // or starts a server.
@@ -192,39 +190,4 @@ func BenchAddr(tb testing.TB) string {
 		return a
 	}
 	return Start(tb).Addr()
-}
-
-// Calls returns how many times the server at addr ran each command, from
-// INFO commandstats ("evalsha", "eval", ...).
-func Calls(tb testing.TB, addr string) map[string]int64 {
-	tb.Helper()
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	c.Write([]byte("INFO commandstats\r\n"))
-	r := bufio.NewReader(c)
-	header, err := r.ReadString('\n')
-	if err != nil || !strings.HasPrefix(header, "$") {
-		tb.Fatalf("INFO commandstats: %q, %v", header, err)
-	}
-	n, _ := strconv.Atoi(strings.TrimSpace(header[1:]))
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		tb.Fatal(err)
-	}
-	calls := make(map[string]int64)
-	for _, line := range strings.Split(string(body), "\r\n") {
-		// cmdstat_evalsha:calls=12,usec=...
-		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":calls=")
-		if !ok {
-			continue
-		}
-		num, _, _ := strings.Cut(rest, ",")
-		v, _ := strconv.ParseInt(num, 10, 64)
-		calls[name] = v
-	}
-	return calls
 }

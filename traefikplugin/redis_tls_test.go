@@ -1,0 +1,105 @@
+package traefikplugin
+
+import (
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/windowlimit/windowlimit/internal/redistest"
+)
+
+// These tests build the middleware with New, as Traefik does, against a
+// real redis-server that listens with TLS only: a request is admitted
+// through Redis only if redis.tls works. onStoreError is deny, so any
+// store failure shows as a 429 with Retry-After 1 from the first request.
+
+// tlsConfig is redisConfig for the TLS server srv with tls set.
+func tlsConfig(srv *redistest.Server, tls *RedisTLS) *Config {
+	c := redisConfig(srv.Addr(), 5)
+	c.Redis.TLS = tls
+	c.OnStoreError = "deny"
+	return c
+}
+
+// expectLimitedThroughRedis sends 6 requests: 5 pass and the 6th is
+// refused by the limit (not by onStoreError, whose Retry-After is 1); the
+// key must then be in srv, read over TLS.
+func expectLimitedThroughRedis(t *testing.T, srv *redistest.Server, c *Config, name string) {
+	t.Helper()
+	h := redisMiddleware(t, c, name)
+	for i := 1; i <= 6; i++ {
+		w := serve(h, "203.0.113.7:1", nil)
+		want := 200
+		if i == 6 {
+			want = 429
+		}
+		if w.Code != want {
+			t.Fatalf("request %d: %d (Retry-After %q), want %d", i, w.Code, w.Header().Get("Retry-After"), want)
+		}
+		if remaining := w.Header().Get("X-RateLimit-Remaining"); i <= 5 && remaining != strconv.Itoa(5-i) {
+			t.Errorf("request %d: X-RateLimit-Remaining %q", i, remaining)
+		}
+		if ra := w.Header().Get("Retry-After"); i == 6 && (ra == "1" || ra == "") {
+			t.Errorf("request 6: Retry-After %q: refused by onStoreError, not by the limit", ra)
+		}
+	}
+	key := c.Redis.KeyPrefix + name + ":{203.0.113.7}"
+	if ttl, err := strconv.ParseInt(srv.Do(t, "PTTL", key)[0], 10, 64); err != nil || ttl <= 0 || ttl > 66000 {
+		t.Errorf("PTTL %s over TLS: %d %v, want the key to expire within window + sub-window", key, ttl, err)
+	}
+}
+
+// expectDenied checks that onStoreError deny decided every request, that
+// the store log has a line (containing reason unless it is empty), and
+// that Redis has no key.
+func expectDenied(t *testing.T, srv *redistest.Server, c *Config, name, reason string) {
+	t.Helper()
+	var log strings.Builder
+	storeLog = &log
+	defer func() { storeLog = os.Stderr }()
+	h := redisMiddleware(t, c, name)
+	for i := 1; i <= 3; i++ {
+		if w := serve(h, "203.0.113.7:1", nil); w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "1" {
+			t.Fatalf("request %d: %d Retry-After %q, want onStoreError deny's 429 with Retry-After 1",
+				i, w.Code, w.Header().Get("Retry-After"))
+		}
+	}
+	if !strings.Contains(log.String(), "(requests decided by onStoreError deny)") || !strings.Contains(log.String(), reason) {
+		t.Errorf("store log does not say %q:\n%s", reason, log.String())
+	}
+	if n := srv.Do(t, "EXISTS", c.Redis.KeyPrefix+name+":{203.0.113.7}")[0]; n != "0" {
+		t.Errorf("the key is in Redis (EXISTS %s): the connection was accepted", n)
+	}
+}
+
+func TestRedisTLS(t *testing.T) {
+	srv, certs := redistest.StartTLS(t)
+	other := redistest.WriteCerts(t)
+	t.Run("ca", func(t *testing.T) {
+		expectLimitedThroughRedis(t, srv, tlsConfig(srv, &RedisTLS{CA: certs.CA}), "tls-ca@file")
+	})
+	t.Run("insecureSkipVerify", func(t *testing.T) {
+		expectLimitedThroughRedis(t, srv, tlsConfig(srv, &RedisTLS{InsecureSkipVerify: true}), "tls-insecure@file")
+	})
+	t.Run("other ca", func(t *testing.T) {
+		expectDenied(t, srv, tlsConfig(srv, &RedisTLS{CA: other.CA}), "tls-other@file", "certificate signed by unknown authority")
+	})
+	t.Run("system roots", func(t *testing.T) {
+		expectDenied(t, srv, tlsConfig(srv, &RedisTLS{}), "tls-system@file", "certificate signed by unknown authority")
+	})
+	t.Run("no tls", func(t *testing.T) {
+		expectDenied(t, srv, tlsConfig(srv, nil), "tls-none@file", "")
+	})
+}
+
+// With --tls-auth-clients yes the server wants a client certificate.
+func TestRedisTLSClientCert(t *testing.T) {
+	srv, certs := redistest.StartTLS(t, "--tls-auth-clients", "yes")
+	// With TLS 1.3 the client learns of the refusal after its handshake:
+	// the error is "certificate required" or, when the server's reset
+	// beats the alert, "connection reset by peer". Either way: denied.
+	expectDenied(t, srv, tlsConfig(srv, &RedisTLS{CA: certs.CA}), "tls-nocert@file", "")
+	expectLimitedThroughRedis(t, srv, tlsConfig(srv, &RedisTLS{CA: certs.CA, Cert: certs.Cert, Key: certs.Key}), "tls-cert@file")
+}
