@@ -53,6 +53,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        url          redis[s]://[user:password@]host:port[/db]
 //	        addresses    <host:port>...           # Redis Cluster
 //	        sentinel     <master> <host:port>...  # Redis Sentinel
+//	        sentinel_username <user>              # the sentinels' own ACL user
+//	        sentinel_password <password>          # and password
 //	        username     <user>
 //	        password     <password>               # e.g. {env.REDIS_PASSWORD}
 //	        db           <n>

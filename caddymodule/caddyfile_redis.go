@@ -51,6 +51,10 @@ func (h *Handler) unmarshalStore(d *caddyfile.Dispenser) error {
 				break
 			}
 			r.SentinelMaster, r.SentinelAddresses = args[0], args[1:]
+		case "sentinel_username":
+			r.SentinelUsername, err = oneArg(d)
+		case "sentinel_password":
+			r.SentinelPassword, err = oneArg(d)
 		case "username":
 			r.Username, err = oneArg(d)
 		case "password":

@@ -26,6 +26,8 @@ func TestUnmarshalCaddyfileRedis(t *testing.T) {
 		{"url", "store redis {\n\t\turl rediss://u:{env.P}@r:6380/2\n\t}", `{"url":"rediss://u:{env.P}@r:6380/2"}`},
 		{"cluster", "store redis {\n\t\taddresses a:1 b:1 c:1\n\t}", `{"addresses":["a:1","b:1","c:1"]}`},
 		{"sentinel", "store redis {\n\t\tsentinel mymaster s1:26379 s2:26379\n\t}", `{"sentinel_master":"mymaster","sentinel_addresses":["s1:26379","s2:26379"]}`},
+		{"sentinel auth", "store redis {\n\t\tsentinel mymaster s1:26379\n\t\tsentinel_username watcher\n\t\tsentinel_password {env.SENTINEL_PASSWORD}\n\t}",
+			`{"sentinel_master":"mymaster","sentinel_addresses":["s1:26379"],"sentinel_username":"watcher","sentinel_password":"{env.SENTINEL_PASSWORD}"}`},
 		{"everything else", `store redis {
 		address      r:6379
 		username     limiter
@@ -165,6 +167,12 @@ func TestRedisResolve(t *testing.T) {
 	if s, err = (&RedisConfig{SentinelMaster: "m", SentinelAddresses: []string{"s:26379"}}).resolve(0); err != nil || s.opts.MasterName != "m" {
 		t.Errorf("sentinel: %+v, %v", s, err)
 	}
+	t.Setenv("WL_TEST_SENTINEL_PASSWORD", "s3cret")
+	if s, err = (&RedisConfig{SentinelMaster: "m", SentinelAddresses: []string{"s:26379"}, SentinelUsername: "w",
+		SentinelPassword: "{env.WL_TEST_SENTINEL_PASSWORD}"}).resolve(0); err != nil ||
+		s.opts.SentinelUsername != "w" || s.opts.SentinelPassword != "s3cret" || s.opts.Password != "" {
+		t.Errorf("sentinel auth: %+v, %v", s, err)
+	}
 
 	dir := t.TempDir()
 	notPEM := filepath.Join(dir, "ca.pem")
@@ -176,6 +184,8 @@ func TestRedisResolve(t *testing.T) {
 		{RedisConfig{Password: "{env.WL_TEST_UNSET_VARIABLE}"}, "password:"},
 		{RedisConfig{Password: "{no.such.placeholder}"}, "password:"},
 		{RedisConfig{SentinelMaster: "m"}, "sentinel:"},
+		{RedisConfig{Address: "a:1", SentinelPassword: "x"}, "sentinel_password apply only with sentinel"},
+		{RedisConfig{SentinelMaster: "m", SentinelAddresses: []string{"s:1"}, SentinelPassword: "{env.WL_TEST_UNSET_VARIABLE}"}, "sentinel_password:"},
 		{RedisConfig{Address: "{env.WL_TEST_UNSET_VARIABLE}"}, "address:"},
 		{RedisConfig{Address: "no-port"}, `address: "no-port" is not host:port`},
 		{RedisConfig{Addresses: []string{"a:1", "b"}}, "addresses[1]:"},

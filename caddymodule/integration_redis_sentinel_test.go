@@ -59,3 +59,29 @@ func TestIntegrationRedisSentinel(t *testing.T) {
 		t.Errorf("alice after the failover: %d Retry-After %q, want the limit's 429", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 }
+
+// Sentinels with a password of their own: sentinel_password reaches them,
+// and without it no request is counted in Redis.
+func TestIntegrationRedisSentinelPassword(t *testing.T) {
+	master := redistest.Start(t)
+	sentinel := redistest.StartSentinel(t, "mymaster", master.Addr(), "requirepass watch-pass")
+	tc := newTester(t)
+	port := freePort(t)
+	t.Setenv("WL_TEST_SENTINEL_PASSWORD", "watch-pass")
+	config, prefix := redisBlockSite(port, "sentinel mymaster "+sentinel.Addr()+"\n\t\t\tsentinel_password {env.WL_TEST_SENTINEL_PASSWORD}", "deny")
+	tc.InitServer(config, "caddyfile")
+	expectLimitedThroughRedis(t, tc, master, port, prefix, "alice")
+
+	// Without the password the sentinels refuse to name the master: the
+	// deny policy answers, Retry-After 1, and nothing reaches Redis.
+	port = freePort(t)
+	config, prefix = redisBlockSite(port, "sentinel mymaster "+sentinel.Addr(), "deny")
+	tc.InitServer(config, "caddyfile")
+	resp, _ := get(t, tc, "http://127.0.0.1:"+strconv.Itoa(port)+"/?who=bob")
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("without sentinel_password: %d Retry-After %q, want the deny policy's 429", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if n := master.Do(t, "EXISTS", prefix+"ired:{bob}")[0]; n != "0" {
+		t.Fatal("a request was counted without the sentinels' password")
+	}
+}

@@ -29,8 +29,8 @@ const (
 // that uses the same Redis and zone names, through go-redis. Set at most
 // one of Address, URL, Addresses and SentinelMaster; none means
 // localhost:6379. Address, URL, Addresses, SentinelMaster,
-// SentinelAddresses, Username and Password may hold global placeholders
-// such as {env.REDIS_PASSWORD}.
+// SentinelAddresses, SentinelUsername, SentinelPassword, Username and
+// Password may hold global placeholders such as {env.REDIS_PASSWORD}.
 type RedisConfig struct {
 	// Address is the host:port of a standalone Redis.
 	Address string `json:"address,omitempty"`
@@ -43,6 +43,11 @@ type RedisConfig struct {
 	// host:port addresses are SentinelAddresses.
 	SentinelMaster    string   `json:"sentinel_master,omitempty"`
 	SentinelAddresses []string `json:"sentinel_addresses,omitempty"`
+	// SentinelUsername and SentinelPassword authenticate to the sentinels
+	// themselves (their requirepass or ACL), which may differ from
+	// Username and Password, sent to the Redis servers.
+	SentinelUsername string `json:"sentinel_username,omitempty"`
+	SentinelPassword string `json:"sentinel_password,omitempty"`
 	// Username is the ACL user; empty means the default user.
 	Username string `json:"username,omitempty"`
 	// Password is sent with AUTH when set. An empty value after
@@ -92,6 +97,9 @@ func (c *RedisConfig) check() error {
 	}
 	if c.SentinelMaster != "" && len(c.SentinelAddresses) == 0 || c.SentinelMaster == "" && len(c.SentinelAddresses) > 0 {
 		return errors.New("sentinel: want a master name and at least one sentinel address")
+	}
+	if (c.SentinelUsername != "" || c.SentinelPassword != "") && c.SentinelMaster == "" {
+		return errors.New("sentinel_username and sentinel_password apply only with sentinel")
 	}
 	if c.DB < 0 {
 		return fmt.Errorf("db: must not be negative, got %d", c.DB)
@@ -177,6 +185,8 @@ func (c *RedisConfig) resolve(policy ratelimit.FailurePolicy) (*redisSetup, erro
 		for i, a := range c.SentinelAddresses {
 			o.Addrs = append(o.Addrs, addr("sentinel address "+strconv.Itoa(i+1), a))
 		}
+		o.SentinelUsername = replace("sentinel_username", c.SentinelUsername, true)
+		o.SentinelPassword = replace("sentinel_password", c.SentinelPassword, true)
 	default:
 		a := c.Address
 		if a == "" {
@@ -232,8 +242,8 @@ func redactURLError(err error, u string) string {
 // with the same key share them.
 func (s *redisSetup) poolKey() string {
 	o := &s.opts
-	k := fmt.Sprintf("redis addrs=%q master=%q user=%q pass=%q db=%d dial=%v timeout=%v pool=%d cluster=%v prefix=%q on_error=%v",
-		o.Addrs, o.MasterName, o.Username, o.Password, o.DB, o.DialTimeout, o.ReadTimeout, o.PoolSize, s.cluster, s.prefix, s.policy)
+	k := fmt.Sprintf("redis addrs=%q master=%q sentinel_auth=%q,%q user=%q pass=%q db=%d dial=%v timeout=%v pool=%d cluster=%v prefix=%q on_error=%v",
+		o.Addrs, o.MasterName, o.SentinelUsername, o.SentinelPassword, o.Username, o.Password, o.DB, o.DialTimeout, o.ReadTimeout, o.PoolSize, s.cluster, s.prefix, s.policy)
 	if t := s.tls; t != nil {
 		k += fmt.Sprintf(" tls=%q,%q,%q,%q,%v", t.CA, t.Cert, t.Key, t.ServerName, t.InsecureSkipVerify)
 	}

@@ -14,7 +14,8 @@ import (
 // StartSentinel runs a Redis Sentinel on a free loopback port, watching
 // the master at masterAddr under the name master, and stops it when the
 // test ends. Its quorum is 1, so it alone may fail the master over.
-func StartSentinel(tb testing.TB, master, masterAddr string) *Server {
+// Lines are added to its configuration file (such as "requirepass x").
+func StartSentinel(tb testing.TB, master, masterAddr string, lines ...string) *Server {
 	tb.Helper()
 	host, port, err := net.SplitHostPort(masterAddr)
 	if err != nil {
@@ -23,6 +24,9 @@ func StartSentinel(tb testing.TB, master, masterAddr string) *Server {
 	// Sentinel rewrites its configuration file: it must be writable.
 	conf := filepath.Join(tb.TempDir(), "sentinel.conf")
 	text := fmt.Sprintf("sentinel monitor %[1]s %s %s 1\nsentinel down-after-milliseconds %[1]s 1000\n", master, host, port)
+	for _, l := range lines {
+		text += l + "\n"
+	}
 	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 		tb.Fatal(err)
 	}
