@@ -37,11 +37,28 @@ if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; th
 	fi
 fi
 
+# free_port prints a port P such that P and P + 10000 (the node's cluster bus)
+# are both free: a cluster node refuses a port above 55535.
 free_port() {
 	if command -v python3 >/dev/null; then
-		python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+		python3 -c '
+import random, socket
+for _ in range(1000):
+    p = random.randint(20000, 55535)
+    try:
+        for q in (p, p + 10000):
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", q))
+            finally:
+                s.close()
+    except OSError:
+        continue
+    print(p)
+    break
+'
 	else
-		shuf -i 20000-60000 -n 1
+		shuf -i 20000-55535 -n 1
 	fi
 }
 
@@ -67,6 +84,9 @@ start_node() {
 				echo "127.0.0.1:$port"
 				return 0
 			fi
+			# The daemon could not listen (the port was taken meanwhile): try another.
+			grep -qE 'Address already in use|Could not create server TCP listening socket|55535 or less' \
+				"$node/redis.log" 2>/dev/null && break
 			sleep 0.05
 		done
 		[[ -f "$node/redis.pid" ]] && kill -9 "$(cat "$node/redis.pid")" 2>/dev/null || true
