@@ -72,6 +72,15 @@ type RedisConfig struct {
 	// PoolSize is the most connections open to each Redis server. Zero
 	// means 64.
 	PoolSize int `json:"poolSize,omitempty" yaml:"poolSize,omitempty" mapstructure:"poolSize"`
+	// MaxActiveConns, as in Traefik's rateLimit.redis, caps the
+	// connections open to each Redis server; with PoolSize, the smaller
+	// of the two applies. Zero means no cap beyond PoolSize.
+	MaxActiveConns int `json:"maxActiveConns,omitempty" yaml:"maxActiveConns,omitempty" mapstructure:"maxActiveConns"`
+	// MinIdleConns is accepted so that a rateLimit.redis block can be
+	// reused as it is. It changes nothing: connections are opened on
+	// first use (never at load) and then kept idle for reuse, up to the
+	// pool's bound. It must not exceed that bound.
+	MinIdleConns int `json:"minIdleConns,omitempty" yaml:"minIdleConns,omitempty" mapstructure:"minIdleConns"`
 	// KeyPrefix starts every key written to Redis. Empty means "wl:".
 	KeyPrefix string `json:"keyPrefix,omitempty" yaml:"keyPrefix,omitempty" mapstructure:"keyPrefix"`
 }

@@ -59,6 +59,10 @@ func TestRedisRejectsBadValues(t *testing.T) {
 		{"redis.readTimeout", func(r *RedisConfig, c *Config) { r.ReadTimeout = "-1s" }},
 		{"redis.writeTimeout", func(r *RedisConfig, c *Config) { r.WriteTimeout = "1x" }},
 		{"redis.poolSize", func(r *RedisConfig, c *Config) { r.PoolSize = -1 }},
+		{"redis.maxActiveConns", func(r *RedisConfig, c *Config) { r.MaxActiveConns = -1 }},
+		{"redis.minIdleConns", func(r *RedisConfig, c *Config) { r.MinIdleConns = -1 }},
+		{"redis.minIdleConns", func(r *RedisConfig, c *Config) { r.PoolSize, r.MinIdleConns = 8, 9 }},
+		{"redis.minIdleConns", func(r *RedisConfig, c *Config) { r.MaxActiveConns, r.MinIdleConns = 4, 5 }},
 		{"redis.keyPrefix", func(r *RedisConfig, c *Config) { r.KeyPrefix = "a{b}:" }},
 		{"redis.tls", func(r *RedisConfig, c *Config) { r.TLS = &RedisTLS{Cert: "c.pem"} }},
 		{"redis.tls", func(r *RedisConfig, c *Config) { r.TLS = &RedisTLS{CA: filepath.Join(dir, "missing.pem")} }},
@@ -117,6 +121,19 @@ func TestRedisSettingsDefaults(t *testing.T) {
 		o.WriteTimeout != time.Second || o.PoolSize != 8 || o.DB != 3 || o.Username != "u" || o.Password != "p" ||
 		rs.policy.String() != "local" {
 		t.Errorf("settings: %+v", rs)
+	}
+	// Traefik's rateLimit.redis pool fields: maxActiveConns caps the pool,
+	// minIdleConns is accepted within it.
+	for _, tc := range []struct{ pool, maxActive, minIdle, want int }{
+		{0, 0, 10, 0}, // the client's default, 64
+		{0, 16, 16, 16},
+		{8, 16, 0, 8},
+		{32, 16, 2, 16},
+	} {
+		c.Redis = &RedisConfig{PoolSize: tc.pool, MaxActiveConns: tc.maxActive, MinIdleConns: tc.minIdle}
+		if rs, err = c.redisSettings(); err != nil || rs.client.PoolSize != tc.want {
+			t.Errorf("poolSize %d maxActiveConns %d minIdleConns %d: %+v, %v; want pool size %d", tc.pool, tc.maxActive, tc.minIdle, rs, err, tc.want)
+		}
 	}
 	c.Redis.TLS = &RedisTLS{InsecureSkipVerify: true}
 	if rs, err = c.redisSettings(); err != nil || rs.client.TLS == nil || !rs.client.TLS.InsecureSkipVerify {

@@ -81,6 +81,20 @@ func (c *Config) redisSettings() (*redisSettings, error) {
 		return nil, fieldError("redis.poolSize", "must not be negative, got "+strconv.Itoa(r.PoolSize))
 	}
 	o.PoolSize = r.PoolSize
+	if r.MaxActiveConns < 0 {
+		return nil, fieldError("redis.maxActiveConns", "must not be negative, got "+strconv.Itoa(r.MaxActiveConns))
+	}
+	bound := r.PoolSize
+	if bound == 0 {
+		bound = resp.DefaultPoolSize
+	}
+	if r.MaxActiveConns > 0 && r.MaxActiveConns < bound {
+		bound = r.MaxActiveConns
+		o.PoolSize = bound
+	}
+	if r.MinIdleConns < 0 || r.MinIdleConns > bound {
+		return nil, fieldError("redis.minIdleConns", "must be between 0 and the pool's bound "+strconv.Itoa(bound)+", got "+strconv.Itoa(r.MinIdleConns))
+	}
 	o.AutoPipeline = true
 	if t := r.TLS; t != nil {
 		if (t.Cert == "") != (t.Key == "") {
@@ -119,7 +133,7 @@ func redisID(r *RedisConfig, addrs []string, prefix string, policy ratelimit.Fai
 	b.WriteString(" u=" + strconv.Quote(r.Username) + " p=" + strconv.Quote(r.Password) +
 		" db=" + strconv.Itoa(r.DB) + " dial=" + strconv.Quote(r.DialTimeout) +
 		" read=" + strconv.Quote(r.ReadTimeout) + " write=" + strconv.Quote(r.WriteTimeout) +
-		" pool=" + strconv.Itoa(r.PoolSize) + " prefix=" + strconv.Quote(prefix) + " on=" + policy.String())
+		" pool=" + strconv.Itoa(r.PoolSize) + "," + strconv.Itoa(r.MaxActiveConns) + " prefix=" + strconv.Quote(prefix) + " on=" + policy.String())
 	if t := r.TLS; t != nil {
 		b.WriteString(" tls=" + strconv.Quote(t.CA) + strconv.Quote(t.Cert) + strconv.Quote(t.Key) +
 			strconv.FormatBool(t.InsecureSkipVerify))
