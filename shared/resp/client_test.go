@@ -2,17 +2,9 @@ package resp
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,6 +13,8 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+
+	"github.com/windowlimit/windowlimit/internal/redistest"
 )
 
 // modes runs f with a pooled and with an auto-pipelined client.
@@ -301,8 +295,8 @@ func TestReconnectAfterRestart(t *testing.T) {
 
 func TestTLS(t *testing.T) {
 	modes(t, func(t *testing.T, pipelined bool) {
-		dir := t.TempDir()
-		certFile, keyFile := writeCert(t, dir)
+		certs := redistest.WriteCerts(t)
+		dir, certFile, keyFile := t.TempDir(), certs.Cert, certs.Key
 		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
 		if err != nil {
 			t.Fatal(err)
@@ -347,35 +341,4 @@ func TestTLS(t *testing.T) {
 			}
 		}
 	})
-}
-
-// writeCert writes a self-signed certificate for 127.0.0.1.
-func writeCert(t *testing.T, dir string) (certFile, keyFile string) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "redis-test"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
-	return certFile, keyFile
 }
