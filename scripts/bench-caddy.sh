@@ -31,7 +31,7 @@
 # other load.
 set -euo pipefail
 source "$(dirname "$0")/caddy-lib.sh"
-trap wc_cleanup EXIT
+trap wl_cleanup EXIT
 
 SECONDS_EACH=${WC_BENCH_SECONDS:-3}
 WARMUP=${WC_BENCH_WARMUP:-2}
@@ -40,11 +40,11 @@ CONNS=${WC_BENCH_CONNS:-32}
 THREADS=${WC_BENCH_THREADS:-1}
 PROFILE=${WC_BENCH_PROFILE:-5}
 
-wc_need wrk:wrk curl:curl ss:iproute2
+wl_need wrk:wrk curl:curl ss:iproute2
 wc_setup
 read -r ADMIN PLAIN ALLOWED BARE DENIED < <(wc_free_ports 5 | paste -sd' ')
 
-cat >"$WC_WORK/Caddyfile" <<EOF
+cat >"$WL_WORK/Caddyfile" <<EOF
 {
 	admin 127.0.0.1:$ADMIN
 	persist_config off
@@ -85,9 +85,9 @@ cat >"$WC_WORK/Caddyfile" <<EOF
 	respond "ok"
 }
 EOF
-wc_start "$WC_WORK/Caddyfile" "$ADMIN"
+wc_start "$WL_WORK/Caddyfile" "$ADMIN"
 
-CADDY_PID=${WC_PIDS[-1]}
+CADDY_PID=${WL_PIDS[-1]}
 TICKS=$(getconf CLK_TCK)
 
 # cpu_ticks prints the CPU time Caddy has used, in clock ticks.
@@ -103,11 +103,11 @@ run() {
 	rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
 	reqs=$(awk '/requests in/ {print $1}' <<<"$out")
 	non2xx=$(awk '/Non-2xx or 3xx responses:/ {print $5}' <<<"$out")
-	[[ -n $rps && -n $reqs ]] || wc_die "wrk printed no rate: $out"
+	[[ -n $rps && -n $reqs ]] || wl_die "wrk printed no rate: $out"
 	if [[ $port == "$DENIED" ]]; then
-		[[ -n $non2xx ]] || wc_die "the denial-heavy site answered no 429"
+		[[ -n $non2xx ]] || wl_die "the denial-heavy site answered no 429"
 	else
-		[[ -z $non2xx ]] || wc_die "port $port answered $non2xx non-2xx responses"
+		[[ -z $non2xx ]] || wl_die "port $port answered $non2xx non-2xx responses"
 	fi
 	awk -v rps="$rps" -v reqs="$reqs" -v ticks=$((t1 - t0)) -v hz="$TICKS" \
 		'BEGIN {printf "%.0f %.2f\n", rps, ticks / hz * 1e6 / reqs}'
@@ -136,7 +136,7 @@ for round in $(seq "$ROUNDS"); do
 		read -r r[$site] c[$site] < <(run "$(port_of "$site")" "$SECONDS_EACH")
 		rps[$site]+="${r[$site]} "
 		cpu[$site]+="${c[$site]} "
-		wc_log "round $round: $site ${r[$site]} req/s, ${c[$site]} µs of Caddy CPU per request"
+		wl_log "round $round: $site ${r[$site]} req/s, ${c[$site]} µs of Caddy CPU per request"
 	done
 	for site in "${sites[@]}"; do
 		rps_ratio[$site]+="$(awk -v a="${r[$site]}" -v b="${r[plain]}" 'BEGIN {print a / b}') "
@@ -163,7 +163,7 @@ done
 # share PORT prints the percentage of Caddy's CPU spent in the rate_limit
 # handler itself while wrk drives PORT.
 share() {
-	local port=$1 prof=$WC_WORK/cpu-$1.prof wrk_pid
+	local port=$1 prof=$WL_WORK/cpu-$1.prof wrk_pid
 	wrk -t"$THREADS" -c"$CONNS" -d"$((PROFILE + 2))s" --timeout 5s "http://127.0.0.1:$port/" >/dev/null &
 	wrk_pid=$!
 	sleep 1

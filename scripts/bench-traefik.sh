@@ -20,8 +20,8 @@ ROUNDS=${WL_BENCH_ROUNDS:-1}
 CONNS=${WL_BENCH_CONNS:-32}
 
 wl_need wrk:wrk curl:curl
-wl_setup
-wl_start_backend
+wt_setup
+wt_start_backend
 
 # The reference: a trivial yaegi plugin, laid out as a second local plugin.
 TRIVIAL=$WL_WORK/plugins-local/src/example.com/trivial
@@ -64,71 +64,32 @@ cat >"$TRIVIAL/trivial.go" <<-'GO'
 		c.next.ServeHTTP(w, r)
 	}
 GO
-read -r WEB PING < <(wl_free_ports 2 | paste -sd' ')
+read -r WEB PING < <(wt_free_ports 2 | paste -sd' ')
 
-cat >"$WL_WORK/dynamic.yml" <<-YAML
-	http:
-	  routers:
-	    plain:
-	      rule: PathPrefix(\`/plain\`)
-	      entryPoints: [web]
-	      service: backend
-	    builtin:
-	      rule: PathPrefix(\`/builtin\`)
-	      entryPoints: [web]
-	      service: backend
-	      middlewares: [builtin-limit]
-	    plugin:
-	      rule: PathPrefix(\`/plugin\`)
-	      entryPoints: [web]
-	      service: backend
-	      middlewares: [plugin-allow]
-	    deny:
-	      rule: PathPrefix(\`/deny\`)
-	      entryPoints: [web]
-	      service: backend
-	      middlewares: [plugin-deny]
-	    trivial:
-	      rule: PathPrefix(\`/trivial\`)
-	      entryPoints: [web]
-	      service: backend
-	      middlewares: [trivial]
-	  middlewares:
-	    builtin-limit:
-	      rateLimit:
-	        average: 1000000000
-	        burst: 1000000000
-	    plugin-allow:
-	      plugin:
-	        windowlimit:
-	          window: 1s
-	          limit: 60000
-	    plugin-deny:
-	      plugin:
-	        windowlimit:
-	          window: 1m
-	          limit: 1
-	    trivial:
-	      plugin:
-	        trivial: {}
-	  services:
-	    backend:
-	      loadBalancer:
-	        servers:
-	          - url: http://127.0.0.1:$WL_BACKEND_PORT
-YAML
-WL_TRAEFIK_LOG_LEVEL=ERROR WL_TRAEFIK_EXTRA_PLUGINS="trivial:example.com/trivial" wl_start_traefik "$WEB" "$PING"
+wt_dynamic "$WL_WORK/dynamic.yml" "$(
+	wt_router plain /plain
+	wt_router builtin /builtin builtin-limit
+	wt_router plugin /plugin plugin-allow
+	wt_router deny /deny plugin-deny
+	wt_router trivial /trivial trivial
+)" "$(
+	printf '    builtin-limit:\n      rateLimit:\n        average: 1000000000\n        burst: 1000000000\n'
+	wt_plugin plugin-allow "window: 1s" "limit: 60000"
+	wt_plugin plugin-deny "window: 1m" "limit: 1"
+	printf '    trivial:\n      plugin:\n        trivial: {}\n'
+)"
+WL_TRAEFIK_LOG_LEVEL=ERROR WL_TRAEFIK_EXTRA_PLUGINS="trivial:example.com/trivial" wt_start_traefik "$WEB" "$PING"
 for path in plain builtin plugin trivial; do
-	wl_wait_status "http://127.0.0.1:$WEB/$path" 200 || wl_die "/$path never answered 200"
+	wt_wait_status "http://127.0.0.1:$WEB/$path" 200 || wl_die "/$path never answered 200"
 done
-wl_wait_status "http://127.0.0.1:$WEB/deny" 429 || wl_die "/deny never answered 429"
+wt_wait_status "http://127.0.0.1:$WEB/deny" 429 || wl_die "/deny never answered 429"
 
 # measure PATH SECONDS runs wrk against PATH and prints its requests per
 # second and the CPU time Traefik spent per request in microseconds. The
 # CPU time is the steadier figure on a shared machine: other processes
 # change the throughput far more than what each request costs Traefik.
 CLK_TCK=$(getconf CLK_TCK)
-traefik_ticks() { awk '{print $14 + $15}' "/proc/$WL_TRAEFIK_PID/stat"; }
+traefik_ticks() { awk '{print $14 + $15}' "/proc/$WT_TRAEFIK_PID/stat"; }
 measure() {
 	local before after out
 	before=$(traefik_ticks)
@@ -160,7 +121,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 
 echo
-echo "Traefik $WL_TRAEFIK_VERSION, wrk -t2 -c$CONNS, ${SECONDS_EACH}s per run, best of $ROUNDS, $(nproc) cores, loopback"
+echo "Traefik $WT_VERSION, wrk -t2 -c$CONNS, ${SECONDS_EACH}s per run, best of $ROUNDS, $(nproc) cores, loopback"
 echo "(CPU ratios: the other router's CPU per request divided by this one's; above 1 is cheaper)"
 printf '%-34s %9s %9s %11s %12s %9s %11s\n' "router" "req/s" "vs plain" "vs built-in" "CPU µs/req" "vs plain" "vs built-in"
 row() {

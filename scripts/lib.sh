@@ -1,0 +1,78 @@
+# Common helpers of the e2e and bench scripts (sourced, not run), through
+# caddy-lib.sh or traefik-lib.sh: logging and failing, installing missing
+# commands, counting passed checks, fetching over HTTP into the work
+# directory, and stopping the processes a script started. Callers set
+# -euo pipefail and call wl_cleanup from an EXIT trap.
+
+WL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WL_CACHE=${WINDOWLIMIT_CACHE:-$HOME/.cache/windowlimit}
+WL_WORK=
+WL_PIDS=()
+WL_CHECKS=0
+
+wl_log() { printf '%s\n' "$*" >&2; }
+wl_die() {
+	wl_log "FAIL: $*"
+	exit 1
+}
+
+# wl_pass MESSAGE counts a passed check and prints it.
+wl_pass() {
+	WL_CHECKS=$((WL_CHECKS + 1))
+	echo "ok: $*"
+}
+
+# wl_need installs the Debian packages of the missing commands ("cmd:pkg").
+wl_need() {
+	local missing=() spec
+	for spec in "$@"; do
+		command -v "${spec%%:*}" >/dev/null 2>&1 || missing+=("${spec#*:}")
+	done
+	((${#missing[@]} == 0)) && return 0
+	wl_log "installing ${missing[*]}"
+	apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# wl_fetch URL [curl args] stores the response's headers and body in the
+# work directory and prints its status.
+wl_fetch() {
+	local url=$1
+	shift
+	: >"$WL_WORK/headers"
+	curl -s -D "$WL_WORK/headers" -o "$WL_WORK/body" --max-time 5 "$@" "$url" || true
+	tr -d '\r' <"$WL_WORK/headers" >"$WL_WORK/headers.txt"
+	head -1 "$WL_WORK/headers.txt" | awk '{print $2}'
+}
+# wl_header NAME prints that header of the last wl_fetch.
+wl_header() { awk -v k="$1" 'tolower($1) == tolower(k) ":" {sub(/^[^:]*: /, ""); print}' "$WL_WORK/headers.txt"; }
+
+# wl_forget PID drops a process that has ended from those wl_stop kills.
+wl_forget() {
+	local keep=() pid
+	for pid in "${WL_PIDS[@]}"; do
+		[[ $pid == "$1" ]] || keep+=("$pid")
+	done
+	WL_PIDS=("${keep[@]}")
+}
+
+# wl_stop stops the processes this script started.
+wl_stop() {
+	local pid
+	for pid in "${WL_PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${WL_PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	WL_PIDS=()
+}
+
+# wl_cleanup stops them and removes the work directory (kept when
+# WL_KEEP_WORK is set).
+wl_cleanup() {
+	wl_stop
+	if [[ -n $WL_WORK && -z ${WL_KEEP_WORK:-} ]]; then
+		rm -rf "$WL_WORK"
+	fi
+	return 0
+}
