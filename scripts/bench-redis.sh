@@ -3,6 +3,7 @@
 #   - decisions/s through shared/resp and go-redis (50 concurrent callers),
 #   - the ceiling: redis-benchmark running the same script by EVALSHA,
 #     unpipelined at 50 clients and with -P 16,
+#   - what one call of the script costs Redis, against an empty script,
 #   - MEMORY USAGE of one key at 10 sub-windows,
 #   - round trips per decision (INFO commandstats).
 # Usage: scripts/bench-redis.sh [decisions per run, default 200000]
@@ -38,6 +39,20 @@ for pipeline in 1 16; do
 		EVALSHA "$sha" 1 'bench:rb:{203.0.__rand_int__}' 0 "${rule[@]}" | grep -o '[0-9.]* requests per second' | head -1)
 	echo "redis-benchmark -c 50 -P $pipeline: $rps"
 done
+
+# What one call costs the server as Redis times it, against a script that
+# returns at once, measured the same way.
+echo
+echo "== what one call costs Redis (usec_per_call of EVALSHA in INFO commandstats, -P 16)"
+usec() { cli info commandstats | tr -d '\r' | grep '^cmdstat_evalsha:' | grep -o 'usec_per_call=[0-9.]*' | cut -d= -f2; }
+cli config resetstat >/dev/null
+redis-benchmark -p "$port" -c 50 -n "$n" -r 10000 -P 16 -q \
+	EVALSHA "$sha" 1 'bench:rb:{203.0.__rand_int__}' 0 "${rule[@]}" >/dev/null
+echo "the script: $(usec) µs per call"
+empty=$(cli script load 'return 1')
+cli config resetstat >/dev/null
+redis-benchmark -p "$port" -c 50 -n "$n" -P 16 -q EVALSHA "$empty" 0 >/dev/null
+echo "a script that returns at once: $(usec) µs per call"
 
 echo
 echo "== Go clients, 50 goroutines, 10000 keys ($n decisions each)"
