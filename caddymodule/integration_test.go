@@ -243,3 +243,34 @@ func TestIntegrationReloadsLeakNothing(t *testing.T) {
 		t.Errorf("%d zone sweepers after 21 reloads, %d before", after, before)
 	}
 }
+
+// Caddy's header replacements rewrite values in place: one response's
+// replacement must not show in another's headers.
+func TestIntegrationHeaderReplacementStaysInItsResponse(t *testing.T) {
+	tc := newTester(t)
+	port := freePort(t)
+	tc.InitServer(fmt.Sprintf(`{
+	admin localhost:%d
+	http_port %d
+}
+:%d {
+	header /rewritten >X-RateLimit-Limit 100 hundred
+	rate_limit {
+		zone ireplace {
+			window 1m
+			limit 100
+		}
+	}
+	respond "ok"
+}
+`, adminPort, port, port), "caddyfile")
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	for range 2 {
+		if resp, _ := get(t, tc, base+"/rewritten"); resp.Header.Get("X-RateLimit-Limit") != "hundred" {
+			t.Fatalf("the replacement did not apply: X-RateLimit-Limit %q", resp.Header.Get("X-RateLimit-Limit"))
+		}
+		if resp, _ := get(t, tc, base+"/plain"); resp.Header.Get("X-RateLimit-Limit") != "100" {
+			t.Errorf("X-RateLimit-Limit %q on a response without the replacement, want 100", resp.Header.Get("X-RateLimit-Limit"))
+		}
+	}
+}

@@ -8,25 +8,23 @@ import (
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
-// A decimals table holds at index i the header value of the number i,
-// shared read-only by every response (http.Header's methods replace value
-// slices, they never write into them). With it ServeHTTP writes
-// X-RateLimit-Remaining, X-RateLimit-Reset and Retry-After without
-// formatting, allocating or even checking a bound, which under yaegi saves
-// several microseconds a request. Tables come in two sizes, built once when
+// A decimals table holds at index i the decimal form of the number i.
+// With it ServeHTTP writes X-RateLimit-Remaining, X-RateLimit-Reset and
+// Retry-After without formatting or even checking a bound, which under
+// yaegi saves several microseconds a request. Tables come in two sizes, built once when
 // a middleware first needs them and never changed afterwards.
 var tableSizes = [...]int{4096, 65536}
 
 var (
 	tablesMu sync.Mutex
-	tables   = make(map[int][][]string)
+	tables   = make(map[int][]string)
 )
 
 // decimalsFor returns the smallest table that holds every value the
 // headers of rule can take, or nil when none does. Remaining is at most
 // the limit; ResetAfter, and the RetryAfter of a denial, are at most the
 // window plus one sub-window (the leaving one).
-func decimalsFor(rule ratelimit.Rule) [][]string {
+func decimalsFor(rule ratelimit.Rule) []string {
 	need := rule.Limit
 	if secs := int64((rule.Window + rule.SubWindow + time.Second - 1) / time.Second); secs > need {
 		need = secs
@@ -39,14 +37,14 @@ func decimalsFor(rule ratelimit.Rule) [][]string {
 	return nil
 }
 
-func decimalTable(n int) [][]string {
+func decimalTable(n int) []string {
 	tablesMu.Lock()
 	defer tablesMu.Unlock()
 	t := tables[n]
 	if t == nil {
-		t = make([][]string, n)
+		t = make([]string, n)
 		for i := 0; i < n; i++ {
-			t[i] = []string{strconv.Itoa(i)}
+			t[i] = strconv.Itoa(i)
 		}
 		tables[n] = t
 	}

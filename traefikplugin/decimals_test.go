@@ -30,7 +30,7 @@ func TestDecimalsFor(t *testing.T) {
 	}
 	table := decimalTable(4096)
 	for _, i := range []int{0, 7, 4095} {
-		if len(table[i]) != 1 || table[i][0] != strconv.Itoa(i) {
+		if table[i] != strconv.Itoa(i) {
 			t.Errorf("table[%d] = %q", i, table[i])
 		}
 	}

@@ -32,12 +32,12 @@ type Middleware struct {
 	// dry run, or a limit or window beyond the decimals tables.
 	slow bool
 	// decimals is the header values table of the inline path.
-	decimals [][]string
-	// limitVal is the shared X-RateLimit-Limit value.
-	limitVal []string
-	// body and lengthVal are the rejection's body and Content-Length.
+	decimals []string
+	// limitStr is the X-RateLimit-Limit value.
+	limitStr string
+	// body and lengthStr are the rejection's body and Content-Length.
 	body      []byte
-	lengthVal []string
+	lengthStr string
 	dryRun    bool
 	status    int
 	message   string
@@ -81,9 +81,9 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 		policy:    httplimit.NewPolicy(name, s.rule.Window, s.rule.Limit, s.mode),
 		slow:      s.source != nil || s.mode != httplimit.HeadersLegacy || s.dryRun || table == nil,
 		decimals:  table,
-		limitVal:  []string{strconv.FormatInt(s.rule.Limit, 10)},
+		limitStr:  strconv.FormatInt(s.rule.Limit, 10),
 		body:      []byte(s.message),
-		lengthVal: []string{strconv.Itoa(len(s.message))},
+		lengthStr: strconv.Itoa(len(s.message)),
 		dryRun:    s.dryRun,
 		status:    s.status,
 		message:   s.message,

@@ -411,3 +411,51 @@ func TestHeadersNone(t *testing.T) {
 		t.Errorf("rejected: %d %v", w.Code, w.Header())
 	}
 }
+
+// scribble does to every value of h what a handler further down may do:
+// rewrite it in place, then append.
+func scribble(h http.Header) {
+	for k, vs := range h {
+		for i := range vs {
+			vs[i] = "scribbled"
+		}
+		h[k] = append(vs, "appended")
+	}
+}
+
+// What handlers do to one response's headers never shows in another, on
+// the inline path (legacy) and on the general one (both).
+func TestHeadersAreNotShared(t *testing.T) {
+	for _, headers := range []string{"legacy", "both"} {
+		c := validConfig()
+		c.Limit = 1
+		c.Headers = headers
+		name := "scribble-" + headers + "@file"
+		forget(name)
+		next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			scribble(w.Header())
+			w.WriteHeader(http.StatusOK)
+		})
+		h, err := New(context.Background(), next, c, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2; i++ {
+			remote := "203.0.113." + strconv.Itoa(i) + ":1"
+			serve(h, remote, nil) // scribbled by next
+			scribble(serve(h, remote, nil).Header())
+		}
+		plain := newMiddleware(t, c, name) // the same zone and tables, next leaves headers alone
+		for _, w := range []*httptest.ResponseRecorder{serve(plain, "203.0.113.9:1", nil), serve(plain, "203.0.113.9:1", nil)} {
+			if len(w.Header()) < 3 {
+				t.Errorf("%s: status %d, only headers %v", headers, w.Code, w.Header())
+			}
+			for k, vs := range w.Header() {
+				if len(vs) != 1 || vs[0] == "scribbled" {
+					t.Errorf("%s: status %d: %s = %q after other responses were changed", headers, w.Code, k, vs)
+				}
+			}
+		}
+		forget(name)
+	}
+}

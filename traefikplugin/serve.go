@@ -21,12 +21,6 @@ const (
 	headerContentLength = "Content-Length"
 )
 
-var (
-	textPlain     = []string{"text/plain; charset=utf-8"}
-	noSniff       = []string{"nosniff"}
-	retryAfterOne = []string{"1"}
-)
-
 // ServeHTTP decides the request and passes it on or rejects it.
 //
 // Under yaegi a call allocates a frame with a slot for every local and
@@ -37,8 +31,8 @@ var (
 // scripts/yaegitest). ServeHTTP therefore holds only the common case
 // (remote address, in-memory zone, legacy headers, limit and window
 // within a decimals table): one call into the core, a few into the
-// standard library, header values from a shared table, no allocation of
-// its own, and no branch it does not need (the slots of an untaken branch
+// standard library, header values from a table, one allocation for their
+// slices, and no branch it does not need (the slots of an untaken branch
 // are allocated all the same); a rejection adds one call. Everything else
 // is in serveOther.
 func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -48,13 +42,16 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	key, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		key = remoteHost(r.RemoteAddr)
+		key = httplimit.BoundKey(r.RemoteAddr) // no port: the whole address, as remoteHost
 	}
 	d := ratelimit.TakeAt(m.zone, key, time.Now().UnixNano())
+	// Value slices of this response's own (see httplimit.Policy), capped
+	// so that an append cannot reach the next one.
+	v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[(d.ResetAfter+time.Second-1)/time.Second]}
 	h := w.Header()
-	h[headerLimit] = m.limitVal
-	h[headerRemaining] = m.decimals[d.Remaining]
-	h[headerReset] = m.decimals[(d.ResetAfter+time.Second-1)/time.Second]
+	h[headerLimit] = v[0:1:1]
+	h[headerRemaining] = v[1:2:2]
+	h[headerReset] = v[2:3:3]
 	if !d.Allowed {
 		reject(m, w, h, d)
 		return
@@ -66,14 +63,15 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // rate-limit headers h already holds, as httplimit.WriteRejection would,
 // with every value from a table.
 func reject(m *Middleware, w http.ResponseWriter, h http.Header, d ratelimit.Decision) {
+	retry := "1" // at least 1
 	if d.RetryAfter > time.Second {
-		h[headerRetryAfter] = m.decimals[(d.RetryAfter+time.Second-1)/time.Second]
-	} else {
-		h[headerRetryAfter] = retryAfterOne // at least 1
+		retry = m.decimals[(d.RetryAfter+time.Second-1)/time.Second]
 	}
-	h[headerContentType] = textPlain
-	h[headerNoSniff] = noSniff
-	h[headerContentLength] = m.lengthVal
+	v := []string{retry, "text/plain; charset=utf-8", "nosniff", m.lengthStr}
+	h[headerRetryAfter] = v[0:1:1]
+	h[headerContentType] = v[1:2:2]
+	h[headerNoSniff] = v[2:3:3]
+	h[headerContentLength] = v[3:4:4]
 	w.WriteHeader(m.status)
 	w.Write(m.body)
 }

@@ -361,3 +361,46 @@ func TestPluginDryRun(t *testing.T) {
 		}
 	}
 }
+
+// What a handler does to one response's headers, in place, never shows in
+// another response, interpreted as compiled (the inline path and the
+// general one).
+func TestPluginHeadersAreNotShared(t *testing.T) {
+	b, _ := loadPlugin(t)
+	scribbler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, vs := range w.Header() {
+			for i := range vs {
+				vs[i] = "scribbled"
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	for _, headers := range []string{"legacy", "both"} {
+		name := "scribble-" + headers + "@file"
+		cfg, err := b.createConfig(map[string]any{"window": "1m", "limit": "1", "headers": headers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := b.newHandler(scribbler, cfg, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		get(h, "203.0.113.1:1", "")
+		for _, vs := range get(h, "203.0.113.1:1", "").Header() {
+			for i := range vs {
+				vs[i] = "scribbled"
+			}
+		}
+		plain := b.build(t, map[string]any{"window": "1m", "limit": "1", "headers": headers}, name)
+		for _, w := range []*httptest.ResponseRecorder{get(plain, "203.0.113.2:1", ""), get(plain, "203.0.113.2:1", "")} {
+			if len(w.Header()) < 3 {
+				t.Errorf("%s: status %d, only headers %v", headers, w.Code, w.Header())
+			}
+			for k, vs := range w.Header() {
+				if len(vs) != 1 || vs[0] == "scribbled" {
+					t.Errorf("%s: status %d: %s = %q after another response was changed", headers, w.Code, k, vs)
+				}
+			}
+		}
+	}
+}

@@ -67,15 +67,16 @@ const (
 // the per-request path only formats Remaining and the reset delay. It is
 // safe for concurrent use.
 //
-// Values that never change are shared between responses as one read-only
-// slice each: http.Header's Set, Add and Del replace slices and never write
-// into them.
+// Every response gets value slices of its own, the values of one call in
+// one allocation: handlers further down may rewrite a value in place
+// (Caddy's header replacements do), which on a slice shared between
+// responses would change, and race on, the headers of every other one.
 type Policy struct {
 	mode       HeaderMode
 	limit      int64
-	limitVal   []string // X-RateLimit-Limit
-	policyVal  []string // RateLimit-Policy
-	ratePrefix string   // `"<name>";r=`
+	limitStr   string // X-RateLimit-Limit
+	policyStr  string // RateLimit-Policy
+	ratePrefix string // `"<name>";r=`
 	legacy     bool
 	ietf       bool
 }
@@ -88,8 +89,8 @@ func NewPolicy(name string, window time.Duration, limit int64, mode HeaderMode) 
 	return &Policy{
 		mode:       mode,
 		limit:      limit,
-		limitVal:   []string{itoa(limit)},
-		policyVal:  []string{quoted + ";q=" + itoa(limit) + ";w=" + itoa(CeilSeconds(window))},
+		limitStr:   itoa(limit),
+		policyStr:  quoted + ";q=" + itoa(limit) + ";w=" + itoa(CeilSeconds(window)),
 		ratePrefix: quoted + ";r=",
 		legacy:     mode == HeadersLegacy || mode == HeadersBoth,
 		ietf:       mode == HeadersIETF || mode == HeadersBoth,
@@ -119,46 +120,37 @@ func WriteHeaders(p *Policy, h http.Header, d ratelimit.Decision) {
 }
 
 func writeLegacy(p *Policy, h http.Header, d ratelimit.Decision) {
-	if d.Limit == p.limit {
-		h[headerLimit] = p.limitVal
-	} else {
-		h[headerLimit] = []string{itoa(d.Limit)}
+	limit := p.limitStr
+	if d.Limit != p.limit {
+		limit = itoa(d.Limit)
 	}
-	secs := (d.ResetAfter + time.Second - 1) / time.Second
-	if d.Remaining < int64(len(smallInts)) && secs < time.Duration(len(smallInts)) {
-		// One allocation for both per-request values.
-		v := []string{smallInts[d.Remaining], smallInts[secs]}
-		h[headerRemaining] = v[0:1:1]
-		h[headerReset] = v[1:2:2]
-		return
-	}
-	h[headerRemaining] = []string{itoa(d.Remaining)}
-	h[headerReset] = []string{itoa(CeilSeconds(d.ResetAfter))}
+	// Three values, one allocation; each slice is capped at its own
+	// element so that an append elsewhere cannot reach the next one.
+	v := []string{limit, itoa(d.Remaining), itoa(CeilSeconds(d.ResetAfter))}
+	h[headerLimit] = v[0:1:1]
+	h[headerRemaining] = v[1:2:2]
+	h[headerReset] = v[2:3:3]
 }
 
 func writeIETF(p *Policy, h http.Header, d ratelimit.Decision) {
-	h[headerPolicy] = p.policyVal
-	h[headerRateLimit] = []string{p.ratePrefix + itoa(d.Remaining) + ";t=" + itoa(CeilSeconds(d.ResetAfter))}
+	v := []string{p.policyStr, p.ratePrefix + itoa(d.Remaining) + ";t=" + itoa(CeilSeconds(d.ResetAfter))}
+	h[headerPolicy] = v[0:1:1]
+	h[headerRateLimit] = v[1:2:2]
 }
-
-// retryAfterOne is the shared value of the most common Retry-After.
-var retryAfterOne = []string{"1"}
 
 // SetRetryAfter writes Retry-After for a denied d: d.RetryAfter in seconds,
 // rounded up, at least 1.
 func SetRetryAfter(h http.Header, d ratelimit.Decision) {
-	s := CeilSeconds(d.RetryAfter)
-	if s <= 1 {
-		h[headerRetryAfter] = retryAfterOne
-		return
-	}
-	h[headerRetryAfter] = []string{itoa(s)}
+	h[headerRetryAfter] = []string{itoa(retrySeconds(d))}
 }
 
-var (
-	textPlain = []string{"text/plain; charset=utf-8"}
-	noSniff   = []string{"nosniff"}
-)
+// retrySeconds returns d.RetryAfter in seconds, rounded up, at least 1.
+func retrySeconds(d ratelimit.Decision) int64 {
+	if d.RetryAfter <= time.Second {
+		return 1
+	}
+	return CeilSeconds(d.RetryAfter)
+}
 
 // Reject writes a complete rejection of a request denied by d: the
 // rate-limit headers, Retry-After, the status and body as plain text.
@@ -170,22 +162,12 @@ func (p *Policy) Reject(w http.ResponseWriter, d ratelimit.Decision, status int,
 func WriteRejection(p *Policy, w http.ResponseWriter, d ratelimit.Decision, status int, body string) {
 	h := w.Header()
 	WriteHeaders(p, h, d)
-	retry := int64(1)
-	if d.RetryAfter > time.Second {
-		retry = (int64(d.RetryAfter) + int64(time.Second) - 1) / int64(time.Second)
-	}
-	length := int64(len(body))
-	if retry < int64(len(smallInts)) && length < int64(len(smallInts)) {
-		// Two values, one allocation.
-		v := []string{smallInts[retry], smallInts[length]}
-		h[headerRetryAfter] = v[0:1:1]
-		h["Content-Length"] = v[1:2:2]
-	} else {
-		h[headerRetryAfter] = []string{strconv.FormatInt(retry, 10)}
-		h["Content-Length"] = []string{strconv.FormatInt(length, 10)}
-	}
-	h["Content-Type"] = textPlain
-	h["X-Content-Type-Options"] = noSniff
+	// Four values, one allocation, none shared with another response.
+	v := []string{itoa(retrySeconds(d)), itoa(int64(len(body))), "text/plain; charset=utf-8", "nosniff"}
+	h[headerRetryAfter] = v[0:1:1]
+	h["Content-Length"] = v[1:2:2]
+	h["Content-Type"] = v[2:3:3]
+	h["X-Content-Type-Options"] = v[3:4:4]
 	w.WriteHeader(status)
 	if body != "" {
 		io.WriteString(w, body)
