@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
@@ -223,17 +221,7 @@ func TestProvisionRedisErrors(t *testing.T) {
 		{`{"rate_limits":{"a":{"window":"1500ns","limit":1,"algorithm":"fixed"}},"redis":{}}`, "whole microseconds"},
 	}
 	for _, tt := range tests {
-		h := new(Handler)
-		if err := json.Unmarshal([]byte(tt.config), h); err != nil {
-			t.Fatalf("%s: %v", tt.config, err)
-		}
-		ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
-		err := h.Provision(ctx)
-		h.Cleanup()
-		cancel()
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%s: error %v, want one containing %q", tt.config, err, tt.want)
-		}
+		expectProvisionError(t, tt.config, tt.want)
 	}
 	if n := redisCount(); n != before {
 		t.Errorf("%d redis clients after failed provisions, %d before", n, before)

@@ -356,6 +356,24 @@ func TestJitter(t *testing.T) {
 	}
 }
 
+// expectProvisionError provisions a handler from its JSON config, as Caddy
+// does without a Caddyfile, cleans it up, and checks that Provision failed
+// with an error containing want.
+func expectProvisionError(t *testing.T, config, want string) {
+	t.Helper()
+	h := new(Handler)
+	if err := json.Unmarshal([]byte(config), h); err != nil {
+		t.Fatalf("%s: %v", config, err)
+	}
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	err := h.Provision(ctx)
+	h.Cleanup()
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%s: error %v, want one containing %q", config, err, want)
+	}
+}
+
 func TestProvisionErrors(t *testing.T) {
 	tests := []struct {
 		config string
@@ -377,17 +395,7 @@ func TestProvisionErrors(t *testing.T) {
 		{`{"rate_limits":{"a":{"window":"1m","limit":1,"match":[{"nope":{}}]}}}`, "loading matchers"},
 	}
 	for _, tt := range tests {
-		h := new(Handler)
-		if err := json.Unmarshal([]byte(tt.config), h); err != nil {
-			t.Fatalf("%s: %v", tt.config, err)
-		}
-		ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
-		err := h.Provision(ctx)
-		h.Cleanup()
-		cancel()
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%s: error %v, want one containing %q", tt.config, err, tt.want)
-		}
+		expectProvisionError(t, tt.config, tt.want)
 	}
 }
 
