@@ -203,7 +203,7 @@ func TestRedisResolve(t *testing.T) {
 		}
 	}
 	s, _ = (&RedisConfig{TLS: &RedisTLS{CA: notPEM}}).resolve(0)
-	if _, err := s.newClient(); err == nil || !strings.Contains(err.Error(), "tls:") {
+	if _, err := s.clients(); err == nil || !strings.Contains(err.Error(), "tls:") {
 		t.Errorf("bad CA: %v", err)
 	}
 }

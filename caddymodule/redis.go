@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -250,8 +251,9 @@ func (s *redisSetup) poolKey() string {
 	return k
 }
 
-// newClient makes the go-redis client of s. It does not connect.
-func (s *redisSetup) newClient() (redis.UniversalClient, error) {
+// clients returns a function that makes a go-redis client of s, which
+// does not connect until used. The TLS files are read once, here.
+func (s *redisSetup) clients() (func() redis.UniversalClient, error) {
 	o := s.opts
 	if t := s.tls; t != nil {
 		cfg, err := resp.LoadTLS(t.CA, t.Cert, t.Key, t.InsecureSkipVerify)
@@ -263,11 +265,11 @@ func (s *redisSetup) newClient() (redis.UniversalClient, error) {
 	}
 	switch {
 	case s.cluster:
-		return redis.NewClusterClient(o.Cluster()), nil
+		return func() redis.UniversalClient { return redis.NewClusterClient(o.Cluster()) }, nil
 	case o.MasterName != "":
-		return redis.NewFailoverClient(o.Failover()), nil
+		return func() redis.UniversalClient { return redis.NewFailoverClient(o.Failover()) }, nil
 	}
-	return redis.NewClient(o.Simple()), nil
+	return func() redis.UniversalClient { return redis.NewClient(o.Simple()) }, nil
 }
 
 // redisStores holds the Redis clients and guards of the loaded configs,
@@ -284,12 +286,12 @@ var (
 
 // pooledRedis is one client with the guard in front of its store.
 type pooledRedis struct {
-	client redis.UniversalClient
+	runner *goRedisRunner
 	guard  *ratelimit.Guard
 }
 
 // Destruct stops the guard's probe, keeps its counters and closes the
-// client.
+// clients.
 func (p *pooledRedis) Destruct() error {
 	p.guard.Close()
 	st := p.guard.Stats()
@@ -298,7 +300,7 @@ func (p *pooledRedis) Destruct() error {
 	retiredStats.Fallbacks += st.Fallbacks
 	retiredStats.CacheHits += st.CacheHits
 	retiredMu.Unlock()
-	return p.client.Close()
+	return p.runner.Close()
 }
 
 // acquireRedis returns the guard for s, creating the client if no loaded
@@ -306,19 +308,23 @@ func (p *pooledRedis) Destruct() error {
 func acquireRedis(s *redisSetup, logger *zap.Logger) (string, *ratelimit.Guard, error) {
 	key := s.poolKey()
 	v, _, err := redisStores.LoadOrNew(key, func() (caddy.Destructor, error) {
-		client, err := s.newClient()
+		newClient, err := s.clients()
 		if err != nil {
 			return nil, err
 		}
-		store, err := ratelimit.NewRedisStore(newGoRedisRunner(client), ratelimit.RedisOptions{KeyPrefix: s.prefix, Cluster: s.cluster})
+		storeOpts := ratelimit.RedisOptions{KeyPrefix: s.prefix, Cluster: s.cluster}
+		runner := newGoRedisRunner(newClient())
+		store, err := ratelimit.NewRedisStore(runner, storeOpts)
 		if err != nil {
-			client.Close()
+			runner.Close()
 			return nil, err
 		}
 		addrs := strings.Join(s.opts.Addrs, ",")
 		guard, err := ratelimit.NewGuard(store, ratelimit.GuardOptions{
 			OnError: s.policy,
-			Probe:   store.Ping,
+			Probe: func(ctx context.Context) error {
+				return runner.probe(ctx, newClient, storeOpts)
+			},
 			LogError: func(err error, suppressed int64) {
 				logger.Warn("redis store failed; requests decided by on_store_error",
 					zap.String("redis", addrs), zap.String("on_store_error", s.policy.String()),
@@ -329,10 +335,10 @@ func acquireRedis(s *redisSetup, logger *zap.Logger) (string, *ratelimit.Guard, 
 			},
 		})
 		if err != nil {
-			client.Close()
+			runner.Close()
 			return nil, err
 		}
-		return &pooledRedis{client: client, guard: guard}, nil
+		return &pooledRedis{runner: runner, guard: guard}, nil
 	})
 	if err != nil {
 		return "", nil, err

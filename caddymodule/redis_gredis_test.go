@@ -161,3 +161,31 @@ func BenchmarkRedisStoreGoRedis(b *testing.B) {
 	store := goRedisStore(b, c, false)
 	redisbench.Decisions(b, addr, store)
 }
+
+// A replaced client stays open for the requests already using it, and
+// closing the runner closes it with the current one; a client offered
+// after that is closed at once.
+func TestGoRedisRunnerReplace(t *testing.T) {
+	m := miniredis.RunT(t)
+	ctx := context.Background()
+	newClient := func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: m.Addr()}) }
+	first, second, late := newClient(), newClient(), newClient()
+	r := newGoRedisRunner(first)
+	r.replace(second)
+	if r.client() != second {
+		t.Fatal("replace did not switch the client")
+	}
+	if err := first.Ping(ctx).Err(); err != nil {
+		t.Fatalf("the replaced client was closed at once: %v", err)
+	}
+	r.Close()
+	for name, c := range map[string]redis.UniversalClient{"replaced": first, "current": second} {
+		if err := c.Ping(ctx).Err(); err != redis.ErrClosed {
+			t.Errorf("%s client after Close: %v, want %v", name, err, redis.ErrClosed)
+		}
+	}
+	r.replace(late)
+	if err := late.Ping(ctx).Err(); err != redis.ErrClosed {
+		t.Errorf("a client offered after Close: %v, want %v", err, redis.ErrClosed)
+	}
+}
