@@ -71,6 +71,12 @@ func siteConfig(port int, rateLimit string) string {
 `, adminPort, port, port, rateLimit)
 }
 
+// bareSite returns a Caddyfile serving the site body on port, with no
+// handle_errors route.
+func bareSite(port int, body string) string {
+	return fmt.Sprintf("{\n\tadmin localhost:%d\n\thttp_port %d\n}\n:%d {%s}\n", adminPort, port, port, body)
+}
+
 func get(t *testing.T, tc *caddytest.Tester, url string) (*http.Response, string) {
 	t.Helper()
 	resp, err := tc.Client.Get(url)
@@ -124,11 +130,7 @@ func TestIntegrationLimitAndHandleErrors(t *testing.T) {
 func TestIntegrationRejectionWithoutErrorRoutes(t *testing.T) {
 	tc := newTester(t)
 	port := freePort(t)
-	tc.InitServer(fmt.Sprintf(`{
-	admin localhost:%d
-	http_port %d
-}
-:%d {
+	tc.InitServer(bareSite(port, `
 	rate_limit {
 		zone inoerr {
 			window 1m
@@ -136,8 +138,7 @@ func TestIntegrationRejectionWithoutErrorRoutes(t *testing.T) {
 		}
 	}
 	respond "ok"
-}
-`, adminPort, port, port), "caddyfile")
+`), "caddyfile")
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/"
 	if resp, _ := get(t, tc, url); resp.StatusCode != 200 {
 		t.Fatalf("first request: %d, want 200", resp.StatusCode)
@@ -249,11 +250,7 @@ func TestIntegrationReloadsLeakNothing(t *testing.T) {
 func TestIntegrationHeaderReplacementStaysInItsResponse(t *testing.T) {
 	tc := newTester(t)
 	port := freePort(t)
-	tc.InitServer(fmt.Sprintf(`{
-	admin localhost:%d
-	http_port %d
-}
-:%d {
+	tc.InitServer(bareSite(port, `
 	header /rewritten >X-RateLimit-Limit 100 hundred
 	rate_limit {
 		zone ireplace {
@@ -262,8 +259,7 @@ func TestIntegrationHeaderReplacementStaysInItsResponse(t *testing.T) {
 		}
 	}
 	respond "ok"
-}
-`, adminPort, port, port), "caddyfile")
+`), "caddyfile")
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	for range 2 {
 		if resp, _ := get(t, tc, base+"/rewritten"); resp.Header.Get("X-RateLimit-Limit") != "hundred" {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowlimit/windowlimit/internal/headertest"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -98,17 +99,6 @@ func TestSetHeaders(t *testing.T) {
 	}
 }
 
-// scribble does to every value of h what handlers further down may do:
-// rewrite it in place, as Caddy's header replacements do, and append.
-func scribble(h http.Header) {
-	for k, vs := range h {
-		for i := range vs {
-			vs[i] = "scribbled"
-		}
-		h[k] = append(vs, "appended")
-	}
-}
-
 // One response's headers are its own: what a handler does to them never
 // shows in another response.
 func TestHeadersAreNotShared(t *testing.T) {
@@ -123,7 +113,7 @@ func TestHeadersAreNotShared(t *testing.T) {
 	p := NewPolicy("api", time.Minute, 100, HeadersBoth)
 	want := respond(p).Clone()
 	for i := 0; i < 2; i++ {
-		scribble(respond(p))
+		headertest.Scribble(respond(p))
 	}
 	got := respond(p)
 	if len(got) != len(want) || len(want) != 9 {
