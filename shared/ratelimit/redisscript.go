@@ -54,7 +54,8 @@ end
 
 local function buckets(s, key, alg, W, T, N, cost, spec, t)
   local k = W / T
-  s.m, s.T, s.spec, s.cost = k + 1, T, spec, cost
+  local m = k + 1
+  s.m, s.T, s.spec, s.cost = m, T, spec, cost
   local reach = k + 1
   if alg == 1 then reach = 1 end
   s.reach = reach
@@ -85,8 +86,15 @@ local function buckets(s, key, alg, W, T, N, cost, spec, t)
     t = c * T
   end
   s.c, s.t = c, t
+  -- The window's sub-windows that hold a count: those within the m newest.
   local sum = 0
-  for b = c - k + 1, c do sum = sum + cell(s, b) end
+  local newest, ring = s.newest, s.ring
+  if newest ~= nil then
+    local lo, hi = c - k + 1, c
+    if lo <= newest - m then lo = newest - m + 1 end
+    if hi > newest then hi = newest end
+    for b = lo, hi do sum = sum + (ring[b % m] or 0) end
+  end
   local count = sum
   if reach > 1 then
     local leaving = cell(s, c - k)
@@ -189,7 +197,10 @@ for i = 1, #KEYS do
   local alg = tonumber(ARGV[a])
   local W, T = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local N, cost = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-  local s = {alg = alg}
+  -- Every field that buckets, logTake and the commits set, so that the
+  -- table is sized once.
+  local s = {alg = alg, m = 0, T = 0, spec = false, cost = 0, reach = 0, ring = false,
+    newest = nil, c = 0, t = 0, stale = false, W = 0, n = 0}
   local ok, remaining, retry, reset
   if alg == 3 then
     ok, remaining, retry, reset = logTake(s, KEYS[i], W, N, cost, now)
