@@ -11,8 +11,9 @@ import (
 // A decimals table holds at index i the decimal form of the number i.
 // With it ServeHTTP writes X-RateLimit-Remaining, X-RateLimit-Reset and
 // Retry-After without formatting or even checking a bound, which under
-// yaegi saves several microseconds a request. Tables come in two sizes, built once when
-// a middleware first needs them and never changed afterwards.
+// yaegi saves several microseconds a request. Tables come in two sizes,
+// built once when a middleware first needs them and never changed
+// afterwards.
 var tableSizes = [...]int{4096, 65536}
 
 var (
