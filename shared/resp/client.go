@@ -188,15 +188,35 @@ func (c *Client) onConn(ctx context.Context, p *pool, asking, ints bool, args []
 		cn.writeBulk(a)
 	}
 	var rep Reply
+	var askErr error
 	if err = cn.flush(writeBy); err == nil && asking {
-		_, err = cn.read(readBy, false)
+		// An error reply to ASKING still leaves the command's reply to
+		// read: read both, or the connection is one reply behind.
+		if _, askErr = cn.read(readBy, false); cn.broken {
+			err = askErr
+		}
 	}
 	if err == nil {
 		rep, err = cn.read(readBy, ints)
+		err = afterAsking(askErr, err)
 	}
 	retry := err != nil && cn.broken && cn.reused && !fresh && idleClosed(err)
 	p.put(cn)
 	return rep, err, retry
+}
+
+// afterAsking returns the error of a command sent after ASKING, given
+// ASKING's error reply (nil if it succeeded) and the command's own error.
+// A refused ASKING (NOPERM for an ACL user without it) means the command
+// ran unflagged and was most likely redirected back; the refusal says
+// more than that redirection, so it wins over an error reply.
+func afterAsking(askErr, err error) error {
+	if askErr != nil {
+		if _, ok := err.(*Error); ok {
+			return askErr
+		}
+	}
+	return err
 }
 
 // idleClosed reports whether err looks like a connection the server closed

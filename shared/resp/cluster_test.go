@@ -15,6 +15,61 @@ func TestCluster(t *testing.T) {
 	addrs := redistest.Cluster(t)
 	t.Run("pooled", func(t *testing.T) { clusterScenario(t, addrs, false, "p") })
 	t.Run("pipelined", func(t *testing.T) { clusterScenario(t, addrs, true, "q") })
+	// A least-privilege user without ASKING, as a limiter may run as.
+	for _, a := range addrs {
+		mustDo(t, newTestClient(t, Options{Addrs: []string{a}}), "ACL", "SETUSER", "limiter", "on", ">pw", "~*", "&*", "+@all", "-asking")
+	}
+	t.Run("pooled no ASKING", func(t *testing.T) { askingRefusedScenario(t, addrs, false, "r") })
+	t.Run("pipelined no ASKING", func(t *testing.T) { askingRefusedScenario(t, addrs, true, "s") })
+}
+
+// askingRefusedScenario: a user without ASKING gets NOPERM on an ASK
+// redirection, and the connection to the importing node stays in step:
+// every later command on it gets its own reply.
+func askingRefusedScenario(t *testing.T, addrs []string, pipelined bool, tag string) {
+	ctx := context.Background()
+	admin := make(map[string]*Client)
+	ids := make(map[string]string)
+	for _, a := range addrs {
+		admin[a] = newTestClient(t, Options{Addrs: []string{a}})
+		ids[a] = mustDo(t, admin[a], "CLUSTER", "MYID").Str
+	}
+	c := newTestClient(t, Options{Addrs: addrs, AutoPipeline: pipelined, Username: "limiter", Password: "pw", PoolSize: 1})
+	key := "{ask" + tag + "}k"
+	p, err := c.route(ctx, key, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, dst := p.addr, ""
+	for _, a := range addrs {
+		if a != src {
+			dst = a
+			break
+		}
+	}
+	// A key the importing node owns, to send commands to it directly.
+	var dstKey string
+	for i := 0; dstKey == ""; i++ {
+		k := "{own" + tag + strconv.Itoa(i) + "}"
+		if q, _ := c.route(ctx, k, true); q.addr == dst {
+			dstKey = k
+		}
+	}
+	slot := strconv.Itoa(Slot(key))
+	mustDo(t, admin[dst], "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[src])
+	mustDo(t, admin[src], "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[dst])
+	for i := 0; i < 3; i++ {
+		_, err := c.Eval(ctx, "return {redis.call('INCR', KEYS[1])}", []string{key}, nil)
+		if err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+			t.Fatalf("EVAL after ASK without the ASKING permission: %v, want NOPERM", err)
+		}
+		for j := 0; j < 3; j++ {
+			want := tag + strconv.Itoa(i) + "-" + strconv.Itoa(j)
+			if r, err := c.DoKey(ctx, dstKey, "ECHO", want); err != nil || r.Str != want {
+				t.Fatalf("ECHO %s on the importing node = %c%q, %v", want, r.Kind, r.Str, err)
+			}
+		}
+	}
 }
 
 func clusterScenario(t *testing.T, addrs []string, pipelined bool, tag string) {

@@ -28,8 +28,9 @@ type muxConn struct {
 // call is one command on a muxConn.
 type call struct {
 	args   []string
-	asking bool // preceded by ASKING, whose reply is read first
-	ints   bool // the reply is read by readInts
+	asking bool  // preceded by ASKING, whose reply is read first
+	askErr error // ASKING's error reply, if it got one
+	ints   bool  // the reply is read by readInts
 	// rep holds the Reply. It is an interface rather than a Reply
 	// because yaegi mis-builds a struct that holds the recursive Reply.
 	rep  interface{}
@@ -157,7 +158,11 @@ func (m *muxConn) readLoop() {
 		}
 		cl := m.pending[0]
 		if cl.asking {
-			cl.asking = false // that was ASKING's +OK; the command's reply follows
+			// That was ASKING's reply; the command's own follows.
+			cl.asking = false
+			if rep.Kind == '-' {
+				cl.askErr = &Error{Msg: rep.Str}
+			}
 			m.mu.Unlock()
 			continue
 		}
@@ -167,7 +172,7 @@ func (m *muxConn) readLoop() {
 		m.mu.Unlock()
 		cl.rep = rep
 		if rep.Kind == '-' {
-			cl.err = &Error{Msg: rep.Str}
+			cl.err = afterAsking(cl.askErr, &Error{Msg: rep.Str})
 		}
 		close(cl.done)
 	}
