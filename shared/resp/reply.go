@@ -78,8 +78,8 @@ func readDepth(r *bufio.Reader, depth int) (Reply, error) {
 			rep.Nil = true
 			return rep, nil
 		}
-		buf := make([]byte, int(n)+2)
-		if _, err := readFull(r, buf); err != nil {
+		buf, err := readBulk(r, int(n)+2)
+		if err != nil {
 			return Reply{}, err
 		}
 		if buf[n] != '\r' || buf[n+1] != '\n' {
@@ -172,16 +172,33 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	return line[:len(line)-2], nil
 }
 
-func readFull(r *bufio.Reader, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := r.Read(buf[n:])
-		n += m
+// bulkStep is the most readBulk allocates ahead of the data it has read.
+const bulkStep = 64 << 10
+
+// readBulk reads n bytes. A small read takes one allocation of n; a large
+// one grows its buffer as the data arrives, so that a header announcing
+// 64 MiB costs nothing until the server sends them.
+func readBulk(r *bufio.Reader, n int) ([]byte, error) {
+	size := n
+	if size > bulkStep {
+		size = bulkStep
+	}
+	buf := make([]byte, 0, size)
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // at most doubles what was read
+		}
+		end := cap(buf)
+		if end > n {
+			end = n
+		}
+		m, err := r.Read(buf[len(buf):end])
+		buf = buf[:len(buf)+m]
 		if err != nil {
-			return n, err
+			return nil, err
 		}
 	}
-	return n, nil
+	return buf, nil
 }
 
 // parseInt parses a decimal int64. One strconv call, rather than a loop

@@ -3,6 +3,8 @@ package resp
 import (
 	"bufio"
 	"reflect"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -162,5 +164,51 @@ func TestRedirection(t *testing.T) {
 		if moved != tc.moved || slot != tc.slot || addr != tc.addr {
 			t.Errorf("%q: got %v %d %q", tc.msg, moved, slot, addr)
 		}
+	}
+}
+
+// allocated returns the bytes f allocates.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestLyingHeader: a header that announces the largest allowed reply costs
+// memory only as its data arrives, so a server (or whatever answers on its
+// address) cannot make the client allocate 64 MiB with a dozen bytes.
+func TestLyingHeader(t *testing.T) {
+	for _, in := range []string{
+		"$" + strconv.Itoa(maxBulk) + "\r\nabc",
+		"*" + strconv.Itoa(maxElems) + "\r\n:1\r\n",
+		"*2\r\n$" + strconv.Itoa(maxBulk) + "\r\nabc",
+	} {
+		var err error
+		n := allocated(func() { _, err = parse(in) })
+		if err == nil {
+			t.Errorf("%q: accepted", in[:12])
+		}
+		if n > 1<<20 {
+			t.Errorf("%q: a truncated reply allocated %d bytes", in[:12], n)
+		}
+		n = allocated(func() { _, err = readInts(bufio.NewReaderSize(strings.NewReader(in), 4096)) })
+		if err == nil {
+			t.Errorf("%q: readInts accepted it", in[:12])
+		}
+		if n > 1<<20 {
+			t.Errorf("%q: readInts of a truncated reply allocated %d bytes", in[:12], n)
+		}
+	}
+	// A real reply larger than the first buffer is still read whole, and
+	// one over the bound is refused.
+	big := strings.Repeat("x", 3*bulkStep+5)
+	r, err := parse("$" + strconv.Itoa(len(big)) + "\r\n" + big + "\r\n")
+	if err != nil || r.Str != big {
+		t.Fatalf("bulk string of %d bytes: got %d bytes, %v", len(big), len(r.Str), err)
+	}
+	if _, err := parse("$" + strconv.Itoa(maxBulk+1) + "\r\n"); err != ErrProtocol {
+		t.Fatalf("bulk string over the bound: %v", err)
 	}
 }
