@@ -144,6 +144,9 @@ func FuzzClientIP(f *testing.F) {
 			if len(got) > len(remote)+len(xff)+64 {
 				t.Errorf("ClientIP grew the input: %q", got)
 			}
+			if again := s.ClientIP(r); again != got {
+				t.Errorf("ClientIP %q, then %q", got, again)
+			}
 		}
 	})
 }
