@@ -44,6 +44,25 @@ fi
 step "unit and integration tests (-race)"
 go test -race -count=1 ./...
 
+# Each fuzz target, one per go test call, for a bounded time on top of its
+# committed seeds (testdata/fuzz/<target>/). A failure fails the script and
+# leaves the failing input under the package's testdata/fuzz/.
+fuzztime=${WL_FUZZTIME:-10s}
+step "fuzz targets, $fuzztime each (WL_FUZZTIME)"
+while read -r pkg target; do
+	printf -- '-- %s %s\n' "$pkg" "$target"
+	go test -run '^$' -fuzz "^$target\$" -fuzztime "$fuzztime" "$pkg" </dev/null
+done <<'EOF'
+./caddymodule FuzzCaddyfile
+./caddymodule FuzzJSON
+./caddymodule FuzzKeySource
+./traefikplugin FuzzNew
+./shared/httplimit FuzzKeyOf
+./shared/httplimit FuzzClientIP
+./shared/resp FuzzReadReply
+./shared/resp FuzzReadInts
+EOF
+
 step "yaegi harness: shared/ and the plugin interpreted as Traefik does"
 (cd scripts/yaegitest && go test -count=1 ./...)
 
