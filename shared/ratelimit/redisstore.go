@@ -22,6 +22,18 @@ type ScriptRunner interface {
 	Eval(ctx context.Context, script string, keys, args []string) ([]int64, error)
 }
 
+// ErrOutOfMemory is the error RedisStore.Take wraps when Redis would admit
+// the request but cannot count it: it is over its maxmemory, so the script
+// wrote nothing. out then holds Redis's decisions. Guard decides such a
+// request by its failure policy without tripping the breaker, and keeps
+// every denial Redis computes.
+var ErrOutOfMemory = errors.New("redis is out of memory (maxmemory reached): requests it would admit cannot be counted and are decided by the store failure policy; raise maxmemory or see the sizing guide")
+
+// redisNotCounted is the integer the script appends to its reply when
+// Redis would admit the request but refused to count it for lack of
+// memory.
+const redisNotCounted = 1
+
 // RedisOptions configure a RedisStore.
 type RedisOptions struct {
 	// KeyPrefix is prepended to every key the store writes (see RedisKey).
@@ -88,8 +100,11 @@ func (s *RedisStore) Take(ctx context.Context, now time.Time, items []Item, out 
 	if !s.cluster || sameTag(keys) {
 		return s.call(ctx, now, items, keys, nil, out)
 	}
-	// One call per hash tag, in the order the tags first appear.
+	// One call per hash tag, in the order the tags first appear. A group
+	// Redis could not count does not stop the others: a later denial
+	// still holds.
 	done := make([]bool, len(items))
+	var notCounted error
 	for i := range items {
 		if done[i] {
 			continue
@@ -103,6 +118,9 @@ func (s *RedisStore) Take(ctx context.Context, now time.Time, items []Item, out 
 			}
 		}
 		allowed, err := s.call(ctx, now, items, keys, group, out)
+		if errors.Is(err, ErrOutOfMemory) {
+			notCounted, err = err, nil
+		}
 		if err != nil {
 			return false, err
 		}
@@ -115,7 +133,7 @@ func (s *RedisStore) Take(ctx context.Context, now time.Time, items []Item, out 
 			return false, nil
 		}
 	}
-	return true, nil
+	return true, notCounted
 }
 
 // call decides the items named by group (all items when group is nil) in
@@ -150,7 +168,8 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 	if err != nil {
 		return false, err
 	}
-	if len(res) != 4*n {
+	notCounted := len(res) == 4*n+1 && res[4*n] == redisNotCounted
+	if len(res) != 4*n && !notCounted {
 		return false, fmt.Errorf("redis limiter script: got %d integers for %d keys", len(res), n)
 	}
 	allowed := true
@@ -168,6 +187,9 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 			ResetAfter: time.Duration(r[3]) * time.Microsecond,
 		}
 		allowed = allowed && out[i].Allowed
+	}
+	if notCounted {
+		return allowed, ErrOutOfMemory
 	}
 	return allowed, nil
 }
