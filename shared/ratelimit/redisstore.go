@@ -27,7 +27,7 @@ type ScriptRunner interface {
 // wrote nothing. out then holds Redis's decisions. Guard decides such a
 // request by its failure policy without tripping the breaker, and keeps
 // every denial Redis computes.
-var ErrOutOfMemory = errors.New("redis is out of memory (maxmemory reached): requests it would admit cannot be counted and are decided by the store failure policy; raise maxmemory or see the sizing guide")
+var ErrOutOfMemory = errors.New("redis is out of memory (maxmemory reached): requests it would admit cannot be counted; raise maxmemory or see the sizing guide")
 
 // redisNotCounted is the integer the script appends to its reply when
 // Redis would admit the request but refused to count it for lack of
