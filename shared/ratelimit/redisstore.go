@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -53,8 +54,12 @@ type RedisStore struct {
 	run     ScriptRunner
 	prefix  string
 	cluster bool
-	// args caches, per *Zone, the six script arguments of its rule.
-	args sync.Map
+	// args caches the six script arguments of each zone, by zone name and
+	// rule rather than by *Zone, so a replaced zone is not kept alive: a
+	// *sync.Map of zoneRule to []string, replaced when it holds
+	// maxCachedRules (reloads with ever new rules cannot grow it).
+	args     atomic.Value
+	argsSize int64
 	// callerTime makes the script use the time passed to Take instead of
 	// the server's TIME. Only tests set it, to compare with a Zone.
 	callerTime bool
@@ -68,8 +73,21 @@ func NewRedisStore(run ScriptRunner, opts RedisOptions) (*RedisStore, error) {
 	if strings.ContainsAny(opts.KeyPrefix, "{}") {
 		return nil, fmt.Errorf("redis key prefix %q must not contain braces (they would change the cluster hash tag)", opts.KeyPrefix)
 	}
-	return &RedisStore{run: run, prefix: opts.KeyPrefix, cluster: opts.Cluster}, nil
+	s := &RedisStore{run: run, prefix: opts.KeyPrefix, cluster: opts.Cluster}
+	s.args.Store(new(sync.Map))
+	return s, nil
 }
+
+// zoneRule identifies what a zone is to a remote store: the name in its
+// keys and the rule its counts obey. Zones replaced by a reload with the
+// same name and rule share it.
+type zoneRule struct {
+	name string
+	rule Rule
+}
+
+// maxCachedRules bounds RedisStore's cache of script arguments.
+const maxCachedRules = 1024
 
 // MaxRedisWindow bounds the window of a zone kept in Redis: the script
 // counts microseconds in Lua's doubles, exact only below 2^53.
@@ -214,9 +232,12 @@ func (s *RedisStore) Ping(ctx context.Context) error {
 	return err
 }
 
-// ruleArgs returns the script arguments of z's rule, made once per zone.
+// ruleArgs returns the script arguments of z's rule, made once per zone
+// name and rule.
 func (s *RedisStore) ruleArgs(z *Zone) ([]string, error) {
-	if v, ok := s.args.Load(z); ok {
+	key := zoneRule{z.name, z.rule}
+	args := s.args.Load().(*sync.Map)
+	if v, ok := args.Load(key); ok {
 		return v.([]string), nil
 	}
 	r := z.rule
@@ -232,7 +253,13 @@ func (s *RedisStore) ruleArgs(z *Zone) ([]string, error) {
 		strconv.FormatInt(r.Cost, 10),
 		strconv.FormatInt(shapeField(r), 10),
 	}
-	s.args.Store(z, spec)
+	if atomic.AddInt64(&s.argsSize, 1) > maxCachedRules {
+		// Start a new cache; the zones in use fill it again.
+		args = new(sync.Map)
+		s.args.Store(args)
+		atomic.StoreInt64(&s.argsSize, 1)
+	}
+	args.Store(key, spec)
 	return spec, nil
 }
 
