@@ -16,8 +16,8 @@ import (
 // 3 log), window and sub-window in microseconds, limit, cost, and the name
 // of the field that holds the newest sub-window index, a negative integer
 // (see shapeField: it names the rule's sub-window and count of
-// sub-windows, so a changed rule starts afresh instead of misreading old
-// counters).
+// sub-windows, so a rule with another sub-window or window starts afresh
+// instead of misreading old counters).
 //
 // Bucket rules keep a hash: field (b mod k+1) holds the count of
 // sub-window b for the k+1 newest sub-windows, the spec field holds the

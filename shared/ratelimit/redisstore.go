@@ -265,7 +265,10 @@ func (s *RedisStore) ruleArgs(z *Zone) ([]string, error) {
 
 // shapeField names the hash field that holds the newest sub-window index
 // of a bucket rule. It encodes the sub-window T and the count k = W/T, so
-// counters written under another rule are never misread: a negative
+// counters written with another sub-window or window are never misread,
+// while sliding, strict and fixed (k = 1), which count the same
+// sub-windows, keep each other's counts, as a change of limit or cost
+// does (TestRedisAlgorithmChange pins each change): a negative
 // integer, -((T*1024 + k*4) + unit) with T in seconds, milliseconds or
 // microseconds (unit 2, 1, 0), whichever is whole. Redis stores such a
 // field as a small integer: 5 bytes for most rules instead of 10 for a
