@@ -129,17 +129,14 @@ func (g *Guard) Take(ctx context.Context, now time.Time, items []Item, out []Dec
 		return g.policy.decide(now, items, out), nil
 	}
 	allowed, err := g.remote.Take(ctx, now, items, out)
-	if err == ErrOutOfMemory && allowed {
-		// Redis answered and would admit, but cannot count: the policy
-		// decides, the breaker stays closed (the next request may be
-		// countable), and Redis's denials keep holding.
+	if err != nil && allowed && errors.Is(err, ErrOutOfMemory) {
+		// The store answered and would admit, but cannot count: the
+		// policy decides and the breaker stays closed (the next request
+		// may be countable). Its denials came back without this error.
 		atomic.AddUint64(&g.outOfMemory, 1)
 		atomic.AddUint64(&g.fallbacks, 1)
 		g.oomErrs.report(err, now)
 		return g.policy.decide(now, items, out), nil
-	}
-	if err == ErrOutOfMemory {
-		err = nil // a denial is exact
 	}
 	if err != nil {
 		atomic.AddUint64(&g.failures, 1)
