@@ -203,22 +203,23 @@ end
 local function logTake(s, key, W, N, cost, t)
   s.W, s.cost = W, cost
   local top = redis.pcall('ZRANGE', key, -1, -1, 'WITHSCORES')
-  local n = 0
-  local from
+  local n, old = 0, 0
   if top.err then
     s.stale = true
-  else
-    if #top > 0 and tonumber(top[2]) > t then t = tonumber(top[2]) end
-    -- The window holds the scores above t - W; older ones are removed
-    -- when the request is counted.
-    from = '(' .. fmt(t - W)
-    n = redis.call('ZCOUNT', key, from, '+inf')
+  elseif #top > 0 then
+    if tonumber(top[2]) > t then t = tonumber(top[2]) end
+    -- The window holds the scores above t - W. The older ones, at the
+    -- head, are counted here (cheaper than counting the window) and
+    -- removed when the request is counted.
+    old = redis.call('ZCOUNT', key, '-inf', fmt(t - W))
+    n = redis.call('ZCARD', key) - old
   end
-  s.t, s.n = t, n
+  s.t, s.n, s.old = t, n, old
   if n + cost <= N then
     return 1, N - n - cost, 0, W
   end
-  local first = redis.call('ZRANGEBYSCORE', key, from, '+inf', 'WITHSCORES', 'LIMIT', n + cost - N - 1, 1)
+  local at = old + n + cost - N - 1
+  local first = redis.call('ZRANGE', key, at, at, 'WITHSCORES')
   return 0, N - n, tonumber(first[2]) + W - t, tonumber(top[2]) + W - t
 end
 
@@ -227,7 +228,7 @@ local function commitLog(s, key, guard)
   if s.stale then
     if guard and full(key) then return true end
     redis.call('DEL', key)
-    s.n = 0
+    s.n, s.old = 0, 0
   end
   local ts = fmt(s.t)
   local add = {}
@@ -236,7 +237,7 @@ local function commitLog(s, key, guard)
     add[#add + 1] = ts .. '.' .. (s.n + i)
   end
   if write(guard, 'ZADD', key, unpack(add)) then return true end
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(s.t - s.W))
+  if s.old > 0 then redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(s.t - s.W)) end
   redis.call('PEXPIRE', key, ceil(s.W / 1000))
   return false
 end
@@ -250,7 +251,7 @@ for i = 1, #KEYS do
   -- Every field that buckets, logTake and the commits set, so that the
   -- table is sized once.
   local s = {alg = alg, m = 0, T = 0, spec = false, cost = 0, reach = 0, ring = false,
-    newest = nil, c = 0, t = 0, stale = false, W = 0, n = 0}
+    newest = nil, c = 0, t = 0, stale = false, W = 0, n = 0, old = 0}
   local ok, remaining, retry, reset
   if alg == 3 then
     ok, remaining, retry, reset = logTake(s, KEYS[i], W, N, cost, now)
