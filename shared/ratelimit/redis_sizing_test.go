@@ -28,8 +28,9 @@ func TestRedisSizing(t *testing.T) {
 	const keys = 10000
 	sliding := Rule{Window: time.Minute, SubWindow: 6 * time.Second, Limit: 1000}
 	logRule := Rule{Window: time.Minute, Limit: 1000, Algorithm: Log}
-	v4 := func(i int) string { return fmt.Sprintf("203.%d.%d.%d", i>>16&255, i>>8&255, i&255) }
-	v6 := func(i int) string { return fmt.Sprintf("2001:db8:%x:%x::/64", i>>16, i&0xffff) }
+	// The longest forms: 15 and 24 bytes.
+	v4 := func(i int) string { return fmt.Sprintf("198.%d.%d.%d", 100+i/10000, 100+i/100%100, 100+i%100) }
+	v6 := func(i int) string { return fmt.Sprintf("2a02:%04x:%04x:%04x::/64", 0x1000+i/4096, 0x1000+i%4096, 0xabcd) }
 	apiKey := func(i int) string { return fmt.Sprintf("key_%036d", i) }
 	for _, tc := range []struct {
 		name   string
