@@ -30,7 +30,9 @@ func TestRedisSizing(t *testing.T) {
 	logRule := Rule{Window: time.Minute, Limit: 1000, Algorithm: Log}
 	// The longest forms: 15 and 24 bytes.
 	v4 := func(i int) string { return fmt.Sprintf("198.%d.%d.%d", 100+i/10000, 100+i/100%100, 100+i%100) }
-	v6 := func(i int) string { return fmt.Sprintf("2a02:%04x:%04x:%04x::/64", 0x1000+i/4096, 0x1000+i%4096, 0xabcd) }
+	v6 := func(i int) string {
+		return fmt.Sprintf("2a02:%04x:%04x:%04x::/64", 0x1000+i/4096, 0x1000+i%4096, 0xabcd)
+	}
 	apiKey := func(i int) string { return fmt.Sprintf("key_%036d", i) }
 	for _, tc := range []struct {
 		name   string
