@@ -299,6 +299,7 @@ func (p *pooledRedis) Destruct() error {
 	retiredStats.Failures += st.Failures
 	retiredStats.Fallbacks += st.Fallbacks
 	retiredStats.CacheHits += st.CacheHits
+	retiredStats.OutOfMemory += st.OutOfMemory
 	retiredMu.Unlock()
 	return p.runner.Close()
 }
@@ -326,6 +327,12 @@ func acquireRedis(s *redisSetup, logger *zap.Logger) (string, *ratelimit.Guard, 
 				return runner.probe(ctx, newClient, storeOpts)
 			},
 			LogError: func(err error, suppressed int64) {
+				if errors.Is(err, ratelimit.ErrOutOfMemory) {
+					logger.Warn("redis is out of memory (maxmemory reached): requests it would admit cannot be counted and are decided by on_store_error; raise maxmemory or see the sizing guide",
+						zap.String("redis", addrs), zap.String("on_store_error", s.policy.String()),
+						zap.Int64("not_logged", suppressed))
+					return
+				}
 				logger.Warn("redis store failed; requests decided by on_store_error",
 					zap.String("redis", addrs), zap.String("on_store_error", s.policy.String()),
 					zap.Int64("errors_not_logged", suppressed), zap.Error(err))
@@ -365,6 +372,7 @@ func guardStats() (sum ratelimit.GuardStats, open int) {
 		sum.Failures += st.Failures
 		sum.Fallbacks += st.Fallbacks
 		sum.CacheHits += st.CacheHits
+		sum.OutOfMemory += st.OutOfMemory
 		if st.Open {
 			open++
 		}

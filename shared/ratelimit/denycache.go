@@ -10,12 +10,18 @@ import (
 // asking the store. This is exact: a key's count only falls as time passes
 // (other instances can only raise it), so a key denied until t stays denied
 // until t.
+//
+// Zones are told apart by name and rule, what the remote store sees, not
+// by pointer: a zone replaced by a reload is not kept alive, and one with
+// the same name and rule keeps the denials, which still hold. The entries
+// are bounded in number; each stops counting at its retry time and is
+// removed when next looked at, or evicted to make room.
 type denyCache struct {
 	max int
 
 	mu    sync.Mutex
 	n     int
-	zones map[*Zone]map[string]cachedDenial
+	zones map[zoneRule]map[string]cachedDenial
 }
 
 type cachedDenial struct {
@@ -24,7 +30,7 @@ type cachedDenial struct {
 }
 
 func newDenyCache(max int) *denyCache {
-	return &denyCache{max: max, zones: make(map[*Zone]map[string]cachedDenial)}
+	return &denyCache{max: max, zones: make(map[zoneRule]map[string]cachedDenial)}
 }
 
 // check fills out and returns true if some item of the request is denied
@@ -34,7 +40,9 @@ func (c *denyCache) check(now time.Time, items []Item, out []Decision) bool {
 	hit := -1
 	var d cachedDenial
 	for i := range items {
-		keys := c.zones[items[i].Zone]
+		z := items[i].Zone
+		zr := zoneRule{z.name, z.rule}
+		keys := c.zones[zr]
 		if keys == nil {
 			continue
 		}
@@ -43,8 +51,7 @@ func (c *denyCache) check(now time.Time, items []Item, out []Decision) bool {
 			continue
 		}
 		if !now.Before(e.retry) {
-			delete(keys, items[i].Key)
-			c.n--
+			c.remove(zr, keys, items[i].Key)
 			continue
 		}
 		hit, d = i, e
@@ -79,16 +86,17 @@ func (c *denyCache) record(now time.Time, items []Item, out []Decision) {
 			continue
 		}
 		z := items[i].Zone
-		keys := c.zones[z]
-		if keys == nil {
-			keys = make(map[string]cachedDenial)
-			c.zones[z] = keys
-		}
+		zr := zoneRule{z.name, z.rule}
+		keys := c.zones[zr]
 		if _, ok := keys[items[i].Key]; !ok {
 			if c.n >= c.max && !c.evict(now) {
 				continue
 			}
 			c.n++
+		}
+		if keys = c.zones[zr]; keys == nil { // evict may have removed it
+			keys = make(map[string]cachedDenial)
+			c.zones[zr] = keys
 		}
 		keys[items[i].Key] = cachedDenial{
 			retry:     now.Add(out[i].RetryAfter),
@@ -104,17 +112,17 @@ const evictScan = 16
 // evict removes the expired entries among a few (the map's order is
 // random), or else the first of them, and reports whether it freed a place.
 func (c *denyCache) evict(now time.Time) bool {
-	var victimZone *Zone
+	var victimZone zoneRule
+	var victimKeys map[string]cachedDenial
 	victimKey := ""
 	seen, freed := 0, false
-	for z, keys := range c.zones {
+	for zr, keys := range c.zones {
 		for k, e := range keys {
 			if !now.Before(e.retry) {
-				delete(keys, k)
-				c.n--
+				c.remove(zr, keys, k)
 				freed = true
-			} else if victimZone == nil {
-				victimZone, victimKey = z, k
+			} else if victimKeys == nil {
+				victimZone, victimKeys, victimKey = zr, keys, k
 			}
 			seen++
 			if seen >= evictScan {
@@ -125,12 +133,21 @@ func (c *denyCache) evict(now time.Time) bool {
 			break
 		}
 	}
-	if !freed && victimZone != nil {
-		delete(c.zones[victimZone], victimKey)
-		c.n--
+	if !freed && victimKeys != nil {
+		c.remove(victimZone, victimKeys, victimKey)
 		freed = true
 	}
 	return freed
+}
+
+// remove deletes key from the entries keys of zr, and the zone's map when
+// it holds no more.
+func (c *denyCache) remove(zr zoneRule, keys map[string]cachedDenial, key string) {
+	delete(keys, key)
+	c.n--
+	if len(keys) == 0 {
+		delete(c.zones, zr)
+	}
 }
 
 // len returns the number of cached denials.

@@ -34,7 +34,8 @@ type GuardOptions struct {
 	DenyCacheSize int
 	// LogError receives store errors, at most one per ErrorInterval, with
 	// the number of errors suppressed since the previous call. Nil drops
-	// them.
+	// them. ErrOutOfMemory (errors.Is) is reported on its own schedule:
+	// Redis answers, but cannot count what it would admit.
 	LogError func(err error, suppressed int64)
 	// ErrorInterval is the least time between two LogError calls; zero
 	// means DefaultErrorInterval.
@@ -54,10 +55,12 @@ type Guard struct {
 	breaker *breaker
 	denials *denyCache
 	errs    errorLog
+	oomErrs errorLog // its own interval: a failure must not hide it
 
-	failures  uint64
-	fallbacks uint64
-	cacheHits uint64
+	failures    uint64
+	fallbacks   uint64
+	cacheHits   uint64
+	outOfMemory uint64
 }
 
 // GuardStats are counters for metrics.
@@ -68,6 +71,12 @@ type GuardStats struct {
 	Fallbacks uint64
 	// CacheHits counts requests denied by the denial cache.
 	CacheHits uint64
+	// OutOfMemory counts requests the store would admit but could not
+	// count because it is out of memory (Redis over its maxmemory, see
+	// ErrOutOfMemory). The failure policy decided them, so they are in
+	// Fallbacks too, but not in Failures: the store answered, and its
+	// denials held.
+	OutOfMemory uint64
 	// Open reports whether the breaker is open now.
 	Open bool
 }
@@ -98,6 +107,7 @@ func NewGuard(remote Store, opts GuardOptions) (*Guard, error) {
 	}
 	g := &Guard{remote: remote, policy: opts.OnError}
 	g.errs = errorLog{emit: opts.LogError, interval: opts.ErrorInterval}
+	g.oomErrs = errorLog{emit: opts.LogError, interval: opts.ErrorInterval}
 	if opts.Probe != nil {
 		g.breaker = newBreaker(opts.Probe, opts.ProbeInterval, opts.ProbeTimeout, opts.LogRecovered)
 	}
@@ -119,6 +129,15 @@ func (g *Guard) Take(ctx context.Context, now time.Time, items []Item, out []Dec
 		return g.policy.decide(now, items, out), nil
 	}
 	allowed, err := g.remote.Take(ctx, now, items, out)
+	if err != nil && allowed && errors.Is(err, ErrOutOfMemory) {
+		// The store answered and would admit, but cannot count: the
+		// policy decides and the breaker stays closed (the next request
+		// may be countable). Its denials came back without this error.
+		atomic.AddUint64(&g.outOfMemory, 1)
+		atomic.AddUint64(&g.fallbacks, 1)
+		g.oomErrs.report(err, now)
+		return g.policy.decide(now, items, out), nil
+	}
 	if err != nil {
 		atomic.AddUint64(&g.failures, 1)
 		atomic.AddUint64(&g.fallbacks, 1)
@@ -138,10 +157,11 @@ func (g *Guard) Take(ctx context.Context, now time.Time, items []Item, out []Dec
 // Stats returns the guard's counters.
 func (g *Guard) Stats() GuardStats {
 	return GuardStats{
-		Failures:  atomic.LoadUint64(&g.failures),
-		Fallbacks: atomic.LoadUint64(&g.fallbacks),
-		CacheHits: atomic.LoadUint64(&g.cacheHits),
-		Open:      g.breaker != nil && g.breaker.open(),
+		Failures:    atomic.LoadUint64(&g.failures),
+		Fallbacks:   atomic.LoadUint64(&g.fallbacks),
+		CacheHits:   atomic.LoadUint64(&g.cacheHits),
+		OutOfMemory: atomic.LoadUint64(&g.outOfMemory),
+		Open:        g.breaker != nil && g.breaker.open(),
 	}
 }
 

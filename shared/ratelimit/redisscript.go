@@ -16,21 +16,27 @@ import (
 // 3 log), window and sub-window in microseconds, limit, cost, and the name
 // of the field that holds the newest sub-window index, a negative integer
 // (see shapeField: it names the rule's sub-window and count of
-// sub-windows, so a changed rule starts afresh instead of misreading old
-// counters).
+// sub-windows, so a rule with another sub-window or window starts afresh
+// instead of misreading old counters).
 //
 // Bucket rules keep a hash: field (b mod k+1) holds the count of
 // sub-window b for the k+1 newest sub-windows, the spec field holds the
 // newest index written. Log rules keep a sorted set of admitted
 // timestamps; member "<t>.<n>" is unique because, at one t, the count n
-// only grows. Keys are written only when the whole request is admitted.
+// only grows. Keys are written only when the whole request is admitted,
+// and the decisions write nothing (the timestamps that left a log's window
+// are removed when it is next written), so that Redis over its maxmemory
+// refuses the first write and the request is not counted at all.
 // A hash's TTL is set when a new sub-window is written, to the moment that
 // sub-window stops counting (at most W+T ahead); a sorted set's is set to W
 // on every write. Neither uses PEXPIRE NX, which would expire a busy key
 // while it still counts.
 //
 // The reply holds four integers per item: allowed (1 or 0), remaining,
-// retry-after and reset-after in microseconds.
+// retry-after and reset-after in microseconds. When every item admits but
+// Redis refuses to count the request for lack of memory (over maxmemory
+// with noeviction), one more integer follows, redisNotCounted, and no key
+// was written.
 const redisScript = `
 local slack = 1e-9
 local floor, ceil = math.floor, math.ceil
@@ -134,61 +140,106 @@ local function buckets(s, key, alg, W, T, N, cost, spec, t)
   return 0, rem(N - count), retry, reset
 end
 
-local function commitBuckets(s, key)
+-- Over maxmemory (noeviction), Redis refuses a write that uses memory when
+-- it is the first write of a script, and lets every write pass once the
+-- script has written anything, even a DEL. So the decisions write nothing,
+-- the first write of the first commit is one that uses memory, through
+-- pcall, and when Redis refuses it nothing has been written: the script
+-- then reports that it could not count the request.
+local function refused(r)
+  if type(r) == 'table' and r.err then
+    if string.find(r.err, 'OOM', 1, true) then return true end
+    error(r.err)
+  end
+  return false
+end
+
+-- write runs a write that uses memory and reports whether Redis refused it
+-- for lack of memory; only the script's first write (guard) can be.
+local function write(guard, ...)
+  if guard then return refused(redis.pcall(...)) end
+  redis.call(...)
+  return false
+end
+
+-- full asks, for a commit that must delete first, whether Redis refuses
+-- writes for memory: SETRANGE with nothing to write uses memory but
+-- changes no key (a key of another type answers WRONGTYPE, ignored).
+local function full(key)
+  local r = redis.pcall('SETRANGE', key, 0, '')
+  return type(r) == 'table' and r.err ~= nil and string.find(r.err, 'OOM', 1, true) ~= nil
+end
+
+-- commitBuckets counts the request; it reports true if Redis refused it.
+local function commitBuckets(s, key, guard)
   if s.stale then
+    if guard and full(key) then return true end
     redis.call('DEL', key)
     s.newest = nil
   end
   local c, m = s.c, s.m
+  local slot = c % m
   if s.newest ~= nil and c == s.newest then
-    redis.call('HSET', key, c % m, (s.ring[c % m] or 0) + s.cost)
-    return
+    return write(guard, 'HSET', key, slot, (s.ring[slot] or 0) + s.cost)
   end
-  -- A new sub-window: drop the cells it reuses, write the newest index,
-  -- and expire the key when its newest sub-window stops counting. Later
-  -- writes in this sub-window need no PEXPIRE: their counts stop counting
-  -- at the same moment.
+  -- A new sub-window: write it and the newest index, drop the other cells
+  -- it reuses, and expire the key when its newest sub-window stops
+  -- counting. Later writes in this sub-window need no PEXPIRE: their
+  -- counts stop counting at the same moment.
+  if write(guard, 'HSET', key, slot, s.cost, s.spec, fmt(c)) then return true end
   if s.newest ~= nil then
     local gone = {}
     local last = c
     if last > s.newest + m then last = s.newest + m end
-    for b = s.newest + 1, last do gone[#gone + 1] = b % m end
-    redis.call('HDEL', key, unpack(gone))
+    for b = s.newest + 1, last do
+      if b % m ~= slot then gone[#gone + 1] = b % m end
+    end
+    if #gone > 0 then redis.call('HDEL', key, unpack(gone)) end
   end
-  redis.call('HSET', key, c % m, s.cost, s.spec, fmt(c))
   redis.call('PEXPIRE', key, ceil(((c + s.reach) * s.T - s.t) / 1000))
+  return false
 end
 
 local function logTake(s, key, W, N, cost, t)
   s.W, s.cost = W, cost
   local top = redis.pcall('ZRANGE', key, -1, -1, 'WITHSCORES')
-  local n = 0
+  local n, old = 0, 0
   if top.err then
     s.stale = true
-  else
-    if #top > 0 and tonumber(top[2]) > t then t = tonumber(top[2]) end
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(t - W))
-    n = redis.call('ZCARD', key)
+  elseif #top > 0 then
+    if tonumber(top[2]) > t then t = tonumber(top[2]) end
+    -- The window holds the scores above t - W. The older ones, at the
+    -- head, are counted here (cheaper than counting the window) and
+    -- removed when the request is counted.
+    old = redis.call('ZCOUNT', key, '-inf', fmt(t - W))
+    n = redis.call('ZCARD', key) - old
   end
-  s.t, s.n = t, n
+  s.t, s.n, s.old = t, n, old
   if n + cost <= N then
     return 1, N - n - cost, 0, W
   end
-  local first = redis.call('ZRANGE', key, n + cost - N - 1, n + cost - N - 1, 'WITHSCORES')
-  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  return 0, N - n, tonumber(first[2]) + W - t, tonumber(last[2]) + W - t
+  local at = old + n + cost - N - 1
+  local first = redis.call('ZRANGE', key, at, at, 'WITHSCORES')
+  return 0, N - n, tonumber(first[2]) + W - t, tonumber(top[2]) + W - t
 end
 
-local function commitLog(s, key)
-  if s.stale then redis.call('DEL', key) s.n = 0 end
+-- commitLog counts the request; it reports true if Redis refused it.
+local function commitLog(s, key, guard)
+  if s.stale then
+    if guard and full(key) then return true end
+    redis.call('DEL', key)
+    s.n, s.old = 0, 0
+  end
   local ts = fmt(s.t)
   local add = {}
   for i = 1, s.cost do
     add[#add + 1] = ts
     add[#add + 1] = ts .. '.' .. (s.n + i)
   end
-  redis.call('ZADD', key, unpack(add))
+  if write(guard, 'ZADD', key, unpack(add)) then return true end
+  if s.old > 0 then redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(s.t - s.W)) end
   redis.call('PEXPIRE', key, ceil(s.W / 1000))
+  return false
 end
 
 local out, states, all = {}, {}, true
@@ -200,7 +251,7 @@ for i = 1, #KEYS do
   -- Every field that buckets, logTake and the commits set, so that the
   -- table is sized once.
   local s = {alg = alg, m = 0, T = 0, spec = false, cost = 0, reach = 0, ring = false,
-    newest = nil, c = 0, t = 0, stale = false, W = 0, n = 0}
+    newest = nil, c = 0, t = 0, stale = false, W = 0, n = 0, old = 0}
   local ok, remaining, retry, reset
   if alg == 3 then
     ok, remaining, retry, reset = logTake(s, KEYS[i], W, N, cost, now)
@@ -216,7 +267,12 @@ for i = 1, #KEYS do
 end
 if all then
   for i = 1, #KEYS do
-    if states[i].alg == 3 then commitLog(states[i], KEYS[i]) else commitBuckets(states[i], KEYS[i]) end
+    local s, oom = states[i], false
+    if s.alg == 3 then oom = commitLog(s, KEYS[i], i == 1) else oom = commitBuckets(s, KEYS[i], i == 1) end
+    if oom then
+      out[#out + 1] = 1 -- admitted but not counted: out of memory
+      break
+    end
   end
 end
 return out

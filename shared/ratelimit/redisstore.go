@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,6 +22,18 @@ type ScriptRunner interface {
 	// Eval sends the script text, which the server runs and caches.
 	Eval(ctx context.Context, script string, keys, args []string) ([]int64, error)
 }
+
+// ErrOutOfMemory is the error RedisStore.Take wraps when Redis would admit
+// the request but cannot count it: it is over its maxmemory, so the script
+// wrote nothing. out then holds Redis's decisions. Guard decides such a
+// request by its failure policy without tripping the breaker, and keeps
+// every denial Redis computes.
+var ErrOutOfMemory = errors.New("redis is out of memory (maxmemory reached): requests it would admit cannot be counted; raise maxmemory or see the sizing guide")
+
+// redisNotCounted is the integer the script appends to its reply when
+// Redis would admit the request but refused to count it for lack of
+// memory.
+const redisNotCounted = 1
 
 // RedisOptions configure a RedisStore.
 type RedisOptions struct {
@@ -41,8 +54,12 @@ type RedisStore struct {
 	run     ScriptRunner
 	prefix  string
 	cluster bool
-	// args caches, per *Zone, the six script arguments of its rule.
-	args sync.Map
+	// args caches the six script arguments of each zone, by zone name and
+	// rule rather than by *Zone, so a replaced zone is not kept alive: a
+	// *sync.Map of zoneRule to []string, replaced when it holds
+	// maxCachedRules (reloads with ever new rules cannot grow it).
+	args     atomic.Value
+	argsSize int64
 	// callerTime makes the script use the time passed to Take instead of
 	// the server's TIME. Only tests set it, to compare with a Zone.
 	callerTime bool
@@ -56,8 +73,21 @@ func NewRedisStore(run ScriptRunner, opts RedisOptions) (*RedisStore, error) {
 	if strings.ContainsAny(opts.KeyPrefix, "{}") {
 		return nil, fmt.Errorf("redis key prefix %q must not contain braces (they would change the cluster hash tag)", opts.KeyPrefix)
 	}
-	return &RedisStore{run: run, prefix: opts.KeyPrefix, cluster: opts.Cluster}, nil
+	s := &RedisStore{run: run, prefix: opts.KeyPrefix, cluster: opts.Cluster}
+	s.args.Store(new(sync.Map))
+	return s, nil
 }
+
+// zoneRule identifies what a zone is to a remote store: the name in its
+// keys and the rule its counts obey. Zones replaced by a reload with the
+// same name and rule share it.
+type zoneRule struct {
+	name string
+	rule Rule
+}
+
+// maxCachedRules bounds RedisStore's cache of script arguments.
+const maxCachedRules = 1024
 
 // MaxRedisWindow bounds the window of a zone kept in Redis: the script
 // counts microseconds in Lua's doubles, exact only below 2^53.
@@ -88,8 +118,11 @@ func (s *RedisStore) Take(ctx context.Context, now time.Time, items []Item, out 
 	if !s.cluster || sameTag(keys) {
 		return s.call(ctx, now, items, keys, nil, out)
 	}
-	// One call per hash tag, in the order the tags first appear.
+	// One call per hash tag, in the order the tags first appear. A group
+	// Redis could not count does not stop the others: a later denial
+	// still holds.
 	done := make([]bool, len(items))
+	var notCounted error
 	for i := range items {
 		if done[i] {
 			continue
@@ -103,6 +136,9 @@ func (s *RedisStore) Take(ctx context.Context, now time.Time, items []Item, out 
 			}
 		}
 		allowed, err := s.call(ctx, now, items, keys, group, out)
+		if errors.Is(err, ErrOutOfMemory) {
+			notCounted, err = err, nil
+		}
 		if err != nil {
 			return false, err
 		}
@@ -115,7 +151,7 @@ func (s *RedisStore) Take(ctx context.Context, now time.Time, items []Item, out 
 			return false, nil
 		}
 	}
-	return true, nil
+	return true, notCounted
 }
 
 // call decides the items named by group (all items when group is nil) in
@@ -150,7 +186,8 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 	if err != nil {
 		return false, err
 	}
-	if len(res) != 4*n {
+	notCounted := len(res) == 4*n+1 && res[4*n] == redisNotCounted
+	if len(res) != 4*n && !notCounted {
 		return false, fmt.Errorf("redis limiter script: got %d integers for %d keys", len(res), n)
 	}
 	allowed := true
@@ -168,6 +205,9 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 			ResetAfter: time.Duration(r[3]) * time.Microsecond,
 		}
 		allowed = allowed && out[i].Allowed
+	}
+	if notCounted {
+		return allowed, ErrOutOfMemory
 	}
 	return allowed, nil
 }
@@ -192,9 +232,12 @@ func (s *RedisStore) Ping(ctx context.Context) error {
 	return err
 }
 
-// ruleArgs returns the script arguments of z's rule, made once per zone.
+// ruleArgs returns the script arguments of z's rule, made once per zone
+// name and rule.
 func (s *RedisStore) ruleArgs(z *Zone) ([]string, error) {
-	if v, ok := s.args.Load(z); ok {
+	key := zoneRule{z.name, z.rule}
+	args := s.args.Load().(*sync.Map)
+	if v, ok := args.Load(key); ok {
 		return v.([]string), nil
 	}
 	r := z.rule
@@ -210,13 +253,22 @@ func (s *RedisStore) ruleArgs(z *Zone) ([]string, error) {
 		strconv.FormatInt(r.Cost, 10),
 		strconv.FormatInt(shapeField(r), 10),
 	}
-	s.args.Store(z, spec)
+	if atomic.AddInt64(&s.argsSize, 1) > maxCachedRules {
+		// Start a new cache; the zones in use fill it again.
+		args = new(sync.Map)
+		s.args.Store(args)
+		atomic.StoreInt64(&s.argsSize, 1)
+	}
+	args.Store(key, spec)
 	return spec, nil
 }
 
 // shapeField names the hash field that holds the newest sub-window index
 // of a bucket rule. It encodes the sub-window T and the count k = W/T, so
-// counters written under another rule are never misread: a negative
+// counters written with another sub-window or window are never misread,
+// while sliding, strict and fixed (k = 1), which count the same
+// sub-windows, keep each other's counts, as a change of limit or cost
+// does (TestRedisAlgorithmChange pins each change): a negative
 // integer, -((T*1024 + k*4) + unit) with T in seconds, milliseconds or
 // microseconds (unit 2, 1, 0), whichever is whole. Redis stores such a
 // field as a small integer: 5 bytes for most rules instead of 10 for a
