@@ -152,10 +152,13 @@ type diffRun struct {
 	zones  []diffZone
 	zs     []*Zone
 	prefix string
-	// expire makes the harness delete a Redis key once the trace's time
-	// reaches the TTL the script set (forward time only: Redis cannot
-	// undelete a key when a clock steps back).
-	expire bool
+	// forward is set when time never goes back. The harness then deletes
+	// a Redis key once the trace's time reaches the TTL the script set
+	// (Redis cannot undelete a key when a clock steps back), and a
+	// disagreement is checked against the exact decision.
+	forward bool
+	// admitted holds the admission times of every key, for exactTake.
+	admitted map[diffItem][]int64
 	// expiry is, per Redis key written, the trace time in µs from which
 	// Redis may have forgotten it.
 	expiry map[string]int64
@@ -165,11 +168,11 @@ type diffRun struct {
 	want, got []Decision
 }
 
-func (h *diffHarness) start(tb testing.TB, zones []diffZone, expire bool, stats *diffStats) *diffRun {
+func (h *diffHarness) start(tb testing.TB, zones []diffZone, forward bool, stats *diffStats) *diffRun {
 	tb.Helper()
 	h.runs++
-	r := &diffRun{h: h, zones: zones, prefix: "d" + strconv.Itoa(h.runs) + ":", expire: expire,
-		expiry: make(map[string]int64), stats: stats}
+	r := &diffRun{h: h, zones: zones, prefix: "d" + strconv.Itoa(h.runs) + ":", forward: forward,
+		expiry: make(map[string]int64), admitted: make(map[diffItem][]int64), stats: stats}
 	for _, dz := range zones {
 		z, err := NewZone(dz.name, dz.rule, Options{SweepInterval: -1, MaxKeys: 1024})
 		if err != nil {
@@ -190,7 +193,7 @@ func (r *diffRun) close() {
 // decisions, or the first disagreement.
 func (r *diffRun) do(s diffStep) ([]Decision, *diffFailure) {
 	ctx := context.Background()
-	if r.expire {
+	if r.forward {
 		for key, at := range r.expiry {
 			if at <= s.at {
 				if _, err := r.h.client.Do(ctx, "DEL", key); err != nil {
@@ -230,13 +233,67 @@ func (r *diffRun) do(s diffStep) ([]Decision, *diffFailure) {
 			r.stats.rounded++
 		}
 		if kind != "" {
-			return r.want, &diffFailure{kind: kind, msg: r.describe(s, kind, j)}
+			return r.want, r.disagree(s, kind, j)
 		}
 	}
 	if allowed != gotAllowed {
-		return r.want, &diffFailure{kind: "allowed", msg: r.describe(s, "allowed (request)", 0)}
+		return r.want, r.disagree(s, "allowed (request)", 0)
 	}
-	return r.want, r.checkTTL(s, allowed)
+	if f := r.checkTTL(s, allowed); f != nil {
+		return r.want, f
+	}
+	if r.forward {
+		// Both agree: both must be exact (a shared mistake would not show
+		// as a disagreement).
+		for j, it := range s.items {
+			e := exactTake(r.zones[it.zone].rule, r.admitted[it], s.at)
+			if w := exactWrong(e, r.want[j], time.Nanosecond); w != "" {
+				return r.want, &diffFailure{kind: "inexact (both wrong)", msg: r.describe(s, "both stores agree, but "+w, j) +
+					fmt.Sprintf("\n  item %d exact %v", j, e)}
+			}
+		}
+	}
+	if allowed && r.forward {
+		for _, it := range s.items {
+			r.admitted[it] = append(forget(r.zones[it.zone].rule, r.admitted[it], s.at), s.at)
+		}
+	}
+	return r.want, nil
+}
+
+// disagree describes a disagreement on item j and, in forward time, names
+// the store that is wrong against the exact decision.
+func (r *diffRun) disagree(s diffStep, kind string, j int) *diffFailure {
+	msg := r.describe(s, kind, j)
+	if !r.forward {
+		return &diffFailure{kind: kind, msg: msg}
+	}
+	var memWrong, redisWrong bool
+	for i, it := range s.items {
+		e := exactTake(r.zones[it.zone].rule, r.admitted[it], s.at)
+		mem := exactWrong(e, r.want[i], time.Nanosecond)
+		red := exactWrong(e, r.got[i], time.Microsecond)
+		msg += fmt.Sprintf("\n  item %d exact %v", i, e)
+		if mem != "" {
+			memWrong = true
+			msg += "\n    memory wrong: " + mem
+		}
+		if red != "" {
+			redisWrong = true
+			msg += "\n    redis wrong: " + red
+		}
+	}
+	switch {
+	case memWrong && redisWrong:
+		kind += " (both wrong)"
+	case memWrong:
+		kind += " (memory wrong)"
+	case redisWrong:
+		kind += " (redis wrong)"
+	default:
+		kind += " (both exact)"
+	}
+	return &diffFailure{kind: kind, msg: msg}
 }
 
 // checkTTL records the TTLs the script set and checks that Redis keeps
@@ -260,7 +317,7 @@ func (r *diffRun) checkTTL(s diffStep, allowed bool) *diffFailure {
 		// The zone counts the key for ResetAfter after an admission, and
 		// after a denial of this item; an item that allowed a request
 		// another item denied reports what an admission would have left.
-		if !r.expire || r.want[j].ResetAfter <= 0 || (!allowed && r.want[j].Allowed) {
+		if !r.forward || r.want[j].ResetAfter <= 0 || (!allowed && r.want[j].Allowed) {
 			continue
 		}
 		until := s.at + ceilMicros(r.want[j].ResetAfter)
@@ -315,9 +372,9 @@ func (r *diffRun) describe(s diffStep, what string, item int) string {
 
 // replay runs steps on fresh zones and keys and returns the first
 // disagreement, or nil.
-func (h *diffHarness) replay(tb testing.TB, zones []diffZone, steps []diffStep, expire bool) *diffFailure {
+func (h *diffHarness) replay(tb testing.TB, zones []diffZone, steps []diffStep, forward bool) *diffFailure {
 	var stats diffStats
-	r := h.start(tb, zones, expire, &stats)
+	r := h.start(tb, zones, forward, &stats)
 	defer r.close()
 	for i, s := range steps {
 		if _, f := r.do(s); f != nil {
@@ -331,7 +388,7 @@ func (h *diffHarness) replay(tb testing.TB, zones []diffZone, steps []diffStep, 
 // shrink returns a shorter trace that still disagrees, and its failure:
 // greedy removal of chunks of steps, then of items of multi-rule steps,
 // within a bounded number of replays.
-func (h *diffHarness) shrink(tb testing.TB, zones []diffZone, steps []diffStep, expire bool, f *diffFailure) ([]diffStep, *diffFailure) {
+func (h *diffHarness) shrink(tb testing.TB, zones []diffZone, steps []diffStep, forward bool, f *diffFailure) ([]diffStep, *diffFailure) {
 	steps = steps[:f.step+1]
 	budget := 400
 	try := func(cand []diffStep) bool {
@@ -339,7 +396,7 @@ func (h *diffHarness) shrink(tb testing.TB, zones []diffZone, steps []diffStep, 
 			return false
 		}
 		budget--
-		if g := h.replay(tb, zones, cand, expire); g != nil {
+		if g := h.replay(tb, zones, cand, forward); g != nil {
 			steps, f = cand[:g.step+1], g
 			return true
 		}

@@ -20,7 +20,9 @@ import (
 // Knobs (environment): WINDOWLIMIT_DIFF_SEED, the first seed (default 1;
 // "time" picks one from the clock), WINDOWLIMIT_DIFF_SEEDS, how many
 // (default 40, 8 with -short), WINDOWLIMIT_DIFF_STEPS, requests per seed
-// (default 300). A failure prints the command that replays its seed.
+// (default 300), WINDOWLIMIT_DIFF_SHRINK, how many failing seeds are
+// shrunk to a short trace (default 3). A failure prints the command that
+// replays its seed.
 func TestDifferential(t *testing.T) { runDifferential(t, false) }
 
 // TestDifferentialClockBack is TestDifferential with the clock stepping
@@ -32,12 +34,12 @@ func TestDifferential(t *testing.T) { runDifferential(t, false) }
 func TestDifferentialClockBack(t *testing.T) { runDifferential(t, true) }
 
 type diffConfig struct {
-	first        int64
-	seeds, steps int
+	first                int64
+	seeds, steps, shrink int
 }
 
 func diffKnobs(t *testing.T) diffConfig {
-	c := diffConfig{first: 1, seeds: 40, steps: 300}
+	c := diffConfig{first: 1, seeds: 40, steps: 300, shrink: 3}
 	if testing.Short() {
 		c.seeds = 8
 	}
@@ -53,10 +55,10 @@ func diffKnobs(t *testing.T) diffConfig {
 	for _, knob := range []struct {
 		name string
 		to   *int
-	}{{"WINDOWLIMIT_DIFF_SEEDS", &c.seeds}, {"WINDOWLIMIT_DIFF_STEPS", &c.steps}} {
+	}{{"WINDOWLIMIT_DIFF_SEEDS", &c.seeds}, {"WINDOWLIMIT_DIFF_STEPS", &c.steps}, {"WINDOWLIMIT_DIFF_SHRINK", &c.shrink}} {
 		if v := os.Getenv(knob.name); v != "" {
 			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
+			if err != nil || n < 0 || (n == 0 && knob.to != &c.shrink) {
 				t.Fatalf("%s=%q: want a positive integer", knob.name, v)
 			}
 			*knob.to = n
@@ -64,9 +66,6 @@ func diffKnobs(t *testing.T) diffConfig {
 	}
 	return c
 }
-
-// diffShrinks is how many failing seeds of one test are shrunk.
-const diffShrinks = 3
 
 func runDifferential(t *testing.T, back bool) {
 	cfg := diffKnobs(t)
@@ -101,7 +100,7 @@ func runDifferential(t *testing.T, back bool) {
 				}
 				msg += fmt.Sprintf("\nreplay: WINDOWLIMIT_DIFF_SEED=%d WINDOWLIMIT_DIFF_SEEDS=1 go test -count=1 -run '^%s$' ./shared/ratelimit",
 					seed, t.Name()[:len(t.Name())-len("/seed="+strconv.FormatInt(seed, 10))])
-				if shrunk < diffShrinks {
+				if shrunk < cfg.shrink {
 					shrunk++
 					small, sf := h.shrink(t, g.zones, steps, !back, f)
 					msg += fmt.Sprintf("\nshrunk to %d requests: %s\n%s", len(small), sf.msg, formatTrace(g.zones, small))
