@@ -243,13 +243,12 @@ func (r *diffRun) do(s diffStep) ([]Decision, *diffFailure) {
 		return r.want, f
 	}
 	if r.forward {
-		// Both agree: both must be exact (a shared mistake would not show
-		// as a disagreement).
+		// The stores agree: both must still be exact, or a mistake they
+		// share would go unseen.
 		for j, it := range s.items {
 			e := exactTake(r.zones[it.zone].rule, r.admitted[it], s.at)
-			if w := exactWrong(e, r.want[j], time.Nanosecond); w != "" {
-				return r.want, &diffFailure{kind: "inexact (both wrong)", msg: r.describe(s, "both stores agree, but "+w, j) +
-					fmt.Sprintf("\n  item %d exact %v", j, e)}
+			if exactWrong(e, r.want[j], time.Nanosecond) != "" || exactWrong(e, r.got[j], time.Microsecond) != "" {
+				return r.want, r.disagree(s, "inexact", j)
 			}
 		}
 	}
