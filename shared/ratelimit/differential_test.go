@@ -15,12 +15,14 @@ import (
 // sub-windows, limits and costs, single- and multi-rule requests, time
 // moving forward by random steps and onto the boundaries the decisions
 // name. Redis keys expire in trace time at the TTL the script set, and no
-// TTL may end before the zone stops counting the key.
+// TTL may end before the zone stops counting the key. Every decision must
+// also equal the exact one (exactTake), at each store's resolution: the
+// zone's RetryAfter to the nanosecond, the script's to the microsecond.
 //
 // Knobs (environment): WINDOWLIMIT_DIFF_SEED, the first seed (default 1;
 // "time" picks one from the clock), WINDOWLIMIT_DIFF_SEEDS, how many
-// (default 40, 8 with -short), WINDOWLIMIT_DIFF_STEPS, requests per seed
-// (default 300), WINDOWLIMIT_DIFF_SHRINK, how many failing seeds are
+// (default 50, 10 with -short), WINDOWLIMIT_DIFF_STEPS, requests per seed
+// (default 400), WINDOWLIMIT_DIFF_SHRINK, how many failing seeds are
 // shrunk to a short trace (default 3). A failure prints the command that
 // replays its seed.
 func TestDifferential(t *testing.T) { runDifferential(t, false) }
@@ -39,9 +41,9 @@ type diffConfig struct {
 }
 
 func diffKnobs(t *testing.T) diffConfig {
-	c := diffConfig{first: 1, seeds: 40, steps: 300, shrink: 3}
+	c := diffConfig{first: 1, seeds: 50, steps: 400, shrink: 3}
 	if testing.Short() {
-		c.seeds = 8
+		c.seeds = 10
 	}
 	if v := os.Getenv("WINDOWLIMIT_DIFF_SEED"); v == "time" {
 		c.first = time.Now().UnixNano() % 1e9
