@@ -29,8 +29,10 @@ import (
 // refuses the first write and the request is not counted at all.
 // A hash's TTL is set when a new sub-window is written, to the moment that
 // sub-window stops counting (at most W+T ahead); a sorted set's is set to W
-// on every write. Neither uses PEXPIRE NX, which would expire a busy key
-// while it still counts.
+// on every write. Both get one millisecond more than the count needs:
+// Redis 7.0 sometimes deletes a key at once on PEXPIRE 1 inside a script.
+// Neither uses PEXPIRE NX, which would expire a busy key while it still
+// counts.
 //
 // The reply holds four integers per item: allowed (1 or 0), remaining,
 // retry-after and reset-after in microseconds. When every item admits but
@@ -38,7 +40,6 @@ import (
 // with noeviction), one more integer follows, redisNotCounted, and no key
 // was written.
 const redisScript = `
-local slack = 1e-9
 local floor, ceil = math.floor, math.ceil
 local now = tonumber(ARGV[1])
 if now == 0 then
@@ -47,10 +48,17 @@ if now == 0 then
 end
 
 local function fmt(x) return string.format('%.0f', x) end
-local function rem(v)
-  if v <= 0 then return 0 end
-  return floor(v + slack)
+
+-- The sliding count weights the leaving sub-window's count l by the part
+-- r/T of it still inside the window. Decisions use l*r/T rounded up or
+-- down in whole numbers, computed from integer products (exact below
+-- 2^53), so that they never depend on a float tolerance.
+local function ceilDiv(x, d)
+  local q = (x - x % d) / d
+  if x % d > 0 then q = q + 1 end
+  return q
 end
+local function floorDiv(x, d) return (x - x % d) / d end
 
 -- cell returns the count of sub-window b in state s.
 local function cell(s, b)
@@ -101,20 +109,22 @@ local function buckets(s, key, alg, W, T, N, cost, spec, t)
     if hi > newest then hi = newest end
     for b = lo, hi do sum = sum + (ring[b % m] or 0) end
   end
-  local count = sum
+  -- whole is the count rounded up: the sub-windows inside plus the
+  -- leaving one, weighted (sliding) or whole (strict).
+  local whole = sum
   if reach > 1 then
     local leaving = cell(s, c - k)
     if alg == 0 then
-      count = count + leaving * ((c + 1) * T - t) / T
+      whole = whole + ceilDiv(leaving * ((c + 1) * T - t), T)
     else
-      count = count + leaving
+      whole = whole + leaving
     end
   end
-  if count + cost <= N + slack then
-    return 1, rem(N - count - cost), 0, (c + reach) * T - t
+  if whole + cost <= N then
+    return 1, N - cost - whole, 0, (c + reach) * T - t
   end
   -- RetryAfter: walk the sub-windows to come until the count falls enough.
-  local need = N - cost + slack
+  local need = N - cost
   local retry = (c + reach) * T - t
   for j = 0, k do
     local cj = c + j
@@ -124,10 +134,11 @@ local function buckets(s, key, alg, W, T, N, cost, spec, t)
     if reach > 1 then leaving = cell(s, cj - k) end
     if alg ~= 0 then
       if sum + leaving <= need then retry = start - t break end
-    elseif sum + leaving * ((cj + 1) * T - start) / T <= need then
+    elseif sum + ceilDiv(leaving * ((cj + 1) * T - start), T) <= need then
       retry = start - t break
     elseif sum <= need and leaving > 0 then
-      local at = ceil(((cj + 1) * T - t) - (need - sum) * T / leaving)
+      -- The first instant at which l*(end-x)/T <= need-sum.
+      local at = (cj + 1) * T - t - floorDiv((need - sum) * T, leaving)
       if at < start - t then at = start - t end
       retry = at break
     end
@@ -137,7 +148,9 @@ local function buckets(s, key, alg, W, T, N, cost, spec, t)
   for b = c, c - reach + 1, -1 do
     if cell(s, b) ~= 0 then reset = (b + reach) * T - t break end
   end
-  return 0, rem(N - count), retry, reset
+  local remaining = N - whole
+  if remaining < 0 then remaining = 0 end
+  return 0, remaining, retry, reset
 end
 
 -- Over maxmemory (noeviction), Redis refuses a write that uses memory when
@@ -196,7 +209,7 @@ local function commitBuckets(s, key, guard)
     end
     if #gone > 0 then redis.call('HDEL', key, unpack(gone)) end
   end
-  redis.call('PEXPIRE', key, ceil(((c + s.reach) * s.T - s.t) / 1000))
+  redis.call('PEXPIRE', key, ceil(((c + s.reach) * s.T - s.t) / 1000) + 1)
   return false
 end
 
@@ -238,7 +251,7 @@ local function commitLog(s, key, guard)
   end
   if write(guard, 'ZADD', key, unpack(add)) then return true end
   if s.old > 0 then redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(s.t - s.W)) end
-  redis.call('PEXPIRE', key, ceil(s.W / 1000))
+  redis.call('PEXPIRE', key, ceil(s.W / 1000) + 1)
   return false
 end
 
