@@ -1,6 +1,7 @@
 package httplimit
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"net/netip"
@@ -56,6 +57,9 @@ func NewIPStrategy(depth int, excludedIPs []string, ipv6Subnet int) (*IPStrategy
 	}
 	for i, e := range excludedIPs {
 		p, err := parseRange(strings.TrimSpace(e))
+		if err == errMappedRange {
+			return nil, &FieldError{Field: "excludedIPs[" + itoa(int64(i)) + "]", Msg: quote(e) + " is an IPv4-mapped range shorter than /96, which reaches beyond the IPv4 addresses: write the IPv4 range (::ffff:10.0.0.0/104 is 10.0.0.0/8)"}
+		}
 		if err != nil {
 			return nil, &FieldError{Field: "excludedIPs[" + itoa(int64(i)) + "]", Msg: quote(e) + " is neither an IP address nor a CIDR range"}
 		}
@@ -67,8 +71,14 @@ func NewIPStrategy(depth int, excludedIPs []string, ipv6Subnet int) (*IPStrategy
 	return s, nil
 }
 
-// parseRange parses an address or a CIDR range into a prefix; an IPv4
-// range written in IPv4-mapped IPv6 form is kept as written.
+// errMappedRange is parseRange's error for an IPv4-mapped range shorter
+// than /96.
+var errMappedRange = errors.New("IPv4-mapped range shorter than /96")
+
+// parseRange parses an address or a CIDR range into a prefix. An address or
+// range written in IPv4-mapped IPv6 form becomes its IPv4 address or range
+// (::ffff:10.0.0.0/104 is 10.0.0.0/8), as isExcluded unmaps the addresses
+// it checks; a mapped range shorter than /96 is an error.
 func parseRange(s string) (netip.Prefix, error) {
 	if a, err := netip.ParseAddr(s); err == nil {
 		a = a.WithZone("").Unmap()
@@ -77,6 +87,12 @@ func parseRange(s string) (netip.Prefix, error) {
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
 		return netip.Prefix{}, err
+	}
+	if a := p.Addr(); a.Is4In6() {
+		if p.Bits() < 96 {
+			return netip.Prefix{}, errMappedRange
+		}
+		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
 	}
 	return p.Masked(), nil
 }
