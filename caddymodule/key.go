@@ -14,9 +14,10 @@ import (
 // determines it (honouring trusted_proxies).
 const defaultKey = "{http.vars.client_ip}"
 
-// emptyKeyPrefix marks the fallback key of a request whose key is empty.
-// A NUL cannot occur in a header value or an address, so the fallback never
-// shares a count with a key that was present.
+// emptyKeyPrefix marks the fallback key of a request whose key is empty:
+// one NUL, then a letter. A placeholder can yield a NUL (a query value of
+// %00), so of gives every other key that starts with a NUL one more: no
+// request data can spell a fallback key, and keys stay distinct.
 const emptyKeyPrefix = "\x00client_ip:"
 
 // keySource turns a request into its key in one zone. The common templates
@@ -58,7 +59,8 @@ func isSinglePlaceholder(s string) bool {
 
 // of returns r's key. An empty value falls back to the client IP under
 // emptyKeyPrefix; addresses are grouped by prefix when configured; a key
-// longer than httplimit.MaxKeyLength is replaced by its digest.
+// that starts with a NUL gets one more, out of the fallback's namespace;
+// a key longer than httplimit.MaxKeyLength is replaced by its digest.
 func (k *keySource) of(r *http.Request, repl *caddy.Replacer) string {
 	var s string
 	switch {
@@ -75,6 +77,11 @@ func (k *keySource) of(r *http.Request, repl *caddy.Replacer) string {
 	}
 	if s == "" {
 		return emptyKeyPrefix + k.mask(clientIP(r))
+	}
+	if s[0] == 0 {
+		// Before bounding, so that the escaped key is bounded too (its
+		// bounded form starts with "sha256:", never with a NUL).
+		s = "\x00" + s
 	}
 	return httplimit.BoundKey(k.mask(s))
 }

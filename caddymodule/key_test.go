@@ -32,6 +32,9 @@ func TestKeySource(t *testing.T) {
 		{"a non-IP key is not grouped", "{http.request.header.X-Key}", 24, 64, "abc", "abc"},
 		{"an escaped brace is literal", `\{{http.request.header.X-Key}\}`, 0, 0, "abc", "{abc}"},
 		{"a long key is hashed", "{http.request.header.X-Key}", 0, 0, long, "sha256:"},
+		{"a key cannot spell the fallback", "{http.request.header.X-Key}", 0, 0, "\x00client_ip:203.0.113.7", "\x00\x00client_ip:203.0.113.7"},
+		{"a key that starts with NUL gets one more", "{http.request.header.X-Key}", 0, 0, "\x00\x00x", "\x00\x00\x00x"},
+		{"a NUL further on is kept", "{http.request.header.X-Key}", 0, 0, "a\x00", "a\x00"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
