@@ -28,12 +28,21 @@ type keySource struct {
 	clientIP    bool   // the template is the client IP placeholder
 	placeholder string // the template is exactly this one placeholder
 	static      bool   // the template has no placeholder
-	v4, v6      int    // prefix bits for grouping addresses; 0 keeps them
+	v4, v6      int    // prefix bits for grouping addresses (see mask)
 }
 
+// newKeySource returns the key source of a template and the zone's
+// ipv4_prefix (0 or 32: addresses apart) and ipv6_prefix (0:
+// httplimit.DefaultIPv6Prefix; 128: addresses apart).
 func newKeySource(template string, v4, v6 int) keySource {
 	if template == "" {
 		template = defaultKey
+	}
+	if v4 == 32 {
+		v4 = 0
+	}
+	if v6 == 0 {
+		v6 = httplimit.DefaultIPv6Prefix
 	}
 	k := keySource{template: template, v4: v4, v6: v6}
 	switch {
@@ -86,9 +95,12 @@ func (k *keySource) of(r *http.Request, repl *caddy.Replacer) string {
 	return httplimit.BoundKey(k.mask(s))
 }
 
-// mask groups s by prefix when s is an address and grouping is on.
+// mask groups s by prefix when s is an address: IPv6 always (by /64
+// unless told otherwise), IPv4 when ipv4_prefix is set; an IPv4-mapped
+// address is IPv4. Without a colon s is no IPv6 address, so IPv4 keys and
+// most others skip parsing.
 func (k *keySource) mask(s string) string {
-	if k.v4 == 0 && k.v6 == 0 {
+	if k.v4 == 0 && strings.IndexByte(s, ':') < 0 {
 		return s
 	}
 	return httplimit.MaskIP(s, k.v4, k.v6)

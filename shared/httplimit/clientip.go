@@ -41,19 +41,20 @@ type IPStrategy struct {
 }
 
 // NewIPStrategy returns the strategy for a trusted depth, a list of
-// excluded addresses or CIDR ranges, and an IPv6 prefix length that groups
-// IPv6 clients (0 for none). Every bad value is reported as a *FieldError
-// naming depth, excludedIPs or ipv6Subnet.
+// excluded addresses or CIDR ranges, and the prefix length that groups
+// IPv6 clients: 0 for DefaultIPv6Prefix, 128 to keep addresses apart.
+// Every bad value is reported as a *FieldError naming depth, excludedIPs
+// or ipv6Subnet.
 func NewIPStrategy(depth int, excludedIPs []string, ipv6Subnet int) (*IPStrategy, error) {
 	if depth < 0 {
 		return nil, &FieldError{Field: "depth", Msg: "must not be negative, got " + itoa(int64(depth))}
 	}
 	if ipv6Subnet < 0 || ipv6Subnet > 128 {
-		return nil, &FieldError{Field: "ipv6Subnet", Msg: "must be between 1 and 128 (0 or unset: no grouping), got " + itoa(int64(ipv6Subnet))}
+		return nil, &FieldError{Field: "ipv6Subnet", Msg: "must be between 1 and 128 (0 or unset: " + itoa(DefaultIPv6Prefix) + "; 128 keeps addresses apart), got " + itoa(int64(ipv6Subnet))}
 	}
 	s := &IPStrategy{depth: depth, v6Bits: ipv6Subnet}
-	if ipv6Subnet == 128 {
-		s.v6Bits = 0 // a /128 is the address itself
+	if ipv6Subnet == 0 {
+		s.v6Bits = DefaultIPv6Prefix
 	}
 	for i, e := range excludedIPs {
 		p, err := parseRange(strings.TrimSpace(e))
@@ -112,10 +113,33 @@ func clientIP(s *IPStrategy, r *http.Request) string {
 	} else {
 		ip = remoteHost(r.RemoteAddr)
 	}
-	if s.v6Bits > 0 {
-		return MaskIP(ip, 0, s.v6Bits)
+	if strings.IndexByte(ip, ':') >= 0 {
+		return MaskIP(ip, 0, s.v6Bits) // IPv6 grouped, IPv4-mapped as IPv4
 	}
 	return ip
+}
+
+// RemoteKey returns the key of a request's remote address addr as a
+// Source with neither depth nor excluded IPs computes it: the host part
+// (the whole address when it has no port), an IPv6 address grouped by
+// v6Bits (see MaskIP), at most MaxKeyLength bytes. A caller on a hot path
+// may inline its first lines, which are all an IPv4 address takes.
+func RemoteKey(addr string, v6Bits int) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || addr[0] == '[' {
+		return remoteKeyOther(addr, v6Bits)
+	}
+	return host // no colon: IPv4 (or junk), never "sha256:..." (see BoundKey)
+}
+
+// remoteKeyOther is RemoteKey for an address that is bracketed (IPv6) or
+// has no port: apart, so that RemoteKey's frame stays small under yaegi.
+func remoteKeyOther(addr string, v6Bits int) string {
+	host := remoteHost(addr)
+	if strings.IndexByte(host, ':') >= 0 {
+		host = MaskIP(host, 0, v6Bits)
+	}
+	return BoundKey(host)
 }
 
 // remoteHost returns the host part of a remote address, or the address

@@ -23,7 +23,7 @@ func TestExcludedMappedRange(t *testing.T) {
 			t.Errorf("excluded %s: 11.0.0.1 is excluded too", r)
 		}
 	}
-	s, err := NewIPStrategy(0, []string{"::ffff:0:0/96"}, 0)
+	s, err := NewIPStrategy(0, []string{"::ffff:0:0/96"}, 128)
 	if err != nil {
 		t.Fatal(err)
 	}

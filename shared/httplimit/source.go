@@ -78,13 +78,23 @@ func NewSource(c SourceCriterion) (*Source, error) {
 	case c.IPStrategy != nil:
 		return &Source{kind: sourceIP, ip: c.IPStrategy}, nil
 	}
-	return &Source{kind: sourceIP, ip: &IPStrategy{}}, nil
+	return &Source{kind: sourceIP, ip: &IPStrategy{v6Bits: DefaultIPv6Prefix}}, nil
 }
 
-// IsRemoteAddr reports whether the key is the host part of the remote
-// address, ungrouped: callers on a hot path may compute it inline.
+// IsRemoteAddr reports whether the key is the remote address, IPv6 grouped
+// by IPv6Prefix: callers on a hot path may compute it inline (see
+// RemoteKey).
 func (s *Source) IsRemoteAddr() bool {
-	return s.kind == sourceIP && s.ip.depth == 0 && s.ip.excluded == nil && s.ip.v6Bits == 0
+	return s.kind == sourceIP && s.ip.depth == 0 && s.ip.excluded == nil
+}
+
+// IPv6Prefix returns the prefix length an IP source groups IPv6 addresses
+// by (128: not grouped), and 0 for the other sources.
+func (s *Source) IPv6Prefix() int {
+	if s.kind != sourceIP {
+		return 0
+	}
+	return s.ip.v6Bits
 }
 
 // Key returns the key of r, at most MaxKeyLength bytes long.
