@@ -25,13 +25,18 @@ const headerXFF = "X-Forwarded-For"
 //     excluded range (empty entries skipped), or "" when every entry is;
 //   - neither: the host part of the request's remote address.
 //
-// Where it differs from Traefik v3.6, on purpose: several X-Forwarded-For
-// lines form one list (Traefik reads only the first line, which a client
-// controls when a proxy appends to the last); an entry written with a port
-// ("203.0.113.7:4711", "[2001:db8::1]:443") counts as its address, so that
-// a proxy adding ports does not give every connection its own key; the
-// IPv6 subnet also applies to the excluded-IPs strategy; and depth with
-// excluded IPs is a configuration error rather than excluded IPs ignored.
+// The address chosen is grouped by its IPv6 subnet, /64 unless told
+// otherwise (see DefaultIPv6Prefix); an IPv4-mapped address is IPv4.
+//
+// Where it differs from Traefik v3.6, on purpose: IPv6 is grouped by /64
+// by default (Traefik keeps addresses apart unless ipv6Subnet is set);
+// several X-Forwarded-For lines form one list (Traefik reads only the
+// first line, which a client controls when a proxy appends to the last);
+// an entry written with a port ("203.0.113.7:4711", "[2001:db8::1]:443")
+// counts as its address, so that a proxy adding ports does not give every
+// connection its own key; the IPv6 subnet also applies to the excluded-IPs
+// strategy; and depth with excluded IPs is a configuration error rather
+// than excluded IPs ignored.
 //
 // An IPStrategy is immutable and safe for concurrent use.
 type IPStrategy struct {
