@@ -122,5 +122,5 @@ func deny(m *Middleware, w http.ResponseWriter, r *http.Request, key string, d r
 // remoteKey is ServeHTTP's key of an IPv6 remote address or one without a
 // port, apart so that ServeHTTP's frame stays small.
 func remoteKey(m *Middleware, r *http.Request) string {
-	return httplimit.RemoteKey(r.RemoteAddr, m.v6Bits)
+	return httplimit.RemoteKeyRest(r.RemoteAddr, m.v6Bits)
 }

@@ -128,23 +128,25 @@ func clientIP(s *IPStrategy, r *http.Request) string {
 // Source with neither depth nor excluded IPs computes it: the host part
 // (the whole address when it has no port), an IPv6 address grouped by
 // v6Bits (see MaskIP), at most MaxKeyLength bytes. A caller on a hot path
-// may inline its first lines, which are all an IPv4 address takes.
+// may inline its first lines, which are all an IPv4 address takes, and
+// call RemoteKeyRest for the rest.
 func RemoteKey(addr string, v6Bits int) string {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil || addr[0] == '[' {
-		return remoteKeyOther(addr, v6Bits)
+		return RemoteKeyRest(addr, v6Bits)
 	}
 	return host // no colon: IPv4 (or junk), never "sha256:..." (see BoundKey)
 }
 
-// remoteKeyOther is RemoteKey for an address that is bracketed (IPv6) or
-// has no port: apart, so that RemoteKey's frame stays small under yaegi.
-func remoteKeyOther(addr string, v6Bits int) string {
+// RemoteKeyRest is RemoteKey for an address that is bracketed (IPv6) or
+// has no port.
+func RemoteKeyRest(addr string, v6Bits int) string {
 	host := remoteHost(addr)
-	if strings.IndexByte(host, ':') >= 0 {
-		host = MaskIP(host, 0, v6Bits)
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return BoundKey(host)
 	}
-	return BoundKey(host)
+	return maskAddr(a, host, 0, v6Bits) // short, never "sha256:..."
 }
 
 // remoteHost returns the host part of a remote address, or the address

@@ -23,18 +23,24 @@ func MaskIP(s string, v4Bits, v6Bits int) string {
 	if err != nil {
 		return s
 	}
-	bits := v6Bits
+	return maskAddr(a, s, v4Bits, v6Bits)
+}
+
+// maskAddr is MaskIP of s, parsed as a. It makes few calls into netip,
+// each of which is costly under yaegi.
+func maskAddr(a netip.Addr, s string, v4Bits, v6Bits int) string {
+	bits, max := v6Bits, 128
 	if a.Is4In6() {
 		a = a.Unmap()
 		s = a.String()
 	}
 	if a.Is4() {
-		bits = v4Bits
+		bits, max = v4Bits, 32
 	}
-	if bits <= 0 || bits >= a.BitLen() {
+	if bits <= 0 || bits >= max {
 		return s
 	}
-	p, err := a.WithZone("").Prefix(bits)
+	p, err := a.Prefix(bits) // drops the zone
 	if err != nil {
 		return s
 	}
