@@ -139,14 +139,19 @@ func RemoteKey(addr string, v6Bits int) string {
 }
 
 // RemoteKeyRest is RemoteKey for an address that is bracketed (IPv6) or
-// has no port.
+// has no port. Its common case, an IPv6 address to group, is inline:
+// under yaegi the call to maskAddr would cost a third of the request.
 func RemoteKeyRest(addr string, v6Bits int) string {
 	host := remoteHost(addr)
 	a, err := netip.ParseAddr(host)
 	if err != nil {
 		return BoundKey(host)
 	}
-	return maskAddr(a, host, 0, v6Bits) // short, never "sha256:..."
+	if a.Is4In6() || a.Is4() || v6Bits <= 0 || v6Bits >= 128 {
+		return maskAddr(a, host, 0, v6Bits) // short, never "sha256:..."
+	}
+	p, _ := a.Prefix(v6Bits) // IPv6 and 0 < v6Bits < 128: no error
+	return p.String()
 }
 
 // remoteHost returns the host part of a remote address, or the address
