@@ -67,9 +67,10 @@ func isSinglePlaceholder(s string) bool {
 }
 
 // of returns r's key. An empty value falls back to the client IP under
-// emptyKeyPrefix; addresses are grouped by prefix when configured; a key
-// that starts with a NUL gets one more, out of the fallback's namespace;
-// a key longer than httplimit.MaxKeyLength is replaced by its digest.
+// emptyKeyPrefix; addresses are grouped by prefix (IPv6 by /64 unless
+// configured otherwise); a key that starts with a NUL gets one more, out
+// of the fallback's namespace; a key longer than httplimit.MaxKeyLength
+// is replaced by its digest.
 func (k *keySource) of(r *http.Request, repl *caddy.Replacer) string {
 	var s string
 	switch {

@@ -140,7 +140,7 @@ func RemoteKey(addr string, v6Bits int) string {
 
 // RemoteKeyRest is RemoteKey for an address that is bracketed (IPv6) or
 // has no port. Its common case, an IPv6 address to group, is inline:
-// under yaegi the call to maskAddr would cost a third of the request.
+// under yaegi a call to maskAddr costs about 5 µs more.
 func RemoteKeyRest(addr string, v6Bits int) string {
 	host := remoteHost(addr)
 	a, err := netip.ParseAddr(host)
