@@ -224,9 +224,11 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
 		case "cost":
 			z.Cost, err = positiveInt(d)
 		case "ipv4_prefix":
-			z.IPv4Prefix, err = prefixBits(d, 32)
+			z.IPv4Prefix, err = prefixBits(d, 0, 32)
 		case "ipv6_prefix":
-			z.IPv6Prefix, err = prefixBits(d, 128)
+			// 0 is not accepted: in JSON it means unset, the default /64,
+			// which a Caddyfile says by leaving ipv6_prefix out.
+			z.IPv6Prefix, err = prefixBits(d, 1, 128)
 		case "match":
 			var set caddy.ModuleMap
 			if set, err = caddyhttp.ParseCaddyfileNestedMatcherSet(d); err == nil {
@@ -325,16 +327,16 @@ func positiveDuration(d *caddyfile.Dispenser) (caddy.Duration, error) {
 	return caddy.Duration(dur), nil
 }
 
-// prefixBits parses the only argument as a prefix length in [0, max].
-func prefixBits(d *caddyfile.Dispenser, max int) (int, error) {
+// prefixBits parses the only argument as a prefix length in [min, max].
+func prefixBits(d *caddyfile.Dispenser, min, max int) (int, error) {
 	name := d.Val()
 	s, err := oneArg(d)
 	if err != nil {
 		return 0, err
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 || n > max {
-		return 0, d.Errf("%s: want a prefix length from 0 to %d, got %q", name, max, s)
+	if err != nil || n < min || n > max {
+		return 0, d.Errf("%s: want a prefix length from %d to %d, got %q", name, min, max, s)
 	}
 	return n, nil
 }

@@ -179,7 +179,8 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"cost zero", "rate_limit {\n\tzone a {\n\t\tcost 0\n\t}\n}", "cost: want a positive integer", 3},
 		{"cost above limit", "rate_limit {\n\tzone a {\n\t\twindow 1m\n\t\tlimit 5\n\t\tcost 6\n\t}\n}", "cost 6 exceeds limit 5", 2},
 		{"ipv4_prefix too long", "rate_limit {\n\tzone a {\n\t\tipv4_prefix 33\n\t}\n}", "ipv4_prefix: want a prefix length from 0 to 32", 3},
-		{"ipv6_prefix negative", "rate_limit {\n\tzone a {\n\t\tipv6_prefix -1\n\t}\n}", "ipv6_prefix: want a prefix length from 0 to 128", 3},
+		{"ipv6_prefix negative", "rate_limit {\n\tzone a {\n\t\tipv6_prefix -1\n\t}\n}", "ipv6_prefix: want a prefix length from 1 to 128", 3},
+		{"ipv6_prefix zero", "rate_limit {\n\tzone a {\n\t\tipv6_prefix 0\n\t}\n}", `ipv6_prefix: want a prefix length from 1 to 128, got "0"`, 3},
 		{"ipv6_prefix word", "rate_limit {\n\tzone a {\n\t\tipv6_prefix wide\n\t}\n}", `got "wide"`, 3},
 		{"unknown matcher", "rate_limit {\n\tzone a {\n\t\tmatch {\n\t\t\tbogus x\n\t\t}\n\t}\n}", "getting matcher module 'bogus'", 5},
 	}

@@ -14,9 +14,10 @@ import (
 // determines it (honouring trusted_proxies).
 const defaultKey = "{http.vars.client_ip}"
 
-// emptyKeyPrefix marks the fallback key of a request whose key is empty.
-// A NUL cannot occur in a header value or an address, so the fallback never
-// shares a count with a key that was present.
+// emptyKeyPrefix marks the fallback key of a request whose key is empty:
+// one NUL, then a letter. A placeholder can yield a NUL (a query value of
+// %00), so of gives every other key that starts with a NUL one more: no
+// request data can spell a fallback key, and keys stay distinct.
 const emptyKeyPrefix = "\x00client_ip:"
 
 // keySource turns a request into its key in one zone. The common templates
@@ -27,12 +28,21 @@ type keySource struct {
 	clientIP    bool   // the template is the client IP placeholder
 	placeholder string // the template is exactly this one placeholder
 	static      bool   // the template has no placeholder
-	v4, v6      int    // prefix bits for grouping addresses; 0 keeps them
+	v4, v6      int    // prefix bits for grouping addresses (see mask)
 }
 
+// newKeySource returns the key source of a template and the zone's
+// ipv4_prefix (0 or 32: addresses apart) and ipv6_prefix (0:
+// httplimit.DefaultIPv6Prefix; 128: addresses apart).
 func newKeySource(template string, v4, v6 int) keySource {
 	if template == "" {
 		template = defaultKey
+	}
+	if v4 == 32 {
+		v4 = 0
+	}
+	if v6 == 0 {
+		v6 = httplimit.DefaultIPv6Prefix
 	}
 	k := keySource{template: template, v4: v4, v6: v6}
 	switch {
@@ -57,8 +67,10 @@ func isSinglePlaceholder(s string) bool {
 }
 
 // of returns r's key. An empty value falls back to the client IP under
-// emptyKeyPrefix; addresses are grouped by prefix when configured; a key
-// longer than httplimit.MaxKeyLength is replaced by its digest.
+// emptyKeyPrefix; addresses are grouped by prefix (IPv6 by /64 unless
+// configured otherwise); a key that starts with a NUL gets one more, out
+// of the fallback's namespace; a key longer than httplimit.MaxKeyLength
+// is replaced by its digest.
 func (k *keySource) of(r *http.Request, repl *caddy.Replacer) string {
 	var s string
 	switch {
@@ -76,12 +88,20 @@ func (k *keySource) of(r *http.Request, repl *caddy.Replacer) string {
 	if s == "" {
 		return emptyKeyPrefix + k.mask(clientIP(r))
 	}
+	if s[0] == 0 {
+		// Before bounding, so that the escaped key is bounded too (its
+		// bounded form starts with "sha256:", never with a NUL).
+		s = "\x00" + s
+	}
 	return httplimit.BoundKey(k.mask(s))
 }
 
-// mask groups s by prefix when s is an address and grouping is on.
+// mask groups s by prefix when s is an address: IPv6 always (by /64
+// unless told otherwise), IPv4 when ipv4_prefix is set; an IPv4-mapped
+// address is IPv4. Without a colon s is no IPv6 address, so IPv4 keys and
+// most others skip parsing.
 func (k *keySource) mask(s string) string {
-	if k.v4 == 0 && k.v6 == 0 {
+	if k.v4 == 0 && strings.IndexByte(s, ':') < 0 {
 		return s
 	}
 	return httplimit.MaskIP(s, k.v4, k.v6)

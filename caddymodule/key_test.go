@@ -30,8 +30,15 @@ func TestKeySource(t *testing.T) {
 		{"an IP key is grouped", "{http.request.header.X-Key}", 16, 0, "198.51.77.9", "198.51.0.0/16"},
 		{"an IPv6 key is grouped", "{http.request.header.X-Key}", 0, 48, "2001:db8:1:2::3", "2001:db8:1::/48"},
 		{"a non-IP key is not grouped", "{http.request.header.X-Key}", 24, 64, "abc", "abc"},
+		{"an IPv6 key is grouped by /64 by default", "{http.request.header.X-Key}", 0, 0, "2001:db8:1:2::3", "2001:db8:1:2::/64"},
+		{"128 keeps IPv6 addresses apart", "{http.request.header.X-Key}", 0, 128, "2001:db8:1:2::3", "2001:db8:1:2::3"},
+		{"an IPv4-mapped key is IPv4", "{http.request.header.X-Key}", 0, 0, "::ffff:198.51.77.9", "198.51.77.9"},
+		{"a non-IP key with a colon is kept", "{http.request.header.X-Key}", 0, 0, "user:42", "user:42"},
 		{"an escaped brace is literal", `\{{http.request.header.X-Key}\}`, 0, 0, "abc", "{abc}"},
 		{"a long key is hashed", "{http.request.header.X-Key}", 0, 0, long, "sha256:"},
+		{"a key cannot spell the fallback", "{http.request.header.X-Key}", 0, 0, "\x00client_ip:203.0.113.7", "\x00\x00client_ip:203.0.113.7"},
+		{"a key that starts with NUL gets one more", "{http.request.header.X-Key}", 0, 0, "\x00\x00x", "\x00\x00\x00x"},
+		{"a NUL further on is kept", "{http.request.header.X-Key}", 0, 0, "a\x00", "a\x00"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -67,8 +67,13 @@ type Zone struct {
 	IPv4Prefix int `json:"ipv4_prefix,omitempty"`
 
 	// IPv6Prefix, when the key is an IPv6 address, groups it by this many
-	// leading bits: with 64, every address of a /64 shares one count.
-	// 0 (the default) or 128 keeps addresses apart.
+	// leading bits: with 48, every address of a /48 shares one count. The
+	// default (0 or unset) is 64, because every IPv6 site is assigned at
+	// least a /64 and a client could otherwise take a fresh count from
+	// each of its addresses. 128 keeps addresses apart. It applies to the
+	// default key, to any key that is an IPv6 address, and to the client
+	// IP an empty key falls back to. An IPv4-mapped IPv6 address is
+	// treated as IPv4.
 	IPv6Prefix int `json:"ipv6_prefix,omitempty"`
 }
 

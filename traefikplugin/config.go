@@ -20,7 +20,7 @@ type Config struct {
 	Cost int64 `json:"cost,omitempty" yaml:"cost,omitempty" mapstructure:"cost"`
 	// SourceCriterion chooses the key requests are limited on, as in
 	// Traefik's built-in rateLimit middleware. Nil means the remote
-	// address.
+	// address, IPv6 grouped by /64 (see IPStrategy.IPv6Subnet).
 	SourceCriterion *SourceCriterion `json:"sourceCriterion,omitempty" yaml:"sourceCriterion,omitempty" mapstructure:"sourceCriterion"`
 	// Headers selects the rate-limit headers: legacy (the default), ietf,
 	// both or none.
@@ -118,7 +118,10 @@ type IPStrategy struct {
 	// ExcludedIPs takes the rightmost X-Forwarded-For entry outside these
 	// addresses and CIDR ranges. It cannot be combined with Depth.
 	ExcludedIPs []string `json:"excludedIPs,omitempty" yaml:"excludedIPs,omitempty" mapstructure:"excludedIPs"`
-	// IPv6Subnet, when positive, groups IPv6 clients by this prefix length.
+	// IPv6Subnet groups IPv6 clients by this prefix length, whatever
+	// address the strategy chose. Zero (unset) means 64: every IPv6 site
+	// has at least a /64, so its addresses are one client. 128 keeps
+	// addresses apart.
 	IPv6Subnet int `json:"ipv6Subnet,omitempty" yaml:"ipv6Subnet,omitempty" mapstructure:"ipv6Subnet"`
 }
 

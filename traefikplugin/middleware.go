@@ -24,8 +24,10 @@ type Middleware struct {
 	// store, when set, takes the decisions instead of zone (a remote
 	// store); nil keeps the in-memory zone, the fastest path.
 	store ratelimit.Store
-	// source is nil for the default source, the remote address.
+	// source is nil for the default source, the remote address, whose
+	// IPv6 addresses are grouped by v6Bits.
 	source *httplimit.Source
+	v6Bits int
 	policy *httplimit.Policy
 	// slow is set when ServeHTTP's inline path does not apply: another
 	// source than the remote address, a store, other headers than legacy,
@@ -78,6 +80,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 		next:      next,
 		zone:      z,
 		source:    s.source,
+		v6Bits:    s.v6Bits,
 		policy:    httplimit.NewPolicy(name, s.rule.Window, s.rule.Limit, s.mode),
 		slow:      s.source != nil || s.mode != httplimit.HeadersLegacy || s.dryRun || table == nil,
 		decimals:  table,

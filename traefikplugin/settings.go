@@ -16,9 +16,10 @@ const defaultMessage = "Too Many Requests"
 type settings struct {
 	rule    ratelimit.Rule
 	maxKeys int
-	// source is nil for the default source, the remote address, which the
-	// middleware reads inline.
+	// source is nil for the remote address, which the middleware reads
+	// inline, with IPv6 grouped by v6Bits.
 	source  *httplimit.Source
+	v6Bits  int
 	mode    httplimit.HeaderMode
 	dryRun  bool
 	status  int
@@ -89,7 +90,7 @@ func (c *Config) validate() (settings, error) {
 		s.message = defaultMessage
 	}
 	s.dryRun = c.DryRun
-	if s.source, err = c.SourceCriterion.source(); err != nil {
+	if s.source, s.v6Bits, err = c.SourceCriterion.source(); err != nil {
 		return s, err
 	}
 	if s.redis, err = c.redisSettings(); err != nil {
@@ -98,27 +99,29 @@ func (c *Config) validate() (settings, error) {
 	return s, nil
 }
 
-// source returns the key source of sc, or nil for the remote address.
-func (sc *SourceCriterion) source() (*httplimit.Source, error) {
-	if sc == nil {
-		return nil, nil
-	}
-	c := httplimit.SourceCriterion{RequestHeaderName: sc.RequestHeaderName, RequestHost: sc.RequestHost}
-	if ip := sc.IPStrategy; ip != nil {
-		strategy, err := httplimit.NewIPStrategy(ip.Depth, ip.ExcludedIPs, ip.IPv6Subnet)
-		if err != nil {
-			return nil, prefixed("sourceCriterion.ipStrategy", err)
+// source returns the key source of sc; for the remote address (sc nil,
+// or an ipStrategy of neither depth nor excludedIPs) it returns nil and
+// the prefix length IPv6 addresses are grouped by.
+func (sc *SourceCriterion) source() (*httplimit.Source, int, error) {
+	var c httplimit.SourceCriterion
+	if sc != nil {
+		c = httplimit.SourceCriterion{RequestHeaderName: sc.RequestHeaderName, RequestHost: sc.RequestHost}
+		if ip := sc.IPStrategy; ip != nil {
+			strategy, err := httplimit.NewIPStrategy(ip.Depth, ip.ExcludedIPs, ip.IPv6Subnet)
+			if err != nil {
+				return nil, 0, prefixed("sourceCriterion.ipStrategy", err)
+			}
+			c.IPStrategy = strategy
 		}
-		c.IPStrategy = strategy
 	}
 	src, err := httplimit.NewSource(c)
 	if err != nil {
-		return nil, prefixed("sourceCriterion", err)
+		return nil, 0, prefixed("sourceCriterion", err)
 	}
 	if src.IsRemoteAddr() {
-		return nil, nil
+		return nil, src.IPv6Prefix(), nil
 	}
-	return src, nil
+	return src, 0, nil
 }
 
 // prefixed names the setting of err in full: a *httplimit.FieldError

@@ -1,6 +1,7 @@
 package httplimit
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"net/netip"
@@ -24,13 +25,18 @@ const headerXFF = "X-Forwarded-For"
 //     excluded range (empty entries skipped), or "" when every entry is;
 //   - neither: the host part of the request's remote address.
 //
-// Where it differs from Traefik v3.6, on purpose: several X-Forwarded-For
-// lines form one list (Traefik reads only the first line, which a client
-// controls when a proxy appends to the last); an entry written with a port
-// ("203.0.113.7:4711", "[2001:db8::1]:443") counts as its address, so that
-// a proxy adding ports does not give every connection its own key; the
-// IPv6 subnet also applies to the excluded-IPs strategy; and depth with
-// excluded IPs is a configuration error rather than excluded IPs ignored.
+// The address chosen is grouped by its IPv6 subnet, /64 unless told
+// otherwise (see DefaultIPv6Prefix); an IPv4-mapped address is IPv4.
+//
+// Where it differs from Traefik v3.6, on purpose: IPv6 is grouped by /64
+// by default (Traefik keeps addresses apart unless ipv6Subnet is set);
+// several X-Forwarded-For lines form one list (Traefik reads only the
+// first line, which a client controls when a proxy appends to the last);
+// an entry written with a port ("203.0.113.7:4711", "[2001:db8::1]:443")
+// counts as its address, so that a proxy adding ports does not give every
+// connection its own key; the IPv6 subnet also applies to the excluded-IPs
+// strategy; and depth with excluded IPs is a configuration error rather
+// than excluded IPs ignored.
 //
 // An IPStrategy is immutable and safe for concurrent use.
 type IPStrategy struct {
@@ -40,22 +46,26 @@ type IPStrategy struct {
 }
 
 // NewIPStrategy returns the strategy for a trusted depth, a list of
-// excluded addresses or CIDR ranges, and an IPv6 prefix length that groups
-// IPv6 clients (0 for none). Every bad value is reported as a *FieldError
-// naming depth, excludedIPs or ipv6Subnet.
+// excluded addresses or CIDR ranges, and the prefix length that groups
+// IPv6 clients: 0 for DefaultIPv6Prefix, 128 to keep addresses apart.
+// Every bad value is reported as a *FieldError naming depth, excludedIPs
+// or ipv6Subnet.
 func NewIPStrategy(depth int, excludedIPs []string, ipv6Subnet int) (*IPStrategy, error) {
 	if depth < 0 {
 		return nil, &FieldError{Field: "depth", Msg: "must not be negative, got " + itoa(int64(depth))}
 	}
 	if ipv6Subnet < 0 || ipv6Subnet > 128 {
-		return nil, &FieldError{Field: "ipv6Subnet", Msg: "must be between 1 and 128 (0 or unset: no grouping), got " + itoa(int64(ipv6Subnet))}
+		return nil, &FieldError{Field: "ipv6Subnet", Msg: "must be between 1 and 128 (0 or unset: " + itoa(DefaultIPv6Prefix) + "; 128 keeps addresses apart), got " + itoa(int64(ipv6Subnet))}
 	}
 	s := &IPStrategy{depth: depth, v6Bits: ipv6Subnet}
-	if ipv6Subnet == 128 {
-		s.v6Bits = 0 // a /128 is the address itself
+	if ipv6Subnet == 0 {
+		s.v6Bits = DefaultIPv6Prefix
 	}
 	for i, e := range excludedIPs {
 		p, err := parseRange(strings.TrimSpace(e))
+		if err == errMappedRange {
+			return nil, &FieldError{Field: "excludedIPs[" + itoa(int64(i)) + "]", Msg: quote(e) + " is an IPv4-mapped range shorter than /96, which reaches beyond the IPv4 addresses: write the IPv4 range (::ffff:10.0.0.0/104 is 10.0.0.0/8)"}
+		}
 		if err != nil {
 			return nil, &FieldError{Field: "excludedIPs[" + itoa(int64(i)) + "]", Msg: quote(e) + " is neither an IP address nor a CIDR range"}
 		}
@@ -67,8 +77,14 @@ func NewIPStrategy(depth int, excludedIPs []string, ipv6Subnet int) (*IPStrategy
 	return s, nil
 }
 
-// parseRange parses an address or a CIDR range into a prefix; an IPv4
-// range written in IPv4-mapped IPv6 form is kept as written.
+// errMappedRange is parseRange's error for an IPv4-mapped range shorter
+// than /96.
+var errMappedRange = errors.New("IPv4-mapped range shorter than /96")
+
+// parseRange parses an address or a CIDR range into a prefix. An address or
+// range written in IPv4-mapped IPv6 form becomes its IPv4 address or range
+// (::ffff:10.0.0.0/104 is 10.0.0.0/8), as isExcluded unmaps the addresses
+// it checks; a mapped range shorter than /96 is an error.
 func parseRange(s string) (netip.Prefix, error) {
 	if a, err := netip.ParseAddr(s); err == nil {
 		a = a.WithZone("").Unmap()
@@ -77,6 +93,12 @@ func parseRange(s string) (netip.Prefix, error) {
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
 		return netip.Prefix{}, err
+	}
+	if a := p.Addr(); a.Is4In6() {
+		if p.Bits() < 96 {
+			return netip.Prefix{}, errMappedRange
+		}
+		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
 	}
 	return p.Masked(), nil
 }
@@ -96,10 +118,40 @@ func clientIP(s *IPStrategy, r *http.Request) string {
 	} else {
 		ip = remoteHost(r.RemoteAddr)
 	}
-	if s.v6Bits > 0 {
-		return MaskIP(ip, 0, s.v6Bits)
+	if strings.IndexByte(ip, ':') >= 0 {
+		return MaskIP(ip, 0, s.v6Bits) // IPv6 grouped, IPv4-mapped as IPv4
 	}
 	return ip
+}
+
+// RemoteKey returns the key of a request's remote address addr as a
+// Source with neither depth nor excluded IPs computes it: the host part
+// (the whole address when it has no port), an IPv6 address grouped by
+// v6Bits (see MaskIP), at most MaxKeyLength bytes. A caller on a hot path
+// may inline its first lines, which are all an IPv4 address takes, and
+// call RemoteKeyRest for the rest.
+func RemoteKey(addr string, v6Bits int) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || addr[0] == '[' {
+		return RemoteKeyRest(addr, v6Bits)
+	}
+	return host // no colon: IPv4 (or junk), never "sha256:..." (see BoundKey)
+}
+
+// RemoteKeyRest is RemoteKey for an address that is bracketed (IPv6) or
+// has no port. Its common case, an IPv6 address to group, is inline:
+// under yaegi a call to maskAddr costs about 5 µs more.
+func RemoteKeyRest(addr string, v6Bits int) string {
+	host := remoteHost(addr)
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return BoundKey(host)
+	}
+	if a.Is4In6() || a.Is4() || v6Bits <= 0 || v6Bits >= 128 {
+		return maskAddr(a, host, 0, v6Bits) // short, never "sha256:..."
+	}
+	p, _ := a.Prefix(v6Bits) // IPv6 and 0 < v6Bits < 128: no error
+	return p.String()
 }
 
 // remoteHost returns the host part of a remote address, or the address

@@ -15,6 +15,9 @@ import (
 // long keys stay distinct.
 const MaxKeyLength = 256
 
+// boundPrefix starts the bounded form of a key (see BoundKey).
+const boundPrefix = "sha256:"
+
 // SourceCriterion chooses what a request is limited on, with the shape of
 // Traefik's sourceCriterion: at most one of its fields may be set, and none
 // means the remote address.
@@ -75,13 +78,23 @@ func NewSource(c SourceCriterion) (*Source, error) {
 	case c.IPStrategy != nil:
 		return &Source{kind: sourceIP, ip: c.IPStrategy}, nil
 	}
-	return &Source{kind: sourceIP, ip: &IPStrategy{}}, nil
+	return &Source{kind: sourceIP, ip: &IPStrategy{v6Bits: DefaultIPv6Prefix}}, nil
 }
 
-// IsRemoteAddr reports whether the key is the host part of the remote
-// address, ungrouped: callers on a hot path may compute it inline.
+// IsRemoteAddr reports whether the key is the remote address, IPv6 grouped
+// by IPv6Prefix: callers on a hot path may compute it inline (see
+// RemoteKey).
 func (s *Source) IsRemoteAddr() bool {
-	return s.kind == sourceIP && s.ip.depth == 0 && s.ip.excluded == nil && s.ip.v6Bits == 0
+	return s.kind == sourceIP && s.ip.depth == 0 && s.ip.excluded == nil
+}
+
+// IPv6Prefix returns the prefix length an IP source groups IPv6 addresses
+// by (128: not grouped), and 0 for the other sources.
+func (s *Source) IPv6Prefix() int {
+	if s.kind != sourceIP {
+		return 0
+	}
+	return s.ip.v6Bits
 }
 
 // Key returns the key of r, at most MaxKeyLength bytes long.
@@ -101,20 +114,23 @@ func KeyOf(s *Source, r *http.Request) string {
 	default:
 		k = clientIP(s.ip, r)
 	}
-	if len(k) > MaxKeyLength {
+	if len(k) > MaxKeyLength || len(k) >= len(boundPrefix) && k[:len(boundPrefix)] == boundPrefix {
 		return BoundKey(k)
 	}
 	return k
 }
 
 // BoundKey returns k when it is at most MaxKeyLength bytes long, and
-// otherwise "sha256:" followed by the hex digest of k.
+// otherwise "sha256:" followed by the hex digest of k. A key that starts
+// with "sha256:" is hashed too, whatever its length, so that the bounded
+// form of a long key comes only from hashing: a client that sends the
+// digest of another client's long key does not share its count.
 func BoundKey(k string) string {
-	if len(k) <= MaxKeyLength {
+	if len(k) <= MaxKeyLength && !strings.HasPrefix(k, boundPrefix) {
 		return k
 	}
 	sum := sha256.Sum256([]byte(k))
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return boundPrefix + hex.EncodeToString(sum[:])
 }
 
 // validHeaderName reports whether s is a non-empty RFC 9110 token.

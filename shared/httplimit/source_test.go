@@ -150,18 +150,23 @@ func BenchmarkSourceKey(b *testing.B) {
 
 func TestSourceIsRemoteAddr(t *testing.T) {
 	depth, _ := NewIPStrategy(1, nil, 0)
-	subnet, _ := NewIPStrategy(0, nil, 64)
+	subnet, _ := NewIPStrategy(0, nil, 48)
+	apart, _ := NewIPStrategy(0, nil, 128)
 	plain, _ := NewIPStrategy(0, nil, 0)
+	excluded, _ := NewIPStrategy(0, []string{"10.0.0.0/8"}, 0)
 	tests := []struct {
-		c    SourceCriterion
-		want bool
+		c      SourceCriterion
+		want   bool
+		prefix int
 	}{
-		{SourceCriterion{}, true},
-		{SourceCriterion{IPStrategy: plain}, true},
-		{SourceCriterion{IPStrategy: depth}, false},
-		{SourceCriterion{IPStrategy: subnet}, false},
-		{SourceCriterion{RequestHost: true}, false},
-		{SourceCriterion{RequestHeaderName: "X-A"}, false},
+		{SourceCriterion{}, true, 64},
+		{SourceCriterion{IPStrategy: plain}, true, 64},
+		{SourceCriterion{IPStrategy: subnet}, true, 48},
+		{SourceCriterion{IPStrategy: apart}, true, 128},
+		{SourceCriterion{IPStrategy: depth}, false, 64},
+		{SourceCriterion{IPStrategy: excluded}, false, 64},
+		{SourceCriterion{RequestHost: true}, false, 0},
+		{SourceCriterion{RequestHeaderName: "X-A"}, false, 0},
 	}
 	for _, tt := range tests {
 		s, err := NewSource(tt.c)
@@ -170,6 +175,9 @@ func TestSourceIsRemoteAddr(t *testing.T) {
 		}
 		if got := s.IsRemoteAddr(); got != tt.want {
 			t.Errorf("%+v: IsRemoteAddr = %v, want %v", tt.c, got, tt.want)
+		}
+		if got := s.IPv6Prefix(); got != tt.prefix {
+			t.Errorf("%+v: IPv6Prefix = %d, want %d", tt.c, got, tt.prefix)
 		}
 	}
 }
