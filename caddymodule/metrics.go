@@ -95,7 +95,7 @@ func (c *keysCollector) Collect(ch chan<- prometheus.Metric) {
 // summed over every Redis store of the process (closed ones included, so
 // the counters never go down).
 type storeCollector struct {
-	errors, fallbacks, cacheHits, open *prometheus.Desc
+	errors, fallbacks, cacheHits, outOfMemory, open *prometheus.Desc
 }
 
 func newStoreCollector() *storeCollector {
@@ -103,9 +103,11 @@ func newStoreCollector() *storeCollector {
 		errors: prometheus.NewDesc("caddy_http_rate_limit_store_errors_total",
 			"Errors of the Redis store (each one decided by on_store_error).", nil, nil),
 		fallbacks: prometheus.NewDesc("caddy_http_rate_limit_store_fallbacks_total",
-			"Requests decided by on_store_error because Redis failed or its circuit breaker was open.", nil, nil),
+			"Requests decided by on_store_error because Redis failed, its circuit breaker was open, or it was out of memory.", nil, nil),
 		cacheHits: prometheus.NewDesc("caddy_http_rate_limit_store_denial_cache_hits_total",
 			"Requests denied from the local denial cache without asking Redis.", nil, nil),
+		outOfMemory: prometheus.NewDesc("caddy_http_rate_limit_store_out_of_memory_total",
+			"Requests Redis would have admitted but could not count (over maxmemory), decided by on_store_error.", nil, nil),
 		open: prometheus.NewDesc("caddy_http_rate_limit_store_breakers_open",
 			"Redis stores whose circuit breaker is open (Redis unavailable).", nil, nil),
 	}
@@ -116,6 +118,7 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.errors
 	ch <- c.fallbacks
 	ch <- c.cacheHits
+	ch <- c.outOfMemory
 	ch <- c.open
 }
 
@@ -125,5 +128,6 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.errors, prometheus.CounterValue, float64(st.Failures))
 	ch <- prometheus.MustNewConstMetric(c.fallbacks, prometheus.CounterValue, float64(st.Fallbacks))
 	ch <- prometheus.MustNewConstMetric(c.cacheHits, prometheus.CounterValue, float64(st.CacheHits))
+	ch <- prometheus.MustNewConstMetric(c.outOfMemory, prometheus.CounterValue, float64(st.OutOfMemory))
 	ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, float64(open))
 }
