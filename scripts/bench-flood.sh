@@ -32,13 +32,16 @@
 #     a forced GC (pprof heap?gc=1 on Caddy's admin endpoint and on
 #     Traefik's api.debug), and the process's VmRSS.
 #
-# It prints one summary line per host and flood kind:
+# It prints one summary line per host and flood kind, such as this one
+# (3a402c6, the code issue 11 was filed on, on a busy 2-core machine):
 #
-#   caddy fresh: slipped 0/148, new clients 100% of budget (155/155), flood 182000 keys (910x max_keys 200) 22750 req/s, heap 3.1 -> 9.9 MiB, RSS 41 -> 62 MiB
+#   caddy fresh: slipped 146/146, new clients 100% of budget (155/155), flood 149171 keys (746x max_keys 200) 18567 req/s, heap 3.5 -> 3.8 MiB, RSS 53 -> 56 MiB
 #
 # "slipped" counts the limited client's requests answered 200 during the
 # flood, out of those it sent: with a limit that holds it is 0. The new
-# clients' share is their 200s over their attempts. The machine may be
+# clients' share is their 200s over their attempts. The flood's keys are
+# those wrk built (the last few may still have been in flight when it
+# stopped), its rate the responses it got per second. The machine may be
 # shared: rates and counts of tries move with the load, so read the figures
 # as ratios under load. The built-in's bucket refills one token every 12 s,
 # so with WL_FLOOD_SECONDS above 10 it rightly admits the limited client
@@ -54,6 +57,9 @@
 #                      the minute after which our limit admits the client again)
 #   WL_FLOOD_MAX_KEYS  max_keys / maxKeys of our zones in the fresh flood (default 200)
 #   WL_FLOOD_SATURATING_MAX_KEYS  the same in the saturating flood (default 40)
+#   WL_FLOOD_THREADS   wrk threads (default 1: the host gets the other core)
+#   WL_FLOOD_CONNS     wrk connections (default 32)
+#   WL_FLOOD_ASSERT    1: exit 1 when caddy or traefik let the limited client through
 #
 # What counts is the flood's size in units of max_keys: the defaults are
 # small so that every host sends at least 100 x max_keys fresh keys within
@@ -61,9 +67,6 @@
 # requests/s there, Caddy at about 20,000, and a saturating key takes 5
 # requests). A line whose flood fell short says "[below 100x max_keys]".
 # Issue 11's configuration, max_keys 1000, is WL_FLOOD_MAX_KEYS=1000.
-#   WL_FLOOD_THREADS   wrk threads (default 1: the host gets the other core)
-#   WL_FLOOD_CONNS     wrk connections (default 32)
-#   WL_FLOOD_ASSERT    1: exit 1 when caddy or traefik let the limited client through
 #
 # Traefik v3.6.12 is built once into ${WINDOWLIMIT_CACHE:-$HOME/.cache/windowlimit}
 # (about 6 minutes the first time, see traefik-lib.sh); wrk is installed if missing.
