@@ -39,6 +39,14 @@ const (
 	MaxLimit = 1 << 30
 	// DefaultBuckets is W/T when no sub-window is given.
 	DefaultBuckets = 10
+	// MaxWindow bounds W. The in-memory zones index sub-windows from the
+	// Unix epoch and need every sub-window a decision reads, back to t-W-T,
+	// to have a non-negative index: t >= W. A clock that reads less than W
+	// after 1970 is counted as if it read W, so a window longer than the
+	// time since 1970 (57 years in 2026) would freeze the clock; 10 years
+	// keeps every clock after 1980 exact, and t+2(W+T) far from overflow
+	// until the int64 nanosecond clock itself ends in 2262.
+	MaxWindow = 10 * 365 * 24 * time.Hour
 )
 
 var algorithmNames = [...]string{Sliding: "sliding", Fixed: "fixed", Strict: "strict", Log: "log"}
@@ -83,6 +91,9 @@ type Rule struct {
 func (r *Rule) Normalize() error {
 	if r.Window <= 0 {
 		return fmt.Errorf("window must be positive, got %v", r.Window)
+	}
+	if r.Window > MaxWindow {
+		return fmt.Errorf("window %v is too long (at most %v, 10 years)", r.Window, MaxWindow)
 	}
 	if r.Algorithm > Log {
 		return fmt.Errorf("unknown algorithm %v", r.Algorithm)

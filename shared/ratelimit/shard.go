@@ -28,7 +28,8 @@ type shard struct {
 	// denied holds, for keys of cost-1 bucket zones last denied, until when
 	// they stay denied: with no admission in between a count only falls, so
 	// the answer is known until then and a denied flood costs a lookup
-	// instead of a RetryAfter walk. Entries go with their key.
+	// instead of a RetryAfter walk. It is the only thing a denial writes.
+	// Entries go with their key.
 	denied map[uint64]denyUntil
 	// free lists the slots of deleted keys, reused before the slabs grow.
 	free []uint32
@@ -36,10 +37,18 @@ type shard struct {
 	purged int64
 }
 
-// denyUntil is a cached denied decision, as absolute times in nanoseconds.
+// denyUntil is a cached denied decision, as absolute times in nanoseconds,
+// and the head it was decided on. It holds until until as long as the key
+// was not admitted since, which would have changed the head's end or
+// count. (Once the clock has passed until, the key may be admitted, and a
+// clock that then goes back would find the cached denial again.) Before
+// the denial, back to the start of the head's sub-window, it holds too:
+// with no admission in between, the count then was no smaller.
 type denyUntil struct {
-	until   int64 // when a request of the zone's cost first fits again
-	resetAt int64 // when the window holds no counted request
+	until   int64   // when a request of the zone's cost first fits again
+	resetAt int64   // when the window holds no counted request
+	end     int64   // the head's end then
+	inside  float64 // the head's count then
 }
 
 // evictSample is how many keys a full shard looks at to choose a victim.

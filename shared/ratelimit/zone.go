@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"fmt"
 	"hash/maphash"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,10 +64,13 @@ type Zone struct {
 	// purgeGap is how often, in nanoseconds, a full shard may sweep
 	// itself: one sub-window, or a tenth of the window for Log.
 	purgeGap int64
-	limit    float64
-	cost     float64
-	cost32   uint32
-	zeros    []uint32
+	// maxTime is the latest time a decision reads: beyond it, the ends of
+	// sub-windows would overflow.
+	maxTime int64
+	limit   float64
+	cost    float64
+	cost32  uint32
+	zeros   []uint32
 
 	seed     maphash.Seed
 	mask     uint64
@@ -123,6 +127,7 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 		z.leavingWeight = 1
 	}
 	z.resetTail = (z.reach - 1) * z.span
+	z.maxTime = math.MaxInt64 - 2*(z.window+z.span)
 
 	// Shards: a power of two, at most 64, with at least 1024 keys each so
 	// that an uneven hash does not evict early in small zones.
@@ -183,18 +188,24 @@ func TakeAt(z *Zone, key string, t int64) Decision {
 	k := maphash.String(z.seed, key)
 	s := &z.shards[k&z.mask]
 	s.mu.Lock()
-	if slot, known := s.index[k]; known && !z.log {
+	slot, known := s.index[k]
+	if known && !z.log {
 		h := &s.heads[slot]
 		if t < h.end && t >= h.end-z.span {
 			count := h.inside + h.rate*float64(h.end-t) + z.cost
 			if count <= z.limit {
 				h.inside += z.cost
+				reset := h.end + z.resetTail - t // read under the lock
 				s.mu.Unlock()
-				return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(h.end + z.resetTail - t)}
+				return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(reset)}
 			}
 		}
 	}
-	d, denied := heldDenial(z, s, k, t)
+	var d Decision
+	denied := false
+	if known {
+		d, denied = heldDenial(z, s, k, slot, t)
+	}
 	if !denied {
 		d = take(z, s, k, t, true)
 	}
