@@ -78,3 +78,20 @@ func takeLog(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
 	d.ResetAfter = time.Duration(r.at(r.n-1) + z.window - t)
 	return d
 }
+
+// load returns what evicting the key of r at t would forget: the number of
+// its timestamps that count at t, and when the newest stops counting.
+func (r *logRing) load(z *Zone, t int64) (uint32, int64) {
+	if r.n == 0 {
+		return 0, 0
+	}
+	newest := r.newest // held: n > 0
+	if t < newest {
+		t = newest
+	}
+	n := r.n
+	for n > 0 && r.at(r.n-n) <= t-z.window {
+		n--
+	}
+	return uint32(n), newest + z.window
+}

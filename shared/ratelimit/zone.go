@@ -10,7 +10,8 @@ import (
 )
 
 // DefaultMaxKeys is the number of keys a zone tracks when Options.MaxKeys
-// is zero: about 10 MB at 10 sub-windows.
+// is zero: about 10 MB at 10 sub-windows, and 3 MB more for the summary of
+// evicted keys once the zone is full.
 const DefaultMaxKeys = 100000
 
 // MinSweepInterval is the shortest SweepInterval. A sweep walks every key
@@ -23,9 +24,12 @@ const MinSweepInterval = 100 * time.Millisecond
 
 // Options tune a zone's in-memory store.
 type Options struct {
-	// MaxKeys bounds the keys tracked at once; when a zone is full, a new key
-	// evicts an expired or the least recently active of a few sampled keys.
-	// Zero means DefaultMaxKeys.
+	// MaxKeys bounds the keys tracked at once; when a zone is full, a new
+	// key evicts one of a few sampled keys: one whose window is over, else
+	// the one with the smallest count. What an evicted key still counted is
+	// kept in a fixed-size summary (24 to 48 bytes per key of MaxKeys), so
+	// that it comes back with at least that count. Zero means
+	// DefaultMaxKeys.
 	MaxKeys int
 	// SweepInterval is how often keys whose window is empty are deleted.
 	// Zero means the rule's window, clamped to [1s, 1m]; negative disables
@@ -227,6 +231,35 @@ func (z *Zone) Len() int {
 		s.mu.Unlock()
 	}
 	return n
+}
+
+// ZoneStats counts what a zone's bound on memory did.
+type ZoneStats struct {
+	// Keys is the number of keys the zone tracks now.
+	Keys int
+	// Evictions is the number of keys removed to make room for new ones
+	// while their window still held a count. Keys deleted because their
+	// window was over, by the sweeper or by a full shard, are not counted.
+	Evictions uint64
+	// Estimated is the number of new keys that started with a count taken
+	// from the summary of evicted keys instead of an empty window: evicted
+	// keys that came back, and new keys that share the summary's cells
+	// with evicted ones.
+	Estimated uint64
+}
+
+// Stats returns the zone's counters.
+func (z *Zone) Stats() ZoneStats {
+	var st ZoneStats
+	for i := range z.shards {
+		s := &z.shards[i]
+		s.mu.Lock()
+		st.Keys += len(s.index)
+		st.Evictions += s.evictions
+		st.Estimated += s.estimated
+		s.mu.Unlock()
+	}
+	return st
 }
 
 // Sweep deletes the keys whose window holds no counted request at now and
