@@ -14,12 +14,12 @@ type floodResult struct {
 	stats                ZoneStats
 }
 
-// flood runs, from at, a flood of fresh keys at 25,000 a second, each
-// sent perKey requests in a row, against a client that used its whole
-// budget just before and knocks every 50 ms. With each knock a new
+// flood runs, from at, a flood of fresh keys, one every every
+// nanoseconds, each sent perKey requests in a row, against a client that
+// used its whole budget just before and knocks every 50 ms. With each knock a new
 // well-behaved client sends one request; each sends limit requests, one
 // per knock, then stops: its share of its budget is what it was served.
-func flood(t *testing.T, z *Zone, at int64, keys, perKey int) floodResult {
+func flood(t *testing.T, z *Zone, at int64, keys, perKey int, every int64) floodResult {
 	t.Helper()
 	limit := int(z.Rule().Limit)
 	for i := 0; i < limit; i++ {
@@ -30,10 +30,7 @@ func flood(t *testing.T, z *Zone, at int64, keys, perKey int) floodResult {
 	if TakeAt(z, "client", at).Allowed {
 		t.Fatal("the client was admitted over its limit before the flood")
 	}
-	const (
-		every = int64(40 * time.Microsecond) // 25,000 fresh keys a second
-		knock = int64(50 * time.Millisecond)
-	)
+	const knock = int64(50 * time.Millisecond)
 	var r floodResult
 	nextKnock := at + knock
 	for i := 0; i < keys; i++ {
@@ -87,7 +84,8 @@ func TestFloodCannotFreeALimitedClient(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					rule := Rule{Window: time.Minute, Limit: 5, Algorithm: alg}
 					z := newTestZone(t, rule, Options{MaxKeys: tt.maxKeys})
-					r := flood(t, z, start.UnixNano(), 100*tt.maxKeys, perKey)
+					// 25,000 fresh keys a second.
+					r := flood(t, z, start.UnixNano(), 100*tt.maxKeys, perKey, int64(40*time.Microsecond))
 					if r.slipped != 0 {
 						t.Errorf("the limited client got through %d of %d times", r.slipped, r.knocks)
 					}
@@ -101,6 +99,26 @@ func TestFloodCannotFreeALimitedClient(t *testing.T) {
 						r.slipped, r.knocks, r.served, r.newcomerAsks, 100*float64(r.served)/float64(r.newcomerAsks), r.stats)
 				})
 			}
+		}
+	}
+}
+
+// TestModerateFlood is a flood a zone of max_keys 1000 nearly holds: ten
+// times max_keys in a window of one minute. The limited client stays
+// denied; what new clients get is logged.
+func TestModerateFlood(t *testing.T) {
+	for _, alg := range allAlgorithms {
+		for _, perKey := range []int{1, 5} {
+			t.Run(alg.String()+"/requests_per_key="+strconv.Itoa(perKey), func(t *testing.T) {
+				z := newTestZone(t, Rule{Window: time.Minute, Limit: 5, Algorithm: alg}, Options{MaxKeys: 1000})
+				// 10,000 keys in 50 s: under ten times max_keys a window.
+				r := flood(t, z, start.UnixNano(), 10000, perKey, int64(5*time.Millisecond))
+				if r.slipped != 0 || r.maxLen > 1000 {
+					t.Errorf("slipped %d of %d, tracking up to %d keys", r.slipped, r.knocks, r.maxLen)
+				}
+				t.Logf("slipped %d/%d; new clients served %d/%d of their budget (%.0f%%); %+v",
+					r.slipped, r.knocks, r.served, r.newcomerAsks, 100*float64(r.served)/float64(r.newcomerAsks), r.stats)
+			})
 		}
 	}
 }

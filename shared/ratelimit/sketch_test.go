@@ -135,13 +135,13 @@ func TestSeededCountExpiresOnTime(t *testing.T) {
 }
 
 // TestSketchMemory checks the documented cost of the sketch: fixed per
-// zone, at most 48 bytes per key of max_keys (384 bytes per shard for the
+// zone, at most 96 bytes per key of max_keys (384 bytes per shard for the
 // smallest), allocated only once a shard evicts a live key.
 func TestSketchMemory(t *testing.T) {
 	for _, maxKeys := range []int{1, 10, 1000, 4096, 100000} {
 		z := newTestZone(t, Rule{Window: time.Minute, Limit: 1}, Options{MaxKeys: maxKeys})
 		per := sketchBytes(z.perShard)
-		if per > 48*z.perShard && per > 384 {
+		if per > 96*z.perShard && per > 384 {
 			t.Errorf("max_keys %d: %d bytes per shard of %d keys", maxKeys, per, z.perShard)
 		}
 		at := start.UnixNano()

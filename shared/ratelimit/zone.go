@@ -10,8 +10,8 @@ import (
 )
 
 // DefaultMaxKeys is the number of keys a zone tracks when Options.MaxKeys
-// is zero: about 10 MB at 10 sub-windows, and 3 MB more for the summary of
-// evicted keys once the zone is full.
+// is zero: about 11 MB at 10 sub-windows, and 6 MB more for the summary
+// of evicted keys once the zone is full.
 const DefaultMaxKeys = 100000
 
 // MinSweepInterval is the shortest SweepInterval. A sweep walks every key
@@ -27,7 +27,7 @@ type Options struct {
 	// MaxKeys bounds the keys tracked at once; when a zone is full, a new
 	// key evicts one of a few sampled keys: one whose window is over, else
 	// the one with the smallest count. What an evicted key still counted is
-	// kept in a fixed-size summary (24 to 48 bytes per key of MaxKeys), so
+	// kept in a fixed-size summary (48 to 96 bytes per key of MaxKeys), so
 	// that it comes back with at least that count. Zero means
 	// DefaultMaxKeys.
 	MaxKeys int
