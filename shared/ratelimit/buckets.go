@@ -71,7 +71,7 @@ func take(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
 			if s.denied == nil {
 				s.denied = make(map[uint64]denyUntil)
 			}
-			s.denied[key] = denyUntil{until: t + int64(d.RetryAfter), resetAt: t + int64(d.ResetAfter), end: h.end, inside: h.inside}
+			s.denied[key] = denyUntil{until: t + int64(d.RetryAfter), resetAt: t + int64(d.ResetAfter), from: h.end - z.span, head: *h}
 		}
 		return d
 	}
@@ -91,20 +91,17 @@ func take(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
 }
 
 // heldDenial returns the cached denial of key, in slot, at t, if it still
-// holds: t is before until, and the key's head is as the denial found it
-// (no admission since) with t in or after its sub-window (else t counts at
-// the head's start, and RetryAfter with it). It is its own small function
-// so that a denied flood under yaegi does not pay for take's frame.
+// holds: t is in [from, until) and the key's head is as the denial found
+// it, so not admitted since. Before from, the start of the head's
+// sub-window, the clock went back and t counts from there, RetryAfter
+// too. A key with no entry gets the zero denyUntil, whose interval is
+// empty. It is its own small function, with few terms, so that a denied
+// flood under yaegi does not pay for take's frame.
 func heldDenial(z *Zone, s *shard, key uint64, slot uint32, t int64) (Decision, bool) {
-	den, ok := s.denied[key]
-	if !ok || t >= den.until {
-		return Decision{}, false
+	if den := s.denied[key]; t < den.until && t >= den.from && s.heads[slot] == den.head {
+		return Decision{Limit: z.rule.Limit, RetryAfter: time.Duration(den.until - t), ResetAfter: time.Duration(den.resetAt - t)}, true
 	}
-	h := &s.heads[slot]
-	if h.end != den.end || h.inside != den.inside || t < h.end-z.span {
-		return Decision{}, false
-	}
-	return Decision{Limit: z.rule.Limit, RetryAfter: time.Duration(den.until - t), ResetAfter: time.Duration(den.resetAt - t)}, true
+	return Decision{}, false
 }
 
 // settle writes the current sub-window's count into the ring of slot and

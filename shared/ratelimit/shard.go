@@ -42,17 +42,16 @@ type shard struct {
 }
 
 // denyUntil is a cached denied decision, as absolute times in nanoseconds,
-// and the head it was decided on. It holds until until as long as the key
-// was not admitted since, which would have changed the head's end or
-// count. (Once the clock has passed until, the key may be admitted, and a
-// clock that then goes back would find the cached denial again.) Before
-// the denial, back to the start of the head's sub-window, it holds too:
-// with no admission in between, the count then was no smaller.
+// and the head it was decided on. It holds from the start of the head's
+// sub-window (with no admission in between, the count then was no
+// smaller) until until, as long as the key was not admitted since, which
+// changes the head. (Once the clock has passed until, the key may be
+// admitted, and a clock that then went back would find the denial.)
 type denyUntil struct {
-	until   int64   // when a request of the zone's cost first fits again
-	resetAt int64   // when the window holds no counted request
-	end     int64   // the head's end then
-	inside  float64 // the head's count then
+	until   int64 // when a request of the zone's cost first fits again
+	resetAt int64 // when the window holds no counted request
+	from    int64 // the start of the head's sub-window
+	head    head  // the key's head then
 }
 
 // evictSample is how many keys a full shard looks at to choose a victim.

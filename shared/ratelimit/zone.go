@@ -205,11 +205,7 @@ func TakeAt(z *Zone, key string, t int64) Decision {
 			}
 		}
 	}
-	var d Decision
-	denied := false
-	if known {
-		d, denied = heldDenial(z, s, k, slot, t)
-	}
+	d, denied := heldDenial(z, s, k, slot, t) // an unknown key has no entry
 	if !denied {
 		d = take(z, s, k, t, true)
 	}
