@@ -41,11 +41,11 @@ const (
 	DefaultBuckets = 10
 	// MaxWindow bounds W. The in-memory zones index sub-windows from the
 	// Unix epoch and need every sub-window a decision reads, back to t-W-T,
-	// to have a non-negative index: t >= W. A clock that reads less than W
-	// after 1970 is counted as if it read W, so a window longer than the
-	// time since 1970 (57 years in 2026) would freeze the clock; 10 years
-	// keeps every clock after 1980 exact, and t+2(W+T) far from overflow
-	// until the int64 nanosecond clock itself ends in 2262.
+	// to have a non-negative index: t >= W. A zone counts a clock that
+	// reads less than W after 1970 as if it read W (and one past
+	// MaxInt64-2(W+T) as that), so a window longer than the time since
+	// 1970 (57 years in 2026; it panicked before) would freeze the clock.
+	// At 10 years every clock from 1980 to 2222 is taken as it is.
 	MaxWindow = 10 * 365 * 24 * time.Hour
 )
 
