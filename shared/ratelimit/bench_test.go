@@ -142,6 +142,9 @@ func BenchmarkBytesPerKey(b *testing.B) {
 			b.Fatalf("tracking %d keys, want %d", z.Len(), keys)
 		}
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/keys, "B/key")
+		// The sketch of evicted keys is allocated once the zone is full:
+		// fixed, per key of max_keys.
+		b.ReportMetric(float64(len(z.shards)*sketchBytes(z.perShard))/float64(2*keys), "sketch-B/max_key")
 		runtime.KeepAlive(z)
 		z.Close()
 	}

@@ -24,7 +24,18 @@ type head struct {
 // take decides on the key hashed to key at t (nanoseconds) in the locked
 // shard s and, when the request is allowed and commit is set, counts it.
 // TakeAt has a copy of its common case.
+//
+// As in the Redis script, only an admission changes what a key counts: a
+// denial is decided on a copy of the head, so that the newest sub-window
+// a key knows is the newest it was admitted in, and a clock that went
+// back counts there.
 func take(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
+	// Keep t where the sub-window arithmetic holds (see MaxWindow).
+	if t < z.window {
+		t = z.window
+	} else if t > z.maxTime {
+		t = z.maxTime
+	}
 	if z.log {
 		return takeLog(z, s, key, t, commit)
 	}
@@ -33,47 +44,69 @@ func take(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
 		slot = newSlot(z, s, key, t)
 	}
 	h := &s.heads[slot]
-	if t >= h.end {
-		advance(z, s, slot, t)
+	if h.inside == 0 {
+		// Nothing admitted yet (an admission leaves its count in the head's
+		// sub-window): the head may move to t, either way.
+		if t < h.end-z.span || t >= h.end {
+			*h = head{end: (t/z.span + 1) * z.span}
+		}
 	} else if t < h.end-z.span {
-		// The clock went back: count as if still in the newest sub-window.
+		// The clock went back: count in the newest sub-window written.
 		t = h.end - z.span
 	}
-	count := h.inside + h.rate*float64(h.end-t)
+	cur := *h
+	var ring []uint32
+	newest := int64(0)
+	if t >= h.end {
+		ring, newest = settle(z, s, slot)
+		cur = headAt(z, ring, newest, t/z.span)
+	}
+	count := cur.inside + cur.rate*float64(cur.end-t)
 	if count+z.cost > z.limit {
-		d := deny(z, s, slot, t, count)
+		if ring == nil {
+			ring, newest = settle(z, s, slot)
+		}
+		d := deny(z, ring, newest, &cur, t, count)
 		if z.cost32 == 1 {
 			if s.denied == nil {
 				s.denied = make(map[uint64]denyUntil)
 			}
-			s.denied[key] = denyUntil{until: t + int64(d.RetryAfter), resetAt: t + int64(d.ResetAfter)}
+			s.denied[key] = denyUntil{until: t + int64(d.RetryAfter), resetAt: t + int64(d.ResetAfter), from: h.end - z.span, head: *h}
 		}
 		return d
 	}
 	if commit {
+		if ring != nil {
+			roll(z, ring, newest, t/z.span)
+			*h = cur
+		}
 		h.inside += z.cost
 	}
 	return Decision{
 		Allowed:    true,
 		Limit:      z.rule.Limit,
 		Remaining:  int64(z.limit - count - z.cost),
-		ResetAfter: time.Duration(h.end + z.resetTail - t),
+		ResetAfter: time.Duration(cur.end + z.resetTail - t),
 	}
 }
 
-// heldDenial returns the cached denial of key at t, if it still holds.
-// It is its own small function so that a denied flood under yaegi does not
-// pay for take's frame.
-func heldDenial(z *Zone, s *shard, key uint64, t int64) (Decision, bool) {
-	den, ok := s.denied[key]
-	if !ok || t >= den.until {
-		return Decision{}, false
+// heldDenial returns the cached denial of key, in slot, at t, if it still
+// holds: t is in [from, until) and the key's head is as the denial found
+// it, so not admitted since. Before from, the start of the head's
+// sub-window, the clock went back and t counts from there, RetryAfter
+// too. A key with no entry gets the zero denyUntil, whose interval is
+// empty. It is its own small function, with few terms, so that a denied
+// flood under yaegi does not pay for take's frame.
+func heldDenial(z *Zone, s *shard, key uint64, slot uint32, t int64) (Decision, bool) {
+	if den := s.denied[key]; t < den.until && t >= den.from && s.heads[slot] == den.head {
+		return Decision{Limit: z.rule.Limit, RetryAfter: time.Duration(den.until - t), ResetAfter: time.Duration(den.resetAt - t)}, true
 	}
-	return Decision{Limit: z.rule.Limit, RetryAfter: time.Duration(den.until - t), ResetAfter: time.Duration(den.resetAt - t)}, true
+	return Decision{}, false
 }
 
 // settle writes the current sub-window's count into the ring of slot and
-// returns the ring and the current sub-window index.
+// returns the ring and the current sub-window index: the ring then holds
+// sub-windows c-k..c.
 func settle(z *Zone, s *shard, slot uint32) ([]uint32, int64) {
 	base := int64(slot) * z.m
 	ring := s.counts[base : base+z.m]
@@ -91,43 +124,49 @@ func settle(z *Zone, s *shard, slot uint32) ([]uint32, int64) {
 	return ring, c
 }
 
-// advance moves slot to the sub-window of t: it settles the current
-// sub-window in the ring, clears the sub-windows that left it, and
-// recomputes the head.
-func advance(z *Zone, s *shard, slot uint32, t int64) {
-	ring, from := settle(z, s, slot)
-	to := t / z.span
-	if to-from >= z.m {
-		copy(ring, z.zeros)
-	} else {
-		for b := from + 1; b <= to; b++ {
-			ring[b%z.m] = 0 // b-k-1 is gone; its cell becomes b
-		}
-	}
+// headAt returns the head of sub-window c >= newest for a ring settled in
+// sub-window newest, as if no request came in between: the sub-windows
+// after newest count nothing. take, roll and retryAfter all use it, so
+// that their counts agree to the last bit.
+func headAt(z *Zone, ring []uint32, newest, c int64) head {
 	inside := 0.0
-	for b := to - z.k + 1; b <= to; b++ {
+	for b := c - z.k + 1; b <= c && b <= newest; b++ {
 		inside += float64(ring[b%z.m])
 	}
-	leaving := float64(ring[(to+1)%z.m]) // sub-window to-k
-	h := &s.heads[slot]
-	h.end = (to + 1) * z.span
-	h.inside = inside + leaving*z.leavingWeight
-	h.rate = 0
+	leaving := 0.0 // sub-window c-k
+	if c-z.k <= newest {
+		leaving = float64(ring[(c+1)%z.m])
+	}
+	h := head{end: (c + 1) * z.span, inside: inside + leaving*z.leavingWeight}
 	if z.weighted {
 		h.rate = leaving * z.invSpan
 	}
+	return h
 }
 
-// deny builds the decision for a request at t that does not fit; count is
-// the count at t.
-func deny(z *Zone, s *shard, slot uint32, t int64, count float64) Decision {
-	ring, c := settle(z, s, slot)
-	d := Decision{Limit: z.rule.Limit, RetryAfter: retryAfter(z, &s.heads[slot], ring, c, t)}
+// roll clears, in a ring settled in sub-window from, the cells of the
+// sub-windows that left it by sub-window to: their cells become to's.
+func roll(z *Zone, ring []uint32, from, to int64) {
+	if to-from >= z.m {
+		copy(ring, z.zeros)
+		return
+	}
+	for b := from + 1; b <= to; b++ {
+		ring[b%z.m] = 0 // b-k-1 is gone; its cell becomes b
+	}
+}
+
+// deny builds the decision for a request at t that does not fit: cur is
+// the key's head at t and count its count, ring the key's ring settled in
+// sub-window newest.
+func deny(z *Zone, ring []uint32, newest int64, cur *head, t int64, count float64) Decision {
+	d := Decision{Limit: z.rule.Limit, RetryAfter: retryAfter(z, cur, ring, newest, t)}
 	if count < z.limit {
 		d.Remaining = int64(z.limit - count)
 	}
 	// The newest non-empty sub-window b stays counted until b+reach begins.
-	for b := c; b > c-z.reach; b-- {
+	c := cur.end/z.span - 1
+	for b := newest; b > c-z.reach; b-- {
 		if ring[b%z.m] != 0 {
 			d.ResetAfter = time.Duration((b+z.reach)*z.span - t)
 			break
@@ -138,12 +177,13 @@ func deny(z *Zone, s *shard, slot uint32, t int64, count float64) Decision {
 
 // retryAfter returns the earliest delay after t at which a request of the
 // zone's cost would be admitted if nothing else arrived, walking the
-// sub-windows to come; h and ring are the key's, synced, in sub-window c.
-// Each sub-window's count is computed with the very expressions take and
-// advance use, so that the answer is exact to the nanosecond.
-func retryAfter(z *Zone, h *head, ring []uint32, c, t int64) time.Duration {
+// sub-windows to come; cur is the key's head at t, ring its ring settled
+// in sub-window newest. Each sub-window's count is computed with the very
+// expressions take uses, so that the answer is exact to the nanosecond.
+func retryAfter(z *Zone, cur *head, ring []uint32, newest, t int64) time.Duration {
 	need := z.limit - z.cost // the count must fall to need
-	inside, rate, end := h.inside, h.rate, h.end
+	inside, rate, end := cur.inside, cur.rate, cur.end
+	c := end/z.span - 1
 	for j := int64(0); j <= z.k; j++ {
 		start := end - z.span
 		if j == 0 {
@@ -167,21 +207,8 @@ func retryAfter(z *Zone, h *head, ring []uint32, c, t int64) time.Duration {
 			}
 			return time.Duration(at - t)
 		}
-		// Step to sub-window c+j+1, as advance would with no new requests.
-		cj := c + j + 1
-		inside = 0
-		for b := cj - z.k + 1; b <= c; b++ {
-			inside += float64(ring[b%z.m])
-		}
-		leaving := 0.0 // sub-window cj-k
-		if cj-z.k <= c {
-			leaving = float64(ring[(cj+1)%z.m])
-		}
-		inside += leaving * z.leavingWeight
-		if z.weighted {
-			rate = leaving * z.invSpan
-		}
-		end += z.span
+		next := headAt(z, ring, newest, c+j+1)
+		inside, rate, end = next.inside, next.rate, next.end
 	}
-	return time.Duration((c+z.reach)*z.span - t)
+	return time.Duration((newest+z.reach)*z.span - t)
 }

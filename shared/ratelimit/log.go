@@ -8,7 +8,7 @@ type logRing struct {
 	ts     []int64
 	head   int   // index of the oldest timestamp
 	n      int   // timestamps held
-	newest int64 // the newest admitted timestamp, or when the key was created
+	newest int64 // the newest admitted (or seeded) timestamp; before any, when the key was created
 }
 
 func (r *logRing) reset(t int64) { r.head, r.n, r.newest = 0, 0, t }
@@ -48,8 +48,10 @@ func takeLog(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
 		slot = newSlot(z, s, key, t)
 	}
 	r := &s.logs[slot]
-	if t < r.newest {
-		t = r.newest // the clock went back
+	if r.n > 0 && t < r.newest {
+		// The clock went back: count at the newest timestamp held, as the
+		// Redis script does.
+		t = r.newest
 	}
 	for r.n > 0 && r.ts[r.head] <= t-z.window {
 		r.head = (r.head + 1) % len(r.ts)
@@ -75,4 +77,21 @@ func takeLog(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
 	d.RetryAfter = time.Duration(r.at(r.n+cost-limit-1) + z.window - t)
 	d.ResetAfter = time.Duration(r.at(r.n-1) + z.window - t)
 	return d
+}
+
+// load returns what evicting the key of r at t would forget: the number of
+// its timestamps that count at t, and when the newest stops counting.
+func (r *logRing) load(z *Zone, t int64) (uint32, int64) {
+	if r.n == 0 {
+		return 0, 0
+	}
+	newest := r.newest // held: n > 0
+	if t < newest {
+		t = newest
+	}
+	n := r.n
+	for n > 0 && r.at(r.n-n) <= t-z.window {
+		n--
+	}
+	return uint32(n), newest + z.window
 }

@@ -39,6 +39,14 @@ const (
 	MaxLimit = 1 << 30
 	// DefaultBuckets is W/T when no sub-window is given.
 	DefaultBuckets = 10
+	// MaxWindow bounds W. The in-memory zones index sub-windows from the
+	// Unix epoch and need every sub-window a decision reads, back to t-W-T,
+	// to have a non-negative index: t >= W. A zone counts a clock that
+	// reads less than W after 1970 as if it read W (and one past
+	// MaxInt64-2(W+T) as that), so a window longer than the time since
+	// 1970 (57 years in 2026; it panicked before) would freeze the clock.
+	// At 10 years every clock from 1980 to 2222 is taken as it is.
+	MaxWindow = 10 * 365 * 24 * time.Hour
 )
 
 var algorithmNames = [...]string{Sliding: "sliding", Fixed: "fixed", Strict: "strict", Log: "log"}
@@ -83,6 +91,9 @@ type Rule struct {
 func (r *Rule) Normalize() error {
 	if r.Window <= 0 {
 		return fmt.Errorf("window must be positive, got %v", r.Window)
+	}
+	if r.Window > MaxWindow {
+		return fmt.Errorf("window %v is too long (at most %v, 10 years)", r.Window, MaxWindow)
 	}
 	if r.Algorithm > Log {
 		return fmt.Errorf("unknown algorithm %v", r.Algorithm)

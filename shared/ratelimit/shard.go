@@ -28,25 +28,38 @@ type shard struct {
 	// denied holds, for keys of cost-1 bucket zones last denied, until when
 	// they stay denied: with no admission in between a count only falls, so
 	// the answer is known until then and a denied flood costs a lookup
-	// instead of a RetryAfter walk. Entries go with their key.
+	// instead of a RetryAfter walk. It is the only thing a denial writes.
+	// Entries go with their key.
 	denied map[uint64]denyUntil
 	// free lists the slots of deleted keys, reused before the slabs grow.
 	free []uint32
 	// purged is when a full shard last swept itself (see evict).
 	purged int64
+	// evicted summarizes the keys evicted while they still counted.
+	evicted sketch
+	// evictions and estimated are the shard's part of ZoneStats.
+	evictions, estimated uint64
 }
 
-// denyUntil is a cached denied decision, as absolute times in nanoseconds.
+// denyUntil is a cached denied decision, as absolute times in nanoseconds,
+// and the head it was decided on. It holds from the start of the head's
+// sub-window (with no admission in between, the count then was no
+// smaller) until until, as long as the key was not admitted since, which
+// changes the head. (Once the clock has passed until, the key may be
+// admitted, and a clock that then went back would find the denial.)
 type denyUntil struct {
 	until   int64 // when a request of the zone's cost first fits again
 	resetAt int64 // when the window holds no counted request
+	from    int64 // the start of the head's sub-window
+	head    head  // the key's head then
 }
 
 // evictSample is how many keys a full shard looks at to choose a victim.
 const evictSample = 8
 
 // newSlot creates the slot of a new key at t, evicting another key first
-// if the shard is full. The caller holds s.mu.
+// if the shard is full, and seeds it from the sketch of evicted keys. The
+// caller holds s.mu.
 func newSlot(z *Zone, s *shard, key uint64, t int64) uint32 {
 	if len(s.index) >= z.perShard {
 		s.evict(z, t)
@@ -71,11 +84,45 @@ func newSlot(z *Zone, s *shard, key uint64, t int64) uint32 {
 		s.heads[i] = head{end: (t/z.span + 1) * z.span}
 	}
 	s.index[key] = i
+	if t < s.evicted.live {
+		if e, until := s.evicted.estimate(key, t); e > 0 {
+			s.seed(z, i, e, until)
+			s.estimated++
+		}
+	}
 	return i
 }
 
+// seed gives the new key in slot i the count e that stops counting at
+// until, as if e requests had been admitted in the newest sub-window (the
+// newest time, for Log) whose requests stop counting then: the seeded
+// count never outlives the evicted count it stands for.
+func (s *shard) seed(z *Zone, i uint32, e uint32, until int64) {
+	if z.log {
+		r := &s.logs[i]
+		n := int(e)
+		if n > int(z.rule.Limit) {
+			n = int(z.rule.Limit)
+		}
+		if len(r.ts) < n {
+			r.ts = make([]int64, n) // one allocation, not one per doubling
+		}
+		for j := 0; j < n; j++ {
+			r.push(until-z.window, int(z.rule.Limit))
+		}
+		r.newest = until - z.window
+		return
+	}
+	b := until/z.span - z.reach
+	s.counts[int64(i)*z.m+b%z.m] = e
+	s.heads[i] = head{end: (b + 1) * z.span, inside: float64(e)}
+}
+
 // lastActive returns the time of the newest counted request of slot i at
-// the latest: the end of its current sub-window, or its newest timestamp.
+// the latest: the end of the sub-window last written, or the newest
+// admitted timestamp (for a key with none: when it was created). Denied
+// requests store nothing, so they do not count as activity; a client kept
+// at its limit is protected by its count instead (see evict).
 func (s *shard) lastActive(z *Zone, i uint32) int64 {
 	if z.log {
 		return s.logs[i].newest
@@ -91,33 +138,90 @@ func (s *shard) expired(z *Zone, i uint32, t int64) bool {
 	return s.heads[i].end+z.resetTail <= t
 }
 
+// load returns what evicting slot i at t would forget: its count at t,
+// with the leaving sub-window counted whole, and when that count stops
+// counting. The count is 0 when nothing counts any more.
+func (s *shard) load(z *Zone, i uint32, t int64) (uint32, int64) {
+	if z.log {
+		return s.logs[i].load(z, t)
+	}
+	h := &s.heads[i]
+	until := h.end + z.resetTail
+	if h.inside == 0 || until <= t {
+		return 0, until // nothing written, or all of it gone
+	}
+	if t < h.end {
+		whole := h.inside
+		if z.weighted {
+			// The leaving sub-window c-k; (c-k) mod m is (c+1) mod m.
+			whole += float64(s.counts[int64(i)*z.m+(h.end/z.span)%z.m])
+		}
+		return uint32(whole), until
+	}
+	ring, newest := settle(z, s, i)
+	whole := uint32(0)
+	for b := t/z.span - z.reach + 1; b <= newest; b++ {
+		whole += ring[b%z.m]
+	}
+	return whole, until
+}
+
 // evict makes room for one key. Keys only expire as time moves on, so a
 // full shard first sweeps itself, at most once per sub-window (a tenth of
 // the window for Log): under a flood of live keys that is one scan per
-// sub-window, not one per insert. If that frees nothing, it removes the
-// least recently active of a few sampled keys: Redis's approximated LRU; an
-// exact LRU would cost a list node per key and a write on every hit.
+// sub-window, not one per insert. If that frees nothing, it removes, of a
+// few sampled keys, the one whose loss matters least: one that counts
+// nothing, or whose count the sketch already holds (a key seeded from it
+// and not admitted since), else the one with the smallest count, the
+// least recently active among equals. A key at its limit is only evicted
+// when every key sampled is as heavy, so a flood of fresh keys with a
+// request or two each cannot push out the clients it is meant to hide.
+// What an evicted key still counted goes into the sketch, from which it
+// comes back as an over-estimate, never as a fresh budget.
 func (s *shard) evict(z *Zone, t int64) {
-	if t >= s.purged+z.purgeGap && s.sweepLocked(z, t) > 0 {
+	if t >= s.purged+z.purgeGap {
 		s.purged = t
-		return
+		if s.sweepLocked(z, t) > 0 {
+			return
+		}
 	}
-	s.purged = t
-	victim, oldest, seen := uint64(0), int64(0), 0
+	victim, seen := uint64(0), 0
+	var count uint32
+	var until, active int64
 	for key, i := range s.index {
-		if s.expired(z, i, t) {
-			victim = key
+		c, u := s.load(z, i, t)
+		if c == 0 || s.covered(key, c, u, t) {
+			victim, count = key, 0
+			if c > 0 {
+				s.evictions++
+			}
 			break
 		}
-		if n := s.lastActive(z, i); seen == 0 || n < oldest {
-			victim, oldest = key, n
+		a := s.lastActive(z, i)
+		if seen == 0 || c < count || c == count && a < active {
+			victim, count, until, active = key, c, u, a
 		}
 		seen++
 		if seen == evictSample {
 			break
 		}
 	}
+	if count > 0 {
+		s.evicted.add(z.perShard, victim, count, until, t)
+		s.evictions++
+	}
 	s.remove(victim)
+}
+
+// covered reports whether the sketch already holds, for key at t, a count
+// of at least count that lasts until at least until: evicting the key then
+// loses nothing.
+func (s *shard) covered(key uint64, count uint32, until, t int64) bool {
+	if t >= s.evicted.live {
+		return false
+	}
+	e, u := s.evicted.estimate(key, t)
+	return e >= count && u >= until
 }
 
 // remove deletes key and frees its slot.

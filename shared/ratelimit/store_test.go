@@ -183,7 +183,7 @@ func TestSweeperRunsAndStops(t *testing.T) {
 	var now atomic.Int64
 	now.Store(start.UnixNano())
 	z, err := NewZone("sweep", Rule{Window: time.Second, Limit: 5}, Options{
-		SweepInterval: time.Millisecond,
+		SweepInterval: MinSweepInterval,
 		Now:           func() time.Time { return time.Unix(0, now.Load()) },
 	})
 	if err != nil {

@@ -3,24 +3,38 @@ package ratelimit
 import (
 	"fmt"
 	"hash/maphash"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
 // DefaultMaxKeys is the number of keys a zone tracks when Options.MaxKeys
-// is zero: about 10 MB at 10 sub-windows.
+// is zero: about 11 MB at 10 sub-windows, and 6 MB more for the summary
+// of evicted keys once the zone is full.
 const DefaultMaxKeys = 100000
+
+// MinSweepInterval is the shortest SweepInterval. A sweep walks every key
+// of the zone, shard by shard under its lock: about 5 ms at 100,000 keys,
+// so at this interval the sweeper takes at most a few percent of a core,
+// where 1ns made it a busy loop. Sweeping more often would free keys only
+// marginally sooner: a key goes when its whole window is over, and a full
+// zone makes room on its own.
+const MinSweepInterval = 100 * time.Millisecond
 
 // Options tune a zone's in-memory store.
 type Options struct {
-	// MaxKeys bounds the keys tracked at once; when a zone is full, a new key
-	// evicts an expired or the least recently active of a few sampled keys.
-	// Zero means DefaultMaxKeys.
+	// MaxKeys bounds the keys tracked at once; when a zone is full, a new
+	// key evicts one of a few sampled keys: one whose window is over, else
+	// the one with the smallest count. What an evicted key still counted is
+	// kept in a fixed-size summary (48 to 96 bytes per key of MaxKeys), so
+	// that it comes back with at least that count. Zero means
+	// DefaultMaxKeys.
 	MaxKeys int
 	// SweepInterval is how often keys whose window is empty are deleted.
 	// Zero means the rule's window, clamped to [1s, 1m]; negative disables
-	// the sweeper (eviction still bounds memory).
+	// the sweeper (eviction still bounds memory); otherwise it must be at
+	// least MinSweepInterval.
 	SweepInterval time.Duration
 	// Now is the clock of the sweeper; nil means time.Now.
 	Now func() time.Time
@@ -54,10 +68,13 @@ type Zone struct {
 	// purgeGap is how often, in nanoseconds, a full shard may sweep
 	// itself: one sub-window, or a tenth of the window for Log.
 	purgeGap int64
-	limit    float64
-	cost     float64
-	cost32   uint32
-	zeros    []uint32
+	// maxTime is the latest time a decision reads: beyond it, the ends of
+	// sub-windows would overflow.
+	maxTime int64
+	limit   float64
+	cost    float64
+	cost32  uint32
+	zeros   []uint32
 
 	seed     maphash.Seed
 	mask     uint64
@@ -76,6 +93,9 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 	}
 	if opts.MaxKeys < 0 {
 		return nil, fmt.Errorf("zone %q: max_keys must not be negative, got %d", name, opts.MaxKeys)
+	}
+	if opts.SweepInterval > 0 && opts.SweepInterval < MinSweepInterval {
+		return nil, fmt.Errorf("zone %q: sweep_interval %v is too short (at least %v)", name, opts.SweepInterval, MinSweepInterval)
 	}
 	maxKeys := opts.MaxKeys
 	if maxKeys == 0 {
@@ -111,6 +131,7 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 		z.leavingWeight = 1
 	}
 	z.resetTail = (z.reach - 1) * z.span
+	z.maxTime = math.MaxInt64 - 2*(z.window+z.span)
 
 	// Shards: a power of two, at most 64, with at least 1024 keys each so
 	// that an uneven hash does not evict early in small zones.
@@ -171,18 +192,20 @@ func TakeAt(z *Zone, key string, t int64) Decision {
 	k := maphash.String(z.seed, key)
 	s := &z.shards[k&z.mask]
 	s.mu.Lock()
-	if slot, known := s.index[k]; known && !z.log {
+	slot, known := s.index[k]
+	if known && !z.log {
 		h := &s.heads[slot]
 		if t < h.end && t >= h.end-z.span {
 			count := h.inside + h.rate*float64(h.end-t) + z.cost
 			if count <= z.limit {
 				h.inside += z.cost
+				reset := h.end + z.resetTail - t // read under the lock
 				s.mu.Unlock()
-				return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(h.end + z.resetTail - t)}
+				return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(reset)}
 			}
 		}
 	}
-	d, denied := heldDenial(z, s, k, t)
+	d, denied := heldDenial(z, s, k, slot, t) // an unknown key has no entry
 	if !denied {
 		d = take(z, s, k, t, true)
 	}
@@ -204,6 +227,35 @@ func (z *Zone) Len() int {
 		s.mu.Unlock()
 	}
 	return n
+}
+
+// ZoneStats counts what a zone's bound on memory did.
+type ZoneStats struct {
+	// Keys is the number of keys the zone tracks now.
+	Keys int
+	// Evictions is the number of keys removed to make room for new ones
+	// while their window still held a count. Keys deleted because their
+	// window was over, by the sweeper or by a full shard, are not counted.
+	Evictions uint64
+	// Estimated is the number of new keys that started with a count taken
+	// from the summary of evicted keys instead of an empty window: evicted
+	// keys that came back, and new keys that share the summary's cells
+	// with evicted ones.
+	Estimated uint64
+}
+
+// Stats returns the zone's counters.
+func (z *Zone) Stats() ZoneStats {
+	var st ZoneStats
+	for i := range z.shards {
+		s := &z.shards[i]
+		s.mu.Lock()
+		st.Keys += len(s.index)
+		st.Evictions += s.evictions
+		st.Estimated += s.estimated
+		s.mu.Unlock()
+	}
+	return st
 }
 
 // Sweep deletes the keys whose window holds no counted request at now and

@@ -1,0 +1,34 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+// TestSweepIntervalTooShort: a sweep interval under 100ms made the sweeper
+// a busy loop (1ns: a third to nearly all of a core on an idle zone); it
+// is refused when the config loads, from a Caddyfile and from JSON.
+func TestSweepIntervalTooShort(t *testing.T) {
+	const want = "sweep_interval 1ns is too short (at least 100ms)"
+	expectProvisionError(t, `{"sweep_interval":"1ns","rate_limits":{"a":{"window":"1m","limit":1}}}`, want)
+	expectProvisionError(t, `{"sweep_interval":"99ms","rate_limits":{"a":{"window":"1m","limit":1}}}`, "sweep_interval 99ms is too short")
+
+	var h Handler
+	input := "rate_limit {\n\tzone a {\n\t\twindow 1m\n\t\tlimit 1\n\t}\n\tsweep_interval 1ns\n}"
+	if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input)); err != nil {
+		t.Fatalf("UnmarshalCaddyfile: %v", err)
+	}
+	config, err := json.Marshal(&h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectProvisionError(t, string(config), want)
+
+	// The shortest interval allowed loads.
+	h2, _ := newHandler(t, `{"sweep_interval":"100ms","rate_limits":{"a":{"window":"1m","limit":1}}}`)
+	if len(h2.zones) != 1 {
+		t.Fatalf("100ms: %d zones provisioned", len(h2.zones))
+	}
+}
