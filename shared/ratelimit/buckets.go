@@ -10,15 +10,19 @@ import "time"
 // Fixed.
 //
 // A head caches that count for the current sub-window as inside +
-// rate*(end-t), so that a request on a known key is one multiply-add and
-// one increment whatever k is; the ring is brought up to date only when
-// the sub-window changes or a denial needs it.
+// leaving*(end-t)/T, so that a request on a known key is a few float
+// operations and one increment whatever k is; the ring is brought up to
+// date only when the sub-window changes or a denial needs it. The weight
+// is the product divided by T, not leaving times a precomputed 1/T: the
+// product is exact and the division rounds once, so a count that is a
+// whole number comes out whole, as in the Redis script, and a request
+// that fits exactly is admitted.
 
 // head is a key's state for its current sub-window c.
 type head struct {
-	end    int64   // (c+1)*T in nanoseconds: when sub-window c ends
-	inside float64 // requests counted whole: sub-windows c-k+1..c, and c-k for Strict
-	rate   float64 // Sliding: requests of sub-window c-k over T; otherwise 0
+	end     int64   // (c+1)*T in nanoseconds: when sub-window c ends
+	inside  float64 // requests counted whole: sub-windows c-k+1..c, and c-k for Strict
+	leaving float64 // Sliding: requests of sub-window c-k; otherwise 0
 }
 
 // take decides on the key hashed to key at t (nanoseconds) in the locked
@@ -61,7 +65,7 @@ func take(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
 		ring, newest = settle(z, s, slot)
 		cur = headAt(z, ring, newest, t/z.span)
 	}
-	count := cur.inside + cur.rate*float64(cur.end-t)
+	count := cur.inside + cur.leaving*float64(cur.end-t)/z.spanF
 	if count+z.cost > z.limit {
 		if ring == nil {
 			ring, newest = settle(z, s, slot)
@@ -139,7 +143,7 @@ func headAt(z *Zone, ring []uint32, newest, c int64) head {
 	}
 	h := head{end: (c + 1) * z.span, inside: inside + leaving*z.leavingWeight}
 	if z.weighted {
-		h.rate = leaving * z.invSpan
+		h.leaving = leaving
 	}
 	return h
 }
@@ -182,33 +186,33 @@ func deny(z *Zone, ring []uint32, newest int64, cur *head, t int64, count float6
 // expressions take uses, so that the answer is exact to the nanosecond.
 func retryAfter(z *Zone, cur *head, ring []uint32, newest, t int64) time.Duration {
 	need := z.limit - z.cost // the count must fall to need
-	inside, rate, end := cur.inside, cur.rate, cur.end
+	inside, leaving, end := cur.inside, cur.leaving, cur.end
 	c := end/z.span - 1
 	for j := int64(0); j <= z.k; j++ {
 		start := end - z.span
 		if j == 0 {
 			start = t
 		}
-		if inside+rate*float64(end-start) <= need {
+		if inside+leaving*float64(end-start)/z.spanF <= need {
 			return time.Duration(start - t)
 		}
-		if rate > 0 && inside <= need {
+		if leaving > 0 && inside <= need {
 			// The weighted count falls linearly through this sub-window:
 			// solve for the crossing, then settle the float rounding.
-			at := end - int64((need-inside)/rate)
+			at := end - int64((need-inside)*z.spanF/leaving)
 			if at < start {
 				at = start
 			}
-			for at > start && inside+rate*float64(end-at+1) <= need {
+			for at > start && inside+leaving*float64(end-at+1)/z.spanF <= need {
 				at--
 			}
-			for inside+rate*float64(end-at) > need {
+			for inside+leaving*float64(end-at)/z.spanF > need {
 				at++
 			}
 			return time.Duration(at - t)
 		}
 		next := headAt(z, ring, newest, c+j+1)
-		inside, rate, end = next.inside, next.rate, next.end
+		inside, leaving, end = next.inside, next.leaving, next.end
 	}
 	return time.Duration((newest+z.reach)*z.span - t)
 }

@@ -53,18 +53,26 @@ func takeLog(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
 		// Redis script does.
 		t = r.newest
 	}
-	for r.n > 0 && r.ts[r.head] <= t-z.window {
-		r.head = (r.head + 1) % len(r.ts)
-		r.n--
+	// The timestamps that left the window are at the head. Only an
+	// admission removes them: a denial changes nothing, as in the Redis
+	// script, so a clock that goes back finds what Redis would.
+	old := 0
+	for old < r.n && r.at(old) <= t-z.window {
+		old++
 	}
+	n := r.n - old
 	d := Decision{Limit: z.rule.Limit}
 	cost := int(z.rule.Cost)
 	limit := int(z.rule.Limit)
-	if r.n+cost <= limit {
+	if n+cost <= limit {
 		d.Allowed = true
-		d.Remaining = int64(limit - r.n - cost)
+		d.Remaining = int64(limit - n - cost)
 		d.ResetAfter = time.Duration(z.window)
 		if commit {
+			if old > 0 {
+				r.head = (r.head + old) % len(r.ts)
+				r.n = n
+			}
 			for i := 0; i < cost; i++ {
 				r.push(t, limit)
 			}
@@ -72,9 +80,10 @@ func takeLog(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
 		}
 		return d
 	}
-	d.Remaining = int64(limit - r.n)
-	// The (n+cost-limit)-th oldest timestamp must leave the window first.
-	d.RetryAfter = time.Duration(r.at(r.n+cost-limit-1) + z.window - t)
+	d.Remaining = int64(limit - n)
+	// The (n+cost-limit)-th oldest timestamp in the window must leave it
+	// first.
+	d.RetryAfter = time.Duration(r.at(old+n+cost-limit-1) + z.window - t)
 	d.ResetAfter = time.Duration(r.at(r.n-1) + z.window - t)
 	return d
 }

@@ -10,7 +10,6 @@ import (
 // with it on every decision.
 type reference struct {
 	rule     Rule
-	invSpan  float64
 	admitted []int64 // one timestamp per unit of cost, oldest first
 }
 
@@ -18,7 +17,7 @@ func newReference(rule Rule) *reference {
 	if err := rule.Normalize(); err != nil {
 		panic(err)
 	}
-	return &reference{rule: rule, invSpan: 1 / float64(rule.SubWindow)}
+	return &reference{rule: rule}
 }
 
 // count returns the count at t of the admitted requests.
@@ -41,7 +40,7 @@ func (r *reference) count(t int64) float64 {
 	}
 	switch r.rule.Algorithm {
 	case Sliding:
-		return inside + leaving*r.invSpan*float64((c+1)*span-t)
+		return inside + leaving*float64((c+1)*span-t)/float64(span)
 	case Strict:
 		return inside + leaving
 	}

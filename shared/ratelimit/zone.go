@@ -51,12 +51,12 @@ type Zone struct {
 	id   uint64
 
 	// Derived from the rule once, so the per-request path only reads.
-	log     bool
-	k       int64   // sub-windows per window
-	m       int64   // ring cells: k+1
-	span    int64   // T in nanoseconds
-	invSpan float64 // 1/T
-	window  int64   // W in nanoseconds
+	log    bool
+	k      int64   // sub-windows per window
+	m      int64   // ring cells: k+1
+	span   int64   // T in nanoseconds
+	spanF  float64 // T in nanoseconds, as a float
+	window int64   // W in nanoseconds
 	// reach is how many sub-windows a request stays counted for: k+1 for
 	// the sliding algorithms, 1 for Fixed; resetTail is (reach-1)*T.
 	reach     int64
@@ -108,7 +108,7 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 		log:      rule.Algorithm == Log,
 		k:        int64(rule.Buckets()),
 		span:     int64(rule.SubWindow),
-		invSpan:  1 / float64(rule.SubWindow),
+		spanF:    float64(rule.SubWindow),
 		window:   int64(rule.Window),
 		weighted: rule.Algorithm == Sliding,
 		limit:    float64(rule.Limit),
@@ -196,7 +196,7 @@ func TakeAt(z *Zone, key string, t int64) Decision {
 	if known && !z.log {
 		h := &s.heads[slot]
 		if t < h.end && t >= h.end-z.span {
-			count := h.inside + h.rate*float64(h.end-t) + z.cost
+			count := h.inside + h.leaving*float64(h.end-t)/z.spanF + z.cost
 			if count <= z.limit {
 				h.inside += z.cost
 				reset := h.end + z.resetTail - t // read under the lock
