@@ -142,6 +142,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.SweepInterval < 0 {
 		return fmt.Errorf("sweep_interval must not be negative, got %v", time.Duration(h.SweepInterval))
 	}
+	if h.SweepInterval > 0 && time.Duration(h.SweepInterval) < ratelimit.MinSweepInterval {
+		return fmt.Errorf("sweep_interval %v is too short (at least %v)", time.Duration(h.SweepInterval), ratelimit.MinSweepInterval)
+	}
 	var redisSetup *redisSetup
 	if h.Redis != nil {
 		policy, err := ratelimit.ParseFailurePolicy(h.OnStoreError)

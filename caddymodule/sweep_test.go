@@ -1,9 +1,11 @@
 package caddymodule
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
@@ -25,6 +27,19 @@ func TestSweepIntervalTooShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectProvisionError(t, string(config), want)
+
+	// The error says it once, for the handler, not once per zone.
+	h3 := new(Handler)
+	if err := json.Unmarshal([]byte(`{"sweep_interval":"1ns","rate_limits":{"a":{"window":"1m","limit":1}}}`), h3); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	err = h3.Provision(ctx)
+	h3.Cleanup()
+	cancel()
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v, want exactly %q", err, want)
+	}
 
 	// The shortest interval allowed loads.
 	h2, _ := newHandler(t, `{"sweep_interval":"100ms","rate_limits":{"a":{"window":"1m","limit":1}}}`)

@@ -89,19 +89,13 @@ type zoneRule struct {
 // maxCachedRules bounds RedisStore's cache of script arguments.
 const maxCachedRules = 1024
 
-// MaxRedisWindow bounds the window of a zone kept in Redis: the script
-// counts microseconds in Lua's doubles, exact only below 2^53.
-const MaxRedisWindow = 100 * 365 * 24 * time.Hour
-
 // CheckRedisRule reports whether a normalized rule can be kept in Redis,
 // whose script counts time in whole microseconds, and whether zone is a
-// usable name in a Redis key.
+// usable name in a Redis key. Normalize has bounded the window by
+// MaxWindow, whose microseconds Lua's doubles hold exactly.
 func CheckRedisRule(zone string, r Rule) error {
 	if strings.ContainsAny(zone, "{}") {
 		return fmt.Errorf("zone %q: a zone kept in redis must not have braces in its name", zone)
-	}
-	if r.Window > MaxRedisWindow {
-		return fmt.Errorf("zone %q: window %v is too long to be kept in redis (at most %v)", zone, r.Window, MaxRedisWindow)
 	}
 	if r.Window%time.Microsecond != 0 || r.SubWindow%time.Microsecond != 0 {
 		return fmt.Errorf("zone %q: window %v and sub_window %v must be whole microseconds to be kept in redis", zone, r.Window, r.SubWindow)
