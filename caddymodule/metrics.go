@@ -52,11 +52,18 @@ func registerMetrics(reg *prometheus.Registry) (*requestCounters, error) {
 			Name:      "rate_limit_requests_total",
 			Help:      "Requests checked by rate_limit, by zone and decision (allowed, denied, dry_run).",
 		}, []string{"zone", "decision"})}
-		keysGauge = &keysCollector{desc: prometheus.NewDesc(
-			"caddy_http_rate_limit_keys",
-			"Keys tracked in memory by rate_limit, by zone.",
-			[]string{"zone"}, nil,
-		)}
+		keysGauge = &keysCollector{
+			desc: prometheus.NewDesc(
+				"caddy_http_rate_limit_keys",
+				"Keys tracked in memory by rate_limit, by zone.",
+				[]string{"zone"}, nil,
+			),
+			evictions: prometheus.NewDesc(
+				"caddy_http_rate_limit_evictions_total",
+				"Keys evicted from a full zone while they still counted, by zone (they come back with an over-estimate of their count).",
+				[]string{"zone"}, nil,
+			),
+		}
 	})
 	if reg == nil {
 		return counters, nil
@@ -73,21 +80,31 @@ func registerMetrics(reg *prometheus.Registry) (*requestCounters, error) {
 }
 
 // keysCollector reports, at scrape time, how many keys each live zone
-// tracks. Zones of one name with different settings (during a reload that
-// changes them) are summed, so a name is reported once.
+// tracks and how many it evicted while they still counted. Zones of one
+// name with different settings (during a reload that changes them) are
+// summed, so a name is reported once.
 type keysCollector struct {
-	desc *prometheus.Desc
+	desc, evictions *prometheus.Desc
 }
 
 // Describe implements prometheus.Collector.
-func (c *keysCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *keysCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.desc
+	ch <- c.evictions
+}
 
 // Collect implements prometheus.Collector.
 func (c *keysCollector) Collect(ch chan<- prometheus.Metric) {
-	byName := make(map[string]int)
-	liveZones(func(z *ratelimit.Zone) { byName[z.Name()] += z.Len() })
-	for name, n := range byName {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), name)
+	byName := make(map[string]ratelimit.ZoneStats)
+	liveZones(func(z *ratelimit.Zone) {
+		st, sum := z.Stats(), byName[z.Name()]
+		sum.Keys += st.Keys
+		sum.Evictions += st.Evictions
+		byName[z.Name()] = sum
+	})
+	for name, st := range byName {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(st.Keys), name)
+		ch <- prometheus.MustNewConstMetric(c.evictions, prometheus.CounterValue, float64(st.Evictions), name)
 	}
 }
 

@@ -46,6 +46,7 @@ func zoneKey(name string, rule ratelimit.Rule, opts ratelimit.Options) string {
 func acquireZone(name string, rule ratelimit.Rule, opts ratelimit.Options) (string, *ratelimit.Zone, error) {
 	key := zoneKey(name, rule, opts)
 	v, _, err := zones.LoadOrNew(key, func() (caddy.Destructor, error) {
+		opts.Evicting = fullZoneLog(caddy.Log().Named("http.handlers.rate_limit"), name, opts.MaxKeys)
 		z, err := ratelimit.NewZone(name, rule, opts)
 		if err != nil {
 			return nil, err

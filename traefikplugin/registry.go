@@ -38,7 +38,7 @@ func zoneFor(name string, rule ratelimit.Rule, maxKeys int) (*ratelimit.Zone, er
 		r.zone.Close()
 		delete(registry, name)
 	}
-	z, err := ratelimit.NewZone(name, rule, ratelimit.Options{MaxKeys: maxKeys})
+	z, err := ratelimit.NewZone(name, rule, ratelimit.Options{MaxKeys: maxKeys, Evicting: fullZoneLog(name, maxKeys)})
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,12 @@ type Options struct {
 	SweepInterval time.Duration
 	// Now is the clock of the sweeper; nil means time.Now.
 	Now func() time.Time
+	// Evicting, when set, is called by the sweeper after each sweep that
+	// follows evictions of keys that still counted, with how many there
+	// were since the previous call: the zone is full, because max_keys is
+	// too small for the traffic or because a flood of fresh keys is on.
+	// It is never called on the request path, nor without a sweeper.
+	Evicting func(evicted uint64)
 }
 
 // zoneIDs orders zones for lock acquisition when one request takes several.
@@ -161,7 +167,7 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 		if now == nil {
 			now = time.Now
 		}
-		go z.sweepEvery(interval, now)
+		go z.sweepEvery(interval, now, opts.Evicting)
 	}
 	return z, nil
 }
@@ -269,15 +275,22 @@ func (z *Zone) Sweep(now time.Time) int {
 	return removed
 }
 
-func (z *Zone) sweepEvery(interval time.Duration, now func() time.Time) {
+func (z *Zone) sweepEvery(interval time.Duration, now func() time.Time, evicting func(uint64)) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	var reported uint64
 	for {
 		select {
 		case <-z.stop:
 			return
 		case <-tick.C:
 			z.Sweep(now())
+			if evicting != nil {
+				if n := z.Stats().Evictions; n > reported {
+					evicting(n - reported)
+					reported = n
+				}
+			}
 		}
 	}
 }

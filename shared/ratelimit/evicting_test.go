@@ -1,0 +1,48 @@
+package ratelimit
+
+import (
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestEvictingReported: the sweeper tells the host how many keys that still
+// counted were evicted since its last report, and says nothing while the
+// zone is not full.
+func TestEvictingReported(t *testing.T) {
+	reports := make(chan uint64, 16)
+	z, err := NewZone("full", Rule{Window: time.Hour, Limit: 5}, Options{
+		MaxKeys:       64,
+		SweepInterval: MinSweepInterval,
+		Evicting:      func(n uint64) { reports <- n },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	now := time.Now()
+	for i := 0; i < 64; i++ {
+		z.Take("k"+strconv.Itoa(i), now)
+	}
+	select {
+	case n := <-reports:
+		t.Fatalf("reported %d evictions while the zone had room", n)
+	case <-time.After(3 * MinSweepInterval):
+	}
+	for i := 64; i < 64+40; i++ {
+		z.Take("k"+strconv.Itoa(i), now)
+	}
+	var total uint64
+	deadline := time.After(10 * time.Second)
+	for total < 40 {
+		select {
+		case n := <-reports:
+			total += n
+		case <-deadline:
+			t.Fatalf("reported %d evictions, want 40", total)
+		}
+	}
+	if total != 40 || z.Stats().Evictions != 40 {
+		t.Fatalf("reported %d, stats %+v: want 40", total, z.Stats())
+	}
+}
