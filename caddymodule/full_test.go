@@ -43,9 +43,7 @@ func TestFullZoneSeen(t *testing.T) {
 	}
 
 	core, logs := observer.New(zapcore.WarnLevel)
-	report := fullZoneLog(zap.New(core), "full", 2)
-	report(3)
-	report(2) // within the minute: held for the next line
+	fullZoneLog(zap.New(core), "full", 2)(3)
 	lines := logs.All()
 	if len(lines) != 1 || lines[0].ContextMap()["evicted"] != uint64(3) || lines[0].ContextMap()["max_keys"] != int64(2) {
 		t.Fatalf("log lines %+v, want one with evicted 3 and max_keys 2", lines)

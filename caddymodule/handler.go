@@ -63,8 +63,12 @@ type Handler struct {
 	Headers string `json:"headers,omitempty"`
 
 	// MaxKeys bounds how many keys each zone tracks in memory. When a zone
-	// is full, a new key evicts an expired key or the least recently active
-	// one of a small sample. The default is 100000 (about 10 MB per zone).
+	// is full, a new key evicts, of a small sample, a key whose window
+	// counts nothing, else the one with the smallest count; what an evicted
+	// key still counted is kept in a fixed-size summary, so it comes back
+	// with at least that count, never with a fresh budget. The default is
+	// 100000 (about 11 MB per zone, and about 6 MB more for the summary
+	// once the zone has been full).
 	MaxKeys int `json:"max_keys,omitempty"`
 
 	// SweepInterval is how often each zone deletes the keys whose window

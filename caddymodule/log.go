@@ -50,27 +50,15 @@ func (h *Handler) denialFields(z *zoneState, r *http.Request, d ratelimit.Decisi
 	return fields
 }
 
-// fullEvery is the least time between two warnings that a zone is full.
-const fullEvery = time.Minute
-
-// fullZoneLog returns the Evicting callback of the zone name: a warning,
-// at most once every fullEvery, that the zone evicted keys that still
-// counted, with how many since the last warning. The zone's sweeper is
-// its only caller, so it needs no lock.
+// fullZoneLog returns the Evicting callback of the zone name: a warning
+// that the zone evicted keys that still counted (the zone calls it at most
+// once a minute).
 func fullZoneLog(logger *zap.Logger, name string, maxKeys int) func(uint64) {
 	if maxKeys == 0 {
 		maxKeys = ratelimit.DefaultMaxKeys
 	}
-	var last time.Time
-	var pending uint64
 	return func(n uint64) {
-		pending += n
-		if time.Since(last) < fullEvery {
-			return
-		}
-		last = time.Now()
 		logger.Warn("rate limit zone is full: it evicted keys that still counted (they come back with an over-estimate); raise max_keys if this is your normal traffic, otherwise a flood of fresh keys is on",
-			zap.String("zone", name), zap.Int("max_keys", maxKeys), zap.Uint64("evicted", pending))
-		pending = 0
+			zap.String("zone", name), zap.Int("max_keys", maxKeys), zap.Uint64("evicted", n))
 	}
 }

@@ -25,7 +25,9 @@ type Config struct {
 	// Headers selects the rate-limit headers: legacy (the default), ietf,
 	// both or none.
 	Headers string `json:"headers,omitempty" yaml:"headers,omitempty" mapstructure:"headers"`
-	// MaxKeys bounds how many keys are tracked at once. Zero means 100000.
+	// MaxKeys bounds how many keys are tracked at once. A full zone evicts
+	// the key with the least to lose, and an evicted key comes back with
+	// at least the count it had, never a fresh budget. Zero means 100000.
 	MaxKeys int `json:"maxKeys,omitempty" yaml:"maxKeys,omitempty" mapstructure:"maxKeys"`
 	// DryRun lets requests over the limit through, with the rate-limit
 	// headers, and logs that they would have been rejected.

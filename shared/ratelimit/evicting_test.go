@@ -15,6 +15,7 @@ func TestEvictingReported(t *testing.T) {
 		MaxKeys:       64,
 		SweepInterval: MinSweepInterval,
 		Evicting:      func(n uint64) { reports <- n },
+		EvictingEvery: MinSweepInterval,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -44,5 +45,36 @@ func TestEvictingReported(t *testing.T) {
 	}
 	if total != 40 || z.Stats().Evictions != 40 {
 		t.Fatalf("reported %d, stats %+v: want 40", total, z.Stats())
+	}
+}
+
+// TestEvictingAtMostEvery: however many sweeps see evictions, Evicting is
+// called at most once every EvictingEvery, with what it missed.
+func TestEvictingAtMostEvery(t *testing.T) {
+	reports := make(chan uint64, 16)
+	z, err := NewZone("full", Rule{Window: time.Hour, Limit: 5}, Options{
+		MaxKeys:       16,
+		SweepInterval: MinSweepInterval,
+		Evicting:      func(n uint64) { reports <- n },
+		EvictingEvery: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	now := time.Now()
+	for i := 0; i < 20; i++ {
+		z.Take("k"+strconv.Itoa(i), now)
+	}
+	if n := <-reports; n != 4 {
+		t.Fatalf("first report %d, want 4", n)
+	}
+	for i := 20; i < 30; i++ {
+		z.Take("k"+strconv.Itoa(i), now)
+	}
+	select {
+	case n := <-reports:
+		t.Fatalf("reported %d more within the hour", n)
+	case <-time.After(5 * MinSweepInterval):
 	}
 }

@@ -38,13 +38,22 @@ type Options struct {
 	SweepInterval time.Duration
 	// Now is the clock of the sweeper; nil means time.Now.
 	Now func() time.Time
-	// Evicting, when set, is called by the sweeper after each sweep that
-	// follows evictions of keys that still counted, with how many there
-	// were since the previous call: the zone is full, because max_keys is
-	// too small for the traffic or because a flood of fresh keys is on.
-	// It is never called on the request path, nor without a sweeper.
+	// Evicting, when set, is called by the sweeper when the zone has
+	// evicted keys that still counted, at most once every EvictingEvery,
+	// with how many since the previous call: the zone is full, because
+	// max_keys is too small for the traffic or because a flood of fresh
+	// keys is on. It is never called on the request path, nor without a
+	// sweeper.
 	Evicting func(evicted uint64)
+	// EvictingEvery is the least time between two calls of Evicting; zero
+	// means DefaultEvictingEvery.
+	EvictingEvery time.Duration
 }
+
+// DefaultEvictingEvery is how often, at most, a full zone reports its
+// evictions: a log line a minute says what is going on without flooding
+// the log while a flood is.
+const DefaultEvictingEvery = time.Minute
 
 // zoneIDs orders zones for lock acquisition when one request takes several.
 var zoneIDs uint64
@@ -167,7 +176,11 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 		if now == nil {
 			now = time.Now
 		}
-		go z.sweepEvery(interval, now, opts.Evicting)
+		every := opts.EvictingEvery
+		if every <= 0 {
+			every = DefaultEvictingEvery
+		}
+		go z.sweepEvery(interval, now, opts.Evicting, every)
 	}
 	return z, nil
 }
@@ -275,21 +288,24 @@ func (z *Zone) Sweep(now time.Time) int {
 	return removed
 }
 
-func (z *Zone) sweepEvery(interval time.Duration, now func() time.Time, evicting func(uint64)) {
+func (z *Zone) sweepEvery(interval time.Duration, now func() time.Time, evicting func(uint64), every time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	var reported uint64
+	var last time.Time
 	for {
 		select {
 		case <-z.stop:
 			return
 		case <-tick.C:
-			z.Sweep(now())
-			if evicting != nil {
-				if n := z.Stats().Evictions; n > reported {
-					evicting(n - reported)
-					reported = n
-				}
+			t := now()
+			z.Sweep(t)
+			if evicting == nil || t.Sub(last) < every {
+				continue
+			}
+			if n := z.Stats().Evictions; n > reported {
+				evicting(n - reported)
+				reported, last = n, t
 			}
 		}
 	}
