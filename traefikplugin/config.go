@@ -32,6 +32,9 @@ type Config struct {
 	// DryRun lets requests over the limit through, with the rate-limit
 	// headers, and logs that they would have been rejected.
 	DryRun bool `json:"dryRun,omitempty" yaml:"dryRun,omitempty" mapstructure:"dryRun"`
+	// LogKey puts the request's key in the dry-run log line. It is off by
+	// default because keys may hold API keys or other personal data.
+	LogKey bool `json:"logKey,omitempty" yaml:"logKey,omitempty" mapstructure:"logKey"`
 	// StatusCode is the status of a rejected request, 400 to 599. Zero
 	// means 429.
 	StatusCode int `json:"statusCode,omitempty" yaml:"statusCode,omitempty" mapstructure:"statusCode"`

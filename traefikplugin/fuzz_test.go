@@ -77,6 +77,7 @@ var labelSetters = map[string]func(c *Config, v string) bool{
 	"headers":      func(c *Config, v string) bool { c.Headers = v; return true },
 	"maxKeys":      func(c *Config, v string) bool { return setInt(&c.MaxKeys, v) },
 	"dryRun":       func(c *Config, v string) bool { return setBool(&c.DryRun, v) },
+	"logKey":       func(c *Config, v string) bool { return setBool(&c.LogKey, v) },
 	"statusCode":   func(c *Config, v string) bool { return setInt(&c.StatusCode, v) },
 	"message":      func(c *Config, v string) bool { c.Message = v; return true },
 	"onStoreError": func(c *Config, v string) bool { c.OnStoreError = v; return true },

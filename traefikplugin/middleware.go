@@ -41,6 +41,7 @@ type Middleware struct {
 	body      []byte
 	lengthStr string
 	dryRun    bool
+	logKey    bool
 	status    int
 	message   string
 }
@@ -88,6 +89,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 		body:      []byte(s.message),
 		lengthStr: strconv.Itoa(len(s.message)),
 		dryRun:    s.dryRun,
+		logKey:    s.logKey,
 		status:    s.status,
 		message:   s.message,
 	}

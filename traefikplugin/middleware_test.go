@@ -124,7 +124,7 @@ func TestDryRunLetsThrough(t *testing.T) {
 	defer func() {
 		// Eight denials within a second or two: one line a second.
 		lines := strings.Count(log.String(), "\n")
-		if lines < 1 || lines > 2 || !strings.Contains(log.String(), `middleware "dry@file" would reject key "203.0.113.7"`) {
+		if lines < 1 || lines > 2 || !strings.Contains(log.String(), `middleware "dry@file" would reject a request`) {
 			t.Errorf("dry-run log:\n%s", log.String())
 		}
 	}()
@@ -135,6 +135,42 @@ func TestDryRunLetsThrough(t *testing.T) {
 		}
 		if i > 2 && w.Header().Get("X-RateLimit-Remaining") != "0" {
 			t.Errorf("request %d: X-RateLimit-Remaining %q", i, w.Header().Get("X-RateLimit-Remaining"))
+		}
+	}
+}
+
+// The dry-run line names the middleware, and the key only with logKey:
+// keys may be API keys or personal data.
+func TestDryRunLogKey(t *testing.T) {
+	var log strings.Builder
+	dryRunLog = &log
+	defer func() { dryRunLog = os.Stdout }()
+	tests := []struct {
+		logKey bool
+		want   string
+	}{
+		{false, `windowlimit: dry run: middleware "nokey@file" would reject a request` + "\n"},
+		{true, `windowlimit: dry run: middleware "key@file" would reject key "203.0.113.7"` + "\n"},
+	}
+	for _, tt := range tests {
+		log.Reset()
+		c := validConfig()
+		c.Limit = 1
+		c.DryRun = true
+		c.LogKey = tt.logKey
+		name := "nokey@file"
+		if tt.logKey {
+			name = "key@file"
+		}
+		h := newMiddleware(t, c, name)
+		// One denial: a new middleware writes its first line at once.
+		for i := 1; i <= 2; i++ {
+			if w := serve(h, "203.0.113.7:1", nil); w.Code != http.StatusOK {
+				t.Fatalf("logKey %v, request %d: status %d in dry run", tt.logKey, i, w.Code)
+			}
+		}
+		if log.String() != tt.want {
+			t.Errorf("logKey %v: dry-run log %q, want %q", tt.logKey, log.String(), tt.want)
 		}
 	}
 }

@@ -22,6 +22,7 @@ type settings struct {
 	v6Bits  int
 	mode    httplimit.HeaderMode
 	dryRun  bool
+	logKey  bool
 	status  int
 	message string
 	// redis is nil for the in-memory store.
@@ -90,6 +91,7 @@ func (c *Config) validate() (settings, error) {
 		s.message = defaultMessage
 	}
 	s.dryRun = c.DryRun
+	s.logKey = c.LogKey
 	if s.source, s.v6Bits, err = c.SourceCriterion.source(); err != nil {
 		return s, err
 	}

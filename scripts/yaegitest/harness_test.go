@@ -17,6 +17,14 @@ const modulePath = "github.com/windowlimit/windowlimit"
 // library's symbols only.
 func newInterpreter(tb testing.TB) *interp.Interpreter {
 	tb.Helper()
+	return newInterpreterWith(tb, interp.Options{})
+}
+
+// newInterpreterWith is newInterpreter with the standard streams of opt.
+// Without YAEGI_SPECIAL_STDIO, yaegi hands the interpreted code only a
+// stream that is an *os.File.
+func newInterpreterWith(tb testing.TB, opt interp.Options) *interp.Interpreter {
+	tb.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		tb.Fatal(err)
@@ -29,7 +37,8 @@ func newInterpreter(tb testing.TB) *interp.Interpreter {
 	if err := os.Symlink(root, dir); err != nil {
 		tb.Fatal(err)
 	}
-	i := interp.New(interp.Options{GoPath: goPath, Env: os.Environ()})
+	opt.GoPath, opt.Env = goPath, os.Environ()
+	i := interp.New(opt)
 	if err := i.Use(stdlib.Symbols); err != nil {
 		tb.Fatalf("load stdlib symbols: %v", err)
 	}

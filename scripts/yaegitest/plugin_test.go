@@ -67,8 +67,15 @@ func readManifest(tb testing.TB) manifest {
 // newYaegiMiddlewareBuilder do.
 func loadPlugin(tb testing.TB) (pluginBuilder, manifest) {
 	tb.Helper()
+	return loadPluginWith(tb, interp.Options{})
+}
+
+// loadPluginWith is loadPlugin in an interpreter with the standard streams
+// of opt.
+func loadPluginWith(tb testing.TB, opt interp.Options) (pluginBuilder, manifest) {
+	tb.Helper()
 	m := readManifest(tb)
-	i := newInterpreter(tb)
+	i := newInterpreterWith(tb, opt)
 	if _, err := i.Eval(`import "` + m.Import + `"`); err != nil {
 		tb.Fatalf("import %s: %v", m.Import, err)
 	}
@@ -360,6 +367,38 @@ func TestPluginDryRun(t *testing.T) {
 		}
 		if i > 2 && !strings.Contains(w.Header().Get("RateLimit"), ";r=0;") {
 			t.Errorf("request %d: RateLimit %q", i, w.Header().Get("RateLimit"))
+		}
+	}
+}
+
+// The dry-run line, written under yaegi to the plugin's standard output,
+// names the key only with logKey, given as a label.
+func TestPluginDryRunLogKey(t *testing.T) {
+	for _, logKey := range []string{"false", "true"} {
+		stdout, err := os.CreateTemp(t.TempDir(), "stdout")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := loadPluginWith(t, interp.Options{Stdout: stdout})
+		name := "dry-logkey-" + logKey + "@docker"
+		h := b.build(t, map[string]any{"window": "1m", "limit": "1", "dryRun": "true", "logKey": logKey}, name)
+		// One denial: a new middleware writes its first line at once.
+		for i := 1; i <= 2; i++ {
+			if w := get(h, "203.0.113.7:1", ""); w.Code != http.StatusOK {
+				t.Fatalf("logKey %s, request %d: status %d in dry run", logKey, i, w.Code)
+			}
+		}
+		got, err := os.ReadFile(stdout.Name())
+		stdout.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `windowlimit: dry run: middleware "` + name + `" would reject a request` + "\n"
+		if logKey == "true" {
+			want = `windowlimit: dry run: middleware "` + name + `" would reject key "203.0.113.7"` + "\n"
+		}
+		if string(got) != want {
+			t.Errorf("logKey %s: standard output %q, want %q", logKey, got, want)
 		}
 	}
 }
