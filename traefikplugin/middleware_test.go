@@ -113,6 +113,30 @@ func TestStatusMessageAndHeaders(t *testing.T) {
 	}
 }
 
+// A rejection's IETF fields, exactly: the RateLimit t is the Retry-After
+// delay, as draft-ietf-httpapi-ratelimit-headers-11 asks (section 6), not
+// the later moment the sliding window is empty.
+func TestIETFRejection(t *testing.T) {
+	c := validConfig()
+	c.Limit = 3
+	c.Headers = "ietf"
+	h := newMiddleware(t, c, "ietf@file")
+	for i := 1; i <= 3; i++ {
+		serve(h, "203.0.113.7:1", nil)
+	}
+	w := serve(h, "203.0.113.7:1", nil)
+	retry := w.Header().Get("Retry-After")
+	if w.Code != http.StatusTooManyRequests || retry == "" {
+		t.Fatalf("fourth request: %d %v", w.Code, w.Header())
+	}
+	if got := w.Header().Values("RateLimit-Policy"); len(got) != 1 || got[0] != `"ietf@file";q=3;w=60` {
+		t.Errorf("RateLimit-Policy %q", got)
+	}
+	if got, want := w.Header().Values("RateLimit"), `"ietf@file";r=0;t=`+retry; len(got) != 1 || got[0] != want {
+		t.Errorf("RateLimit %q, want %q", got, want)
+	}
+}
+
 func TestDryRunLetsThrough(t *testing.T) {
 	var log strings.Builder
 	dryRunLog = &log

@@ -199,6 +199,10 @@ func expectLimit(t *testing.T, h http.Handler, limit int, remote, xff string, le
 			if ra, err := strconv.Atoi(w.Header().Get("Retry-After")); err != nil || ra < 1 {
 				t.Errorf("request %d: Retry-After %q", i, w.Header().Get("Retry-After"))
 			}
+			// The draft's t ends when Retry-After does.
+			if ietf && !strings.HasSuffix(w.Header().Get("RateLimit"), ";t="+w.Header().Get("Retry-After")) {
+				t.Errorf("request %d: RateLimit %q with Retry-After %q", i, w.Header().Get("RateLimit"), w.Header().Get("Retry-After"))
+			}
 		}
 	}
 }

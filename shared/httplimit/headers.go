@@ -18,8 +18,8 @@ const (
 	// HeadersLegacy writes X-RateLimit-Limit, X-RateLimit-Remaining and
 	// X-RateLimit-Reset. It is the default.
 	HeadersLegacy HeaderMode = iota
-	// HeadersIETF writes the IETF draft's RateLimit-Policy: "<name>";q=N;w=W
-	// and RateLimit: "<name>";r=R;t=T.
+	// HeadersIETF writes the fields of draft-ietf-httpapi-ratelimit-headers-11:
+	// RateLimit-Policy: "<name>";q=N;w=W and RateLimit: "<name>";r=R;t=T.
 	HeadersIETF
 	// HeadersBoth writes the legacy and the IETF headers.
 	HeadersBoth
@@ -101,8 +101,9 @@ func NewPolicy(name string, window time.Duration, limit int64, mode HeaderMode) 
 func (p *Policy) Mode() HeaderMode { return p.mode }
 
 // SetHeaders writes the rate-limit headers of d into h per the mode; it
-// does nothing for HeadersNone. X-RateLimit-Reset and the IETF t= are
-// d.ResetAfter in seconds, rounded up.
+// does nothing for HeadersNone. X-RateLimit-Reset is d.ResetAfter in
+// seconds, rounded up; so is the IETF t= of an allowed request, and that
+// of a denied one is its Retry-After (see writeIETF).
 func (p *Policy) SetHeaders(h http.Header, d ratelimit.Decision) { WriteHeaders(p, h, d) }
 
 // WriteHeaders is SetHeaders as a plain function, for the Traefik plugin.
@@ -132,8 +133,22 @@ func writeLegacy(p *Policy, h http.Header, d ratelimit.Decision) {
 	h[headerReset] = v[2:3:3]
 }
 
+// writeIETF writes RateLimit-Policy and RateLimit. The draft's t is the
+// time within which the client can use no more than r, and a Retry-After
+// on the same response "SHOULD NOT reference a point in time earlier than
+// the end of the effective window" (draft-ietf-httpapi-ratelimit-headers-11,
+// section 6). So for a denied request t is the Retry-After delay, as
+// SetRetryAfter writes it (at least 1s); otherwise it is the delay until
+// the window is empty, which never overstates the rate r/t.
 func writeIETF(p *Policy, h http.Header, d ratelimit.Decision) {
-	v := []string{p.policyStr, p.ratePrefix + itoa(d.Remaining) + ";t=" + itoa(CeilSeconds(d.ResetAfter))}
+	t := d.ResetAfter
+	if !d.Allowed {
+		t = d.RetryAfter
+		if t < time.Second {
+			t = time.Second
+		}
+	}
+	v := []string{p.policyStr, p.ratePrefix + itoa(d.Remaining) + ";t=" + itoa(CeilSeconds(t))}
 	h[headerPolicy] = v[0:1:1]
 	h[headerRateLimit] = v[1:2:2]
 }

@@ -3,6 +3,7 @@ package httplimit
 import (
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -189,6 +190,62 @@ func TestReject(t *testing.T) {
 		if got := res.Header.Get("X-RateLimit-Remaining"); mode == HeadersLegacy && got != "0" {
 			t.Errorf("%v: X-RateLimit-Remaining %q, want 0", mode, got)
 		}
+	}
+}
+
+// The IETF fields of a denied request, as Traefik writes them (Reject) and
+// as Caddy does (SetHeaders, then SetRetryAfter unless in dry run). The
+// draft (draft-ietf-httpapi-ratelimit-headers-11, section 6): "the
+// Retry-After field value SHOULD NOT reference a point in time earlier
+// than the end of the effective window", t. So t is the Retry-After delay
+// (which is also when the r=0 it goes with stops being true), not the
+// delay until the window is empty, which X-RateLimit-Reset keeps.
+func TestIETFDenial(t *testing.T) {
+	tests := []struct {
+		name       string
+		d          ratelimit.Decision
+		rateLimit  string
+		retryAfter string
+	}{
+		{"sliding", ratelimit.Decision{Limit: 100, RetryAfter: 4200 * time.Millisecond, ResetAfter: 59500 * time.Millisecond},
+			`"api";r=0;t=5`, "5"},
+		{"sub-second", ratelimit.Decision{Limit: 100, RetryAfter: 300 * time.Millisecond, ResetAfter: 30 * time.Second},
+			`"api";r=0;t=1`, "1"},
+		{"no delay", ratelimit.Decision{Limit: 100, ResetAfter: 30 * time.Second},
+			`"api";r=0;t=1`, "1"},
+		// A request costing more than what remains.
+		{"cost", ratelimit.Decision{Limit: 100, Remaining: 3, RetryAfter: 2 * time.Second, ResetAfter: 40 * time.Second},
+			`"api";r=3;t=2`, "2"},
+		{"whole window", ratelimit.Decision{Limit: 100, RetryAfter: time.Minute, ResetAfter: time.Minute},
+			`"api";r=0;t=60`, "60"},
+	}
+	for _, tt := range tests {
+		legacyReset := strconv.FormatInt(CeilSeconds(tt.d.ResetAfter), 10)
+		want := map[string]string{
+			"RateLimit-Policy":      `"api";q=100;w=60`,
+			"RateLimit":             tt.rateLimit,
+			"X-RateLimit-Limit":     "100",
+			"X-RateLimit-Remaining": strconv.FormatInt(tt.d.Remaining, 10),
+			"X-RateLimit-Reset":     legacyReset,
+			"Retry-After":           tt.retryAfter,
+		}
+		check := func(host string, h http.Header, keys ...string) {
+			t.Helper()
+			for _, k := range keys {
+				if got := h.Values(k); len(got) != 1 || got[0] != want[k] {
+					t.Errorf("%s, %s: %s = %q, want %q", tt.name, host, k, got, want[k])
+				}
+			}
+		}
+		p := NewPolicy("api", time.Minute, 100, HeadersBoth)
+		rec := httptest.NewRecorder()
+		p.Reject(rec, tt.d, http.StatusTooManyRequests, "no")
+		check("Reject", rec.Header(), "RateLimit-Policy", "RateLimit", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After")
+		h := http.Header{}
+		p.SetHeaders(h, tt.d)
+		check("dry run", h, "RateLimit-Policy", "RateLimit", "X-RateLimit-Reset")
+		SetRetryAfter(h, tt.d)
+		check("SetHeaders", h, "RateLimit", "Retry-After")
 	}
 }
 
