@@ -139,8 +139,8 @@ func (h *Handler) unmarshalDirective(d *caddyfile.Dispenser) error {
 			var s string
 			if s, err = oneArg(d); err == nil {
 				j, perr := strconv.ParseFloat(s, 64)
-				if perr != nil || math.IsNaN(j) || math.IsInf(j, 0) || j < 0 {
-					err = d.Errf("jitter: want a fraction of at least 0 (0.2 is 20%%), got %q", s)
+				if perr != nil || math.IsNaN(j) || math.IsInf(j, 0) || j < 0 || j > 1 {
+					err = d.Errf("jitter: want a fraction from 0 to 1 (0.2 is 20%%), got %q", s)
 				}
 				h.Jitter = j
 			}

@@ -153,6 +153,7 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"jitter negative", "rate_limit {\n\tjitter -0.5\n}", "jitter: want a fraction", 2},
 		{"jitter word", "rate_limit {\n\tjitter some\n}", "jitter: want a fraction", 2},
 		{"jitter NaN", "rate_limit {\n\tjitter NaN\n}", "jitter: want a fraction", 2},
+		{"jitter over 1", "rate_limit {\n\tjitter 1e10\n}", "jitter: want a fraction from 0 to 1", 2},
 		{"dry_run with argument", "rate_limit {\n\tdry_run yes\n}", "wrong argument count", 2},
 		{"log_key with argument", "rate_limit {\n\tlog_key true\n}", "wrong argument count", 2},
 		{"duplicate dry_run", "rate_limit {\n\tdry_run\n\tdry_run\n}", "duplicate subdirective dry_run", 3},

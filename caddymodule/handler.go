@@ -78,7 +78,8 @@ type Handler struct {
 
 	// Jitter adds a random delay of up to this fraction of Retry-After to
 	// rejected responses (0.2 adds up to 20%), so that rejected clients do
-	// not all come back at the same moment. The default is 0.
+	// not all come back at the same moment. It is at most 1; the default is
+	// 0.
 	Jitter float64 `json:"jitter,omitempty"`
 
 	// DryRun takes every decision, counts it, sets the headers and the
@@ -251,8 +252,10 @@ func (h *Handler) provisionZone(ctx caddy.Context, name string, cfg *Zone, opts 
 
 // Validate checks the settings Provision does not need.
 func (h *Handler) Validate() error {
-	if math.IsNaN(h.Jitter) || math.IsInf(h.Jitter, 0) || h.Jitter < 0 {
-		return fmt.Errorf("jitter must be a fraction of at least 0, got %v", h.Jitter)
+	// At most 1 (100%): a Retry-After more than doubled helps no one, and
+	// a huge fraction would overflow the delay.
+	if math.IsNaN(h.Jitter) || math.IsInf(h.Jitter, 0) || h.Jitter < 0 || h.Jitter > 1 {
+		return fmt.Errorf("jitter must be a fraction from 0 to 1, got %v", h.Jitter)
 	}
 	return nil
 }

@@ -400,7 +400,8 @@ func TestProvisionErrors(t *testing.T) {
 }
 
 func TestValidateJitter(t *testing.T) {
-	for _, j := range []float64{-0.1} {
+	// 1e10 overflowed the delay into a negative Retry-After.
+	for _, j := range []float64{-0.1, 1.01, 1e10} {
 		h := Handler{Jitter: j}
 		if err := h.Validate(); err == nil {
 			t.Errorf("jitter %v accepted", j)
