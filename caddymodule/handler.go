@@ -203,6 +203,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			which: make([]int, 0, n),
 		}
 	}}
+	trackHandler(h) // for the admin API (admin.go)
 	return nil
 }
 
@@ -263,6 +264,7 @@ func (h *Handler) Validate() error {
 // Cleanup releases the handler's zones. A zone's state is dropped, and its
 // sweeper stopped, when no loaded config uses it any more.
 func (h *Handler) Cleanup() error {
+	untrackHandler(h)
 	var errs []error
 	for _, key := range h.acquired {
 		if err := releaseZone(key); err != nil {

@@ -1,0 +1,295 @@
+package caddymodule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/windowlimit/windowlimit/shared/httplimit"
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+)
+
+func init() {
+	caddy.RegisterModule(adminAPI{})
+}
+
+// adminAPI serves /rate_limit/ on Caddy's admin endpoint, behind its
+// access controls:
+//
+//   - GET /rate_limit/ lists the zone states of the loaded configs, with
+//     their settings, stores and the number of keys each tracks in memory;
+//     GET /rate_limit/<zone> lists those of one name.
+//   - GET /rate_limit/<zone>/<key> returns, for every state of that zone
+//     name, the key's count, remaining budget and reset, read without
+//     counting anything.
+//   - DELETE /rate_limit/<zone>/<key> forgets the key in every state of
+//     that zone name, in memory and in Redis, so its next request starts
+//     afresh.
+//
+// The zone name and the key are path segments, path-escaped: a key with a
+// slash, such as an IPv6 /64, has it as %2F. The key is the key as the
+// zone stores it; a plain IP address is grouped as the zone groups it.
+// Keys are never logged by this module.
+type adminAPI struct{}
+
+// CaddyModule returns the Caddy module information.
+func (adminAPI) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "admin.api.rate_limit",
+		New: func() caddy.Module { return new(adminAPI) },
+	}
+}
+
+const adminPrefix = "/rate_limit/"
+
+// adminTimeout bounds the Redis calls of one admin request.
+const adminTimeout = 5 * time.Second
+
+// Routes returns the route of /rate_limit/.
+func (a adminAPI) Routes() []caddy.AdminRoute {
+	return []caddy.AdminRoute{{Pattern: adminPrefix, Handler: caddy.AdminHandlerFunc(a.serve)}}
+}
+
+func (adminAPI) serve(w http.ResponseWriter, r *http.Request) error {
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), adminPrefix)
+	if !ok {
+		return apiError(http.StatusNotFound, errors.New("not found"))
+	}
+	rawZone, rawKey, hasKey := strings.Cut(rest, "/")
+	zone, err := url.PathUnescape(rawZone)
+	if err != nil {
+		return apiError(http.StatusBadRequest, errors.New("the zone name is not path-escaped properly"))
+	}
+	if strings.Contains(rawKey, "/") {
+		// Unambiguous paths: a slash of the key, as in an IPv6 /64, is %2F.
+		return apiError(http.StatusBadRequest, errors.New("a slash in the key must be escaped as %2F"))
+	}
+	key, err := url.PathUnescape(rawKey)
+	if err != nil {
+		// Not the error's text: it quotes the key.
+		return apiError(http.StatusBadRequest, errors.New("the key is not path-escaped properly"))
+	}
+	if !hasKey || key == "" {
+		if r.Method != http.MethodGet {
+			return methodNotAllowed(w, http.MethodGet)
+		}
+		uses := zoneUses(zone)
+		if zone != "" && len(uses) == 0 {
+			return unknownZone(zone)
+		}
+		return writeJSON(w, listing{Zones: describeZones(uses)})
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodDelete:
+	default:
+		return methodNotAllowed(w, http.MethodGet, http.MethodDelete)
+	}
+	uses := zoneUses(zone)
+	if len(uses) == 0 {
+		return unknownZone(zone)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
+	defer cancel()
+	if r.Method == http.MethodDelete {
+		res, err := forgetKey(ctx, uses, key)
+		if err != nil {
+			return apiError(http.StatusBadGateway, err)
+		}
+		return writeJSON(w, keyReport{Zone: zone, States: res})
+	}
+	res, err := inspectKey(ctx, uses, key, time.Now())
+	if err != nil {
+		return apiError(http.StatusBadGateway, err)
+	}
+	return writeJSON(w, keyReport{Zone: zone, States: res})
+}
+
+// listing is the answer to GET /rate_limit/.
+type listing struct {
+	Zones []zoneInfo `json:"zones"`
+}
+
+// zoneInfo describes one zone state.
+type zoneInfo struct {
+	Name          string      `json:"name"`
+	ID            uint64      `json:"id"`
+	Algorithm     string      `json:"algorithm"`
+	Window        string      `json:"window"`
+	SubWindow     string      `json:"sub_window,omitempty"`
+	Limit         int64       `json:"limit"`
+	Cost          int64       `json:"cost"`
+	Key           []string    `json:"key"`
+	Grouping      []grouping  `json:"grouping"`
+	MaxKeys       int         `json:"max_keys"`
+	SweepInterval string      `json:"sweep_interval,omitempty"`
+	Keys          int         `json:"keys"`
+	Stores        []storeInfo `json:"stores"`
+}
+
+// grouping is how a zone groups addresses in keys.
+type grouping struct {
+	IPv4Prefix int `json:"ipv4_prefix"`
+	IPv6Prefix int `json:"ipv6_prefix"`
+}
+
+// storeInfo names where a zone is counted.
+type storeInfo struct {
+	Type      string `json:"type"` // memory or redis
+	KeyPrefix string `json:"key_prefix,omitempty"`
+}
+
+func describeZones(uses []*zoneUse) []zoneInfo {
+	out := make([]zoneInfo, 0, len(uses))
+	for _, u := range uses {
+		rule := u.zone.Rule()
+		info := zoneInfo{
+			Name:      u.name,
+			ID:        u.zone.ID(),
+			Algorithm: rule.Algorithm.String(),
+			Window:    rule.Window.String(),
+			Limit:     rule.Limit,
+			Cost:      rule.Cost,
+			Key:       u.templates,
+			MaxKeys:   u.maxKeys,
+			Keys:      u.zone.Len(),
+			Stores:    stores(u),
+		}
+		if info.MaxKeys == 0 {
+			info.MaxKeys = ratelimit.DefaultMaxKeys
+		}
+		if u.sweepInterval > 0 {
+			info.SweepInterval = u.sweepInterval.String()
+		}
+		if rule.Algorithm != ratelimit.Log && rule.Algorithm != ratelimit.Fixed {
+			info.SubWindow = rule.SubWindow.String()
+		}
+		for _, g := range u.groupings {
+			v4 := g.v4
+			if v4 == 0 {
+				v4 = 32
+			}
+			info.Grouping = append(info.Grouping, grouping{IPv4Prefix: v4, IPv6Prefix: g.v6})
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+func stores(u *zoneUse) []storeInfo {
+	var out []storeInfo
+	if u.memory {
+		out = append(out, storeInfo{Type: "memory"})
+	}
+	for _, r := range u.redis {
+		out = append(out, storeInfo{Type: "redis", KeyPrefix: r.store.KeyPrefix()})
+	}
+	return out
+}
+
+// keyReport is the answer to GET and DELETE /rate_limit/<zone>/<key>: one
+// entry per zone state and store.
+type keyReport struct {
+	Zone   string     `json:"zone"`
+	States []keyState `json:"states"`
+}
+
+// keyState is a key in one zone state and store.
+type keyState struct {
+	ID        uint64 `json:"id"`
+	Store     string `json:"store"`
+	KeyPrefix string `json:"key_prefix,omitempty"`
+	// Key is the key as the zone holds it.
+	Key   string `json:"key"`
+	Limit int64  `json:"limit"`
+	// Tracked reports whether the store held state for the key.
+	Tracked bool `json:"tracked"`
+	// Count, Remaining and Reset (seconds, rounded up) are left out of
+	// the answer to DELETE.
+	Count     *int64 `json:"count,omitempty"`
+	Remaining *int64 `json:"remaining,omitempty"`
+	Reset     *int64 `json:"reset,omitempty"`
+}
+
+func stateOf(u *zoneUse, store, prefix, key string, st ratelimit.KeyState) keyState {
+	reset := httplimit.CeilSeconds(st.ResetAfter)
+	return keyState{
+		ID: u.zone.ID(), Store: store, KeyPrefix: prefix, Key: key, Limit: u.zone.Rule().Limit,
+		Tracked: st.Tracked, Count: &st.Count, Remaining: &st.Remaining, Reset: &reset,
+	}
+}
+
+// inspectKey reads key in every zone state of uses and every store that
+// counts it.
+func inspectKey(ctx context.Context, uses []*zoneUse, key string, now time.Time) ([]keyState, error) {
+	var out []keyState
+	for _, u := range uses {
+		for _, k := range u.lookupKeys(key) {
+			if u.memory {
+				out = append(out, stateOf(u, "memory", "", k, u.zone.Inspect(k, now)))
+			}
+			for _, r := range u.redis {
+				st, err := r.store.Inspect(ctx, u.zone, k, now)
+				if err != nil {
+					return nil, fmt.Errorf("zone %q: reading the key in redis: %w", u.name, err)
+				}
+				out = append(out, stateOf(u, "redis", r.store.KeyPrefix(), k, st))
+			}
+		}
+	}
+	return out, nil
+}
+
+// forgetKey forgets key in every zone state of uses: its in-memory state
+// (which also serves on_store_error local), its Redis key in every store
+// that counts it, and the guards' cached denials.
+func forgetKey(ctx context.Context, uses []*zoneUse, key string) ([]keyState, error) {
+	var out []keyState
+	var errs []error
+	for _, u := range uses {
+		for _, k := range u.lookupKeys(key) {
+			// Always: the memory state also serves on_store_error local.
+			if tracked := u.zone.Forget(k); u.memory || tracked {
+				out = append(out, keyState{ID: u.zone.ID(), Store: "memory", Key: k, Limit: u.zone.Rule().Limit, Tracked: tracked})
+			}
+			for _, r := range u.redis {
+				deleted, err := r.store.Forget(ctx, u.name, k)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("zone %q: deleting the key in redis: %w", u.name, err))
+				}
+				if r.guard != nil {
+					r.guard.ForgetDenial(u.zone, k)
+				}
+				out = append(out, keyState{ID: u.zone.ID(), Store: "redis", KeyPrefix: r.store.KeyPrefix(), Key: k, Limit: u.zone.Rule().Limit, Tracked: deleted})
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func writeJSON(w http.ResponseWriter, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	return json.NewEncoder(w).Encode(v)
+}
+
+func apiError(status int, err error) error {
+	return caddy.APIError{HTTPStatus: status, Err: err}
+}
+
+func unknownZone(zone string) error {
+	return apiError(http.StatusNotFound, fmt.Errorf("unknown zone %q", zone))
+}
+
+func methodNotAllowed(w http.ResponseWriter, allow ...string) error {
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	return apiError(http.StatusMethodNotAllowed, errors.New("method not allowed"))
+}
+
+// Interface guards
+var _ caddy.AdminRouter = adminAPI{}

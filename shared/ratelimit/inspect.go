@@ -1,0 +1,151 @@
+package ratelimit
+
+import (
+	"math"
+	"time"
+)
+
+// KeyState is what a zone holds for one key at some moment, read without
+// counting anything: what an operator asks before unblocking a client.
+type KeyState struct {
+	// Tracked reports whether the store holds state for the key.
+	Tracked bool
+	// Count is what the window counts for the key: for Sliding the
+	// leaving sub-window weighted by the part of it still inside, rounded
+	// up, as the Redis script rounds it.
+	Count int64
+	// Remaining is how many requests of cost 1 would pass now: Limit
+	// minus Count, at least 0.
+	Remaining int64
+	// ResetAfter is the delay until the window holds no counted request.
+	ResetAfter time.Duration
+}
+
+// ID returns the zone's identifier, unique among the zones of this
+// process; a zone rebuilt by a changed config gets a new one.
+func (z *Zone) ID() uint64 { return z.id }
+
+// Inspect returns the state of key at now without changing the zone: no
+// count, no new key, no cached denial. An untracked key reports the count
+// it would start with, which a full zone may take from the summary of
+// evicted keys.
+func (z *Zone) Inspect(key string, now time.Time) KeyState {
+	t := now.UnixNano()
+	if t < z.window {
+		t = z.window
+	} else if t > z.maxTime {
+		t = z.maxTime
+	}
+	k := z.hash(key)
+	s := &z.shards[k&z.mask]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	slot, known := s.index[k]
+	if !known {
+		st := KeyState{Remaining: z.rule.Limit}
+		if t < s.evicted.live {
+			if e, until := s.evicted.estimate(k, t); e > 0 {
+				st.Count, st.ResetAfter = int64(e), time.Duration(until-t)
+				st.Remaining = remainingOf(z.rule.Limit, st.Count)
+			}
+		}
+		return st
+	}
+	if z.log {
+		return inspectLog(z, &s.logs[slot], t)
+	}
+	return inspectBuckets(z, s, slot, t)
+}
+
+// inspectBuckets is Inspect for the bucket algorithms: take's reading of
+// the key, on a copy of its ring.
+func inspectBuckets(z *Zone, s *shard, slot uint32, t int64) KeyState {
+	h := s.heads[slot]
+	if h.inside == 0 && h.leaving == 0 {
+		return KeyState{Tracked: true, Remaining: z.rule.Limit}
+	}
+	if t < h.end-z.span {
+		t = h.end - z.span // the clock went back, as take counts it
+	}
+	// settle's write, on a copy.
+	base := int64(slot) * z.m
+	ring := make([]uint32, z.m)
+	copy(ring, s.counts[base:base+z.m])
+	newest := h.end/z.span - 1
+	rest := 0.0
+	for b := newest - z.k + 1; b < newest; b++ {
+		rest += float64(ring[b%z.m])
+	}
+	if z.leavingWeight == 1 {
+		rest += float64(ring[(newest+1)%z.m])
+	}
+	ring[newest%z.m] = uint32(h.inside - rest)
+	cur := h
+	if t >= h.end {
+		cur = headAt(z, ring, newest, t/z.span)
+	}
+	count := cur.inside + cur.leaving*float64(cur.end-t)/z.spanF
+	d := deny(z, ring, newest, &cur, t, count)
+	return KeyState{
+		Tracked:    true,
+		Count:      int64(math.Ceil(count)),
+		Remaining:  d.Remaining,
+		ResetAfter: d.ResetAfter,
+	}
+}
+
+// inspectLog is Inspect for Log: takeLog's reading of the key.
+func inspectLog(z *Zone, r *logRing, t int64) KeyState {
+	if r.n > 0 && t < r.newest {
+		t = r.newest
+	}
+	old := 0
+	for old < r.n && r.at(old) <= t-z.window {
+		old++
+	}
+	n := int64(r.n - old)
+	st := KeyState{Tracked: true, Count: n, Remaining: remainingOf(z.rule.Limit, n)}
+	if n > 0 {
+		st.ResetAfter = time.Duration(r.at(r.n-1) + z.window - t)
+	}
+	return st
+}
+
+// remainingOf returns limit-count, at least 0.
+func remainingOf(limit, count int64) int64 {
+	if count >= limit {
+		return 0
+	}
+	return limit - count
+}
+
+// Forget removes key from the zone, its cached denial with it, so that its
+// next request starts afresh, and reports whether the zone tracked it. In
+// a full zone the key may still start with a count taken from the summary
+// of evicted keys, which other keys share and which is never lowered.
+func (z *Zone) Forget(key string) bool {
+	k := z.hash(key)
+	s := &z.shards[k&z.mask]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, known := s.index[k]
+	s.remove(k)
+	return known
+}
+
+// ForgetDenial drops the guard's cached denial of key in z, so that the
+// key's next request asks the remote store again.
+func (g *Guard) ForgetDenial(z *Zone, key string) {
+	if g.denials == nil {
+		return
+	}
+	c := g.denials
+	zr := zoneRule{z.name, z.rule}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if keys := c.zones[zr]; keys != nil {
+		if _, ok := keys[key]; ok {
+			c.remove(zr, keys, key)
+		}
+	}
+}

@@ -1,0 +1,205 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// redisReadScript returns, without writing anything, what the limiter
+// script reads of one key: the time in microseconds (ARGV[1], or the
+// server's TIME when it is 0), then the key's kind (0 none, 1 hash, 2
+// sorted set, 3 anything the limiter script would start afresh), then for
+// a hash its fields and values as integers, for a sorted set its scores.
+const redisReadScript = `
+local now = tonumber(ARGV[1])
+if now == 0 then
+  local tm = redis.call('TIME')
+  now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+end
+local out = {now, 0}
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind == 'hash' then
+  out[2] = 1
+  local h = redis.call('HGETALL', KEYS[1])
+  for j = 1, #h do
+    local n = tonumber(h[j])
+    if n == nil or n ~= math.floor(n) then return {now, 3} end
+    out[#out + 1] = n
+  end
+elseif kind == 'zset' then
+  out[2] = 2
+  local z = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+  for j = 2, #z, 2 do out[#out + 1] = tonumber(z[j]) end
+elseif kind ~= 'none' then
+  out[2] = 3
+end
+return out
+`
+
+// redisForgetScript deletes one key and returns how many it deleted.
+const redisForgetScript = `return {redis.call('DEL', KEYS[1])}`
+
+var (
+	redisReadSHA   = scriptSHA(redisReadScript)
+	redisForgetSHA = scriptSHA(redisForgetScript)
+)
+
+// Inspect returns the state of key in zone z as the limiter script would
+// compute it at the server's time (the caller's, in tests), reading the
+// key without writing anything.
+func (s *RedisStore) Inspect(ctx context.Context, z *Zone, key string, now time.Time) (KeyState, error) {
+	if err := CheckRedisRule(z.name, z.rule); err != nil {
+		return KeyState{}, err
+	}
+	arg := "0"
+	if s.callerTime {
+		arg = strconv.FormatInt(now.UnixMicro(), 10)
+	}
+	res, err := s.evalScript(ctx, redisReadScript, redisReadSHA, RedisKey(s.prefix, z.name, key), arg)
+	if err != nil {
+		return KeyState{}, err
+	}
+	if len(res) < 2 {
+		return KeyState{}, fmt.Errorf("redis inspect script: got %d integers, want at least 2", len(res))
+	}
+	t, kind, data := res[0], res[1], res[2:]
+	fresh := KeyState{Tracked: kind != 0, Remaining: z.rule.Limit}
+	switch {
+	case z.rule.Algorithm == Log && kind == 2:
+		return inspectRedisLog(z.rule, t, data), nil
+	case z.rule.Algorithm != Log && kind == 1 && len(data)%2 == 0:
+		return inspectRedisBuckets(z.rule, t, data), nil
+	}
+	return fresh, nil // none, or what the script would start afresh
+}
+
+// inspectRedisBuckets is the limiter script's buckets at t (microseconds)
+// on a hash of fields and values, for a request of no cost.
+func inspectRedisBuckets(r Rule, t int64, fields []int64) KeyState {
+	T, k := int64(r.SubWindow/time.Microsecond), int64(r.Window/r.SubWindow)
+	m, reach := k+1, k+1
+	if r.Algorithm == Fixed {
+		reach = 1
+	}
+	spec := shapeField(r)
+	ring := make(map[int64]int64, len(fields)/2)
+	newest, haveNewest := int64(0), false
+	for j := 0; j < len(fields); j += 2 {
+		f, v := fields[j], fields[j+1]
+		switch {
+		case f == spec:
+			newest, haveNewest = v, true
+		case f < 0:
+			// Another rule's newest field: the script starts afresh.
+			return KeyState{Tracked: true, Remaining: r.Limit}
+		default:
+			ring[f] = v
+		}
+	}
+	if !haveNewest {
+		return KeyState{Tracked: len(fields) > 0, Remaining: r.Limit}
+	}
+	cell := func(b int64) int64 {
+		if b > newest || b <= newest-m {
+			return 0
+		}
+		return ring[b%m]
+	}
+	c := t / T
+	if c < newest {
+		c, t = newest, newest*T
+	}
+	whole := int64(0)
+	for b := c - k + 1; b <= c; b++ {
+		whole += cell(b)
+	}
+	if reach > 1 {
+		leaving := cell(c - k)
+		if r.Algorithm == Sliding {
+			x := leaving * ((c+1)*T - t)
+			whole += x / T
+			if x%T > 0 {
+				whole++
+			}
+		} else {
+			whole += leaving
+		}
+	}
+	st := KeyState{Tracked: true, Count: whole, Remaining: remainingOf(r.Limit, whole)}
+	for b := c; b > c-reach; b-- {
+		if cell(b) != 0 {
+			st.ResetAfter = time.Duration((b+reach)*T-t) * time.Microsecond
+			break
+		}
+	}
+	return st
+}
+
+// inspectRedisLog is the limiter script's logTake at t (microseconds) on
+// a sorted set's scores, oldest first, for a request of no cost.
+func inspectRedisLog(r Rule, t int64, scores []int64) KeyState {
+	if len(scores) == 0 {
+		return KeyState{Remaining: r.Limit}
+	}
+	W := int64(r.Window / time.Microsecond)
+	top := scores[len(scores)-1]
+	if top > t {
+		t = top
+	}
+	n := int64(0)
+	for _, sc := range scores {
+		if sc > t-W {
+			n++
+		}
+	}
+	st := KeyState{Tracked: true, Count: n, Remaining: remainingOf(r.Limit, n)}
+	if n > 0 {
+		st.ResetAfter = time.Duration(top+W-t) * time.Microsecond
+	}
+	return st
+}
+
+// Forget deletes the Redis key of key in the zone named zone, so that its
+// next request starts afresh, and reports whether there was one.
+func (s *RedisStore) Forget(ctx context.Context, zone, key string) (bool, error) {
+	res, err := s.evalScript(ctx, redisForgetScript, redisForgetSHA, RedisKey(s.prefix, zone, key))
+	if err != nil {
+		return false, err
+	}
+	if len(res) != 1 {
+		return false, fmt.Errorf("redis forget script: got %d integers, want 1", len(res))
+	}
+	return res[0] > 0, nil
+}
+
+// evalScript runs script on one key by its SHA1, sending the text when
+// the server does not hold it.
+func (s *RedisStore) evalScript(ctx context.Context, script, sha, key string, args ...string) ([]int64, error) {
+	if args == nil {
+		args = []string{}
+	}
+	keys := []string{key}
+	res, err := s.run.EvalSha(ctx, sha, keys, args)
+	if err != nil && isNoScript(err) {
+		res, err = s.run.Eval(ctx, script, keys, args)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	return res, nil
+}
+
+// KeyPrefix returns the prefix of the store's keys.
+func (s *RedisStore) KeyPrefix() string { return s.prefix }
+
+// RedisOf returns the RedisStore behind store, the store itself or the
+// remote store of a Guard, and whether there is one.
+func RedisOf(store Store) (*RedisStore, bool) {
+	if g, ok := store.(*Guard); ok {
+		store = g.remote
+	}
+	r, ok := store.(*RedisStore)
+	return r, ok
+}
