@@ -14,13 +14,20 @@ type StatusSet struct {
 }
 
 // Has reports whether code is in the set.
+// The shifts are of uint64 operands written out: yaegi panics on an
+// untyped constant shifted by a converted int.
 func (s *StatusSet) Has(code int) bool {
-	return code >= 0 && code < 640 && s.bits[code>>6]&(1<<(uint(code)&63)) != 0
+	if code < 0 || code >= 640 {
+		return false
+	}
+	bit := uint64(1) << uint64(code%64)
+	return s.bits[code/64]&bit != 0
 }
 
 func (s *StatusSet) add(lo, hi int) {
 	for c := lo; c <= hi; c++ {
-		s.bits[c>>6] |= 1 << (uint(c) & 63)
+		bit := uint64(1) << uint64(c%64)
+		s.bits[c/64] |= bit
 	}
 }
 
