@@ -2,6 +2,8 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -219,3 +221,49 @@ var errFailing = errorString("store down")
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// TestRedisOOMCharge: Redis over its maxmemory refuses a charge and
+// writes nothing; the store says ErrOutOfMemory, and the guard logs it
+// and counts it without tripping its breaker or failing the caller. A
+// charge of a key that exists is refused too: the guarded first write is
+// checked whatever the key.
+func TestRedisOOMCharge(t *testing.T) {
+	s := startSmallRedis(t)
+	store, client := newStore(t, s.Addr())
+	z := newZone(t, "login", Rule{Window: time.Minute, Limit: 5, Algorithm: Fixed})
+	items := []Item{{Zone: z, Key: "ip", Deferred: true}}
+	ctx := context.Background()
+	if err := store.Charge(ctx, time.Time{}, items); err != nil {
+		t.Fatal(err)
+	}
+	fillRedis(t, s)
+	if err := store.Charge(ctx, time.Time{}, items); !errors.Is(err, ErrOutOfMemory) {
+		t.Fatalf("charge over maxmemory: %v, want ErrOutOfMemory", err)
+	}
+	var logged atomic.Int64
+	g := newGuard(t, store, GuardOptions{Probe: store.Ping, ProbeInterval: time.Hour, LogError: func(err error, _ int64) {
+		if errors.Is(err, ErrOutOfMemory) {
+			logged.Add(1)
+		}
+	}})
+	if err := g.Charge(ctx, time.Time{}, items); err != nil {
+		t.Fatalf("guard charge: %v, want nil", err)
+	}
+	if st := g.Stats(); st.OutOfMemory != 1 || st.Failures != 0 || st.Open || logged.Load() != 1 {
+		t.Fatalf("stats %+v, logged %d: want one out-of-memory charge logged, no failure, breaker closed", st, logged.Load())
+	}
+	hash, err := client.Do(ctx, "HGETALL", "t:login:{ip}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for i := 0; i+1 < len(hash.Elems); i += 2 {
+		if f := hash.Elems[i].Str; f != "" && f[0] != '-' {
+			n, _ := strconv.Atoi(hash.Elems[i+1].Str)
+			total += n
+		}
+	}
+	if total != 1 {
+		t.Fatalf("the key counts %d, want 1: a refused charge wrote", total)
+	}
+}
