@@ -229,6 +229,8 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
 			// 0 is not accepted: in JSON it means unset, the default /64,
 			// which a Caddyfile says by leaving ipv6_prefix out.
 			z.IPv6Prefix, err = prefixBits(d, 1, 128)
+		case "count_status":
+			z.CountStatus, err = countStatus(d)
 		case "match":
 			var set caddy.ModuleMap
 			if set, err = caddyhttp.ParseCaddyfileNestedMatcherSet(d); err == nil {

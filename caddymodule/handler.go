@@ -232,6 +232,11 @@ func (h *Handler) provisionZone(ctx caddy.Context, name string, cfg *Zone, opts 
 			Trace: "rate_limit (zone " + name + ")",
 		},
 	}
+	if cfg.CountStatus != nil {
+		if z.countStatus, err = ratelimit.ParseStatusCodes(cfg.CountStatus); err != nil {
+			return nil, err
+		}
+	}
 	counters.bind(z)
 	if len(cfg.MatcherSetsRaw) > 0 {
 		sets, err := ctx.LoadModule(cfg, "MatcherSetsRaw")
@@ -287,6 +292,8 @@ type scratch struct {
 	items []ratelimit.Item
 	out   []ratelimit.Decision
 	which []int // index in h.zones of each item
+	// deferred is set when an item is a count_status zone's check.
+	deferred bool
 }
 
 // ServeHTTP checks r against the matching zones and either passes it on or
@@ -308,8 +315,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				continue
 			}
 		}
-		s.items = append(s.items, ratelimit.Item{Zone: z.zone, Key: z.key.of(r, repl)})
+		deferred := z.countStatus != nil
+		s.items = append(s.items, ratelimit.Item{Zone: z.zone, Key: z.key.of(r, repl), Deferred: deferred})
 		s.which = append(s.which, i)
+		s.deferred = s.deferred || deferred
 	}
 	if len(s.items) == 0 {
 		h.release(s)
@@ -334,8 +343,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		for _, i := range s.which {
 			h.zones[i].allowed.Inc()
 		}
-		h.release(s)
 		z.policy.SetHeaders(w.Header(), d)
+		if s.deferred {
+			return h.serveCounted(w, r, next, s)
+		}
+		h.release(s)
 		return next.ServeHTTP(w, r)
 	}
 
@@ -387,7 +399,7 @@ func hasErrorRoutes(r *http.Request) bool {
 // release clears s, so the pool holds no request's keys, and returns it.
 func (h *Handler) release(s *scratch) {
 	clear(s.items)
-	s.items, s.which = s.items[:0], s.which[:0]
+	s.items, s.which, s.deferred = s.items[:0], s.which[:0], false
 	h.scratch.Put(s)
 }
 

@@ -75,6 +75,15 @@ type Zone struct {
 	// IP an empty key falls back to. An IPv4-mapped IPv6 address is
 	// treated as IPv4.
 	IPv6Prefix int `json:"ipv6_prefix,omitempty"`
+
+	// CountStatus makes the zone count responses instead of requests: a
+	// request is checked first (a key with no room left for one more is
+	// rejected with 429 without reaching the next handler), and counted
+	// only if its response's status is listed here. Each entry is a status
+	// code (100-599) or, as a single digit, a class (5 for 5xx), as
+	// Caddy's response matchers write them. Responses of this handler's
+	// own 429s are never counted. The classic use is failed logins: 401.
+	CountStatus []int `json:"count_status,omitempty"`
 }
 
 // rule returns the zone's normalized rule, or the first bad value.
@@ -124,6 +133,9 @@ type zoneState struct {
 	key       keySource
 	policy    *httplimit.Policy
 	rejection caddyhttp.HandlerError // built once; Error adds the ID
+	// countStatus, when set, holds the statuses whose responses the zone
+	// counts: its requests are checked, and charged after the response.
+	countStatus *ratelimit.StatusSet
 
 	allowed, denied, dryRun prometheus.Counter
 

@@ -7,10 +7,12 @@
 #     made after the 10th request (which must keep the count);
 #  2. the metrics on the admin endpoint count the decisions;
 #  3. `caddy validate` and `caddy adapt` accept Caddyfile.example, and the
-#     example, run on a free port, limits its API and login as it says;
+#     example, run on a free port, limits its API and its failed logins
+#     (count_status 401) as it says;
 #  4. two Caddy instances share one limit of 20 per minute through a
 #     throwaway redis-server: 11 requests to each, alternating, give exactly
-#     20 x 200 in total, then 429;
+#     20 x 200 in total, then 429; and a count_status 401 zone with limit 5
+#     shared through Redis counts only the 401s (wl_count_status);
 #  5. chaos: the redis-server is killed (kill -9) while 300 requests, 8 at a
 #     time, each on its own key, run against one instance of a zone with the
 #     default `on_store_error allow`: every response is 200 (some counted in
@@ -129,13 +131,17 @@ wl_pass "example: 10 x 200 then 429 on /api/items: $(cat "$WL_WORK/body")"
 status=$(wl_fetch "http://127.0.0.1:$EX_WEB/api/items" -H 'X-API-Key: team-a')
 [[ $status == 200 ]] || wl_die "example: an API key's first request: $status, want 200"
 wl_pass "example: an API key has its own budget"
+for n in $(seq 1 8); do
+	status=$(wl_fetch "http://127.0.0.1:$EX_WEB/login" -X POST -H 'X-Password: open-sesame')
+	[[ $status == 200 ]] || wl_die "example: successful login $n: $status, want 200"
+done
 for n in $(seq 1 5); do
 	status=$(wl_fetch "http://127.0.0.1:$EX_WEB/login" -X POST)
-	[[ $status == 200 ]] || wl_die "example: login $n: $status, want 200"
+	[[ $status == 401 ]] || wl_die "example: failed login $n: $status, want 401"
 done
-status=$(wl_fetch "http://127.0.0.1:$EX_WEB/login" -X POST)
-[[ $status == 429 ]] || wl_die "example: 6th login: $status, want 429"
-wl_pass "example: 5 logins then 429"
+status=$(wl_fetch "http://127.0.0.1:$EX_WEB/login" -X POST -H 'X-Password: open-sesame')
+[[ $status == 429 ]] || wl_die "example: login after 5 failures: $status, want 429"
+wl_pass "example: 8 successful logins uncounted, 5 failed (401), then 429 even with the password"
 wl_stop
 
 # Part 4: two instances, one limit, through Redis.
@@ -164,6 +170,22 @@ instance() {
 					}
 				}
 				respond "chaos"
+			}
+			handle /login {
+				rate_limit {
+					zone login {
+						window 15m
+						limit 5
+						count_status 401
+					}
+					store redis {
+						address 127.0.0.1:$WL_REDIS_PORT
+						key_prefix login:
+					}
+				}
+				@fail header X-Status 401
+				respond @fail "wrong password" 401
+				respond "welcome"
 			}
 			handle /deny {
 				rate_limit {
@@ -204,6 +226,10 @@ wl_redis_shared "$WEB_A" "$WEB_B" / 'e2e:e2e:{127.0.0.1}'
 if grep -i 'redis store failed' "$WL_WORK/caddy-$ADMIN_A.log" "$WL_WORK/caddy-$ADMIN_B.log"; then
 	wl_die "caddy logged redis errors"
 fi
+wl_pass "$WL_SUMMARY"
+wl_count_status "redis" "$WEB_A" "$WEB_B" /login
+[[ $(redis-cli -p "$WL_REDIS_PORT" --scan --pattern 'login:*') == 'login:login:{127.0.0.1}' ]] ||
+	wl_die "count_status: keys in redis: '$(redis-cli -p "$WL_REDIS_PORT" --scan --pattern 'login:*')'"
 wl_pass "$WL_SUMMARY"
 
 # Part 5: chaos, on the same two instances.

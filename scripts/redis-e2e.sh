@@ -91,6 +91,35 @@ wl_redis_shared() {
 	WL_SUMMARY="two instances through redis: 20 x 200 of 22 alternating, then 429; key $keys"
 }
 
+# wl_count_status WHAT PORT_A PORT_B PATH: PATH is a zone with limit 5 and
+# count_status 401 in front of an upstream that answers the status named
+# by the request's X-Status header. Requests alternate between the two
+# instances (give one port twice for one instance): 6 x 200 count nothing,
+# then 5 x 401 count one each (X-RateLimit-Remaining 4..0: the budget the
+# check saw, shared), then a request the upstream would answer 200 gets 429
+# with Retry-After, without reaching it, as does the next one (our 429s
+# count nothing, so a 200 never comes back within the window).
+wl_count_status() {
+	local what=$1 a=$2 b=$3 path=$4 n port status
+	for n in $(seq 1 13); do
+		if ((n % 2)); then port=$a; else port=$b; fi
+		if ((n <= 6)); then
+			status=$(wl_fetch "http://127.0.0.1:$port$path" -H 'X-Status: 200')
+			[[ $status == 200 ]] || wl_die "$what: request $n (a 200): $status, want 200"
+		elif ((n <= 11)); then
+			status=$(wl_fetch "http://127.0.0.1:$port$path" -H 'X-Status: 401')
+			[[ $status == 401 ]] || wl_die "$what: failed login $((n - 6)): $status, want 401"
+			[[ $(wl_header X-RateLimit-Remaining) == $((11 - n)) ]] ||
+				wl_die "$what: failed login $((n - 6)): X-RateLimit-Remaining '$(wl_header X-RateLimit-Remaining)', want $((11 - n))"
+		else
+			status=$(wl_fetch "http://127.0.0.1:$port$path" -H 'X-Status: 200')
+			[[ $status == 429 ]] || wl_die "$what: request $n after 5 failures: $status, want 429"
+			[[ $(wl_header Retry-After) =~ ^[1-9][0-9]*$ ]] || wl_die "$what: request $n: Retry-After '$(wl_header Retry-After)'"
+		fi
+	done
+	WL_SUMMARY="$what: count_status 401, limit 5: 6 x 200 uncounted, 5 x 401, then 429 twice (alternating instances)"
+}
+
 # wl_redis_kill_under_load PORT: the redis-server is killed (kill -9) while
 # 300 requests, 8 at a time, each on its own key (so none is over the
 # limit), run against /chaos of the instance on PORT: every response is 200

@@ -45,6 +45,14 @@ type Config struct {
 	// instance that uses the same Redis and middleware name. Nil keeps
 	// them in this instance's memory.
 	Redis *RedisConfig `json:"redis,omitempty" yaml:"redis,omitempty" mapstructure:"redis"`
+	// CountStatus makes the middleware count responses instead of
+	// requests: every request is checked (a key with no room left for one
+	// more is rejected at once, without reaching the service), and counted
+	// only if its response's status is listed. Entries are codes or
+	// inclusive ranges, as Traefik's errors middleware writes them:
+	// ["401", "403", "500-599"]; as a label, countStatus=401,403,500-599.
+	// Its own rejections are never counted.
+	CountStatus []string `json:"countStatus,omitempty" yaml:"countStatus,omitempty" mapstructure:"countStatus"`
 	// OnStoreError says how requests are decided while Redis fails: allow
 	// (the default) admits them, deny rejects them, local decides them with
 	// this instance's in-memory limiter. It requires Redis.

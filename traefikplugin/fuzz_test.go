@@ -81,6 +81,7 @@ var labelSetters = map[string]func(c *Config, v string) bool{
 	"statusCode":   func(c *Config, v string) bool { return setInt(&c.StatusCode, v) },
 	"message":      func(c *Config, v string) bool { c.Message = v; return true },
 	"onStoreError": func(c *Config, v string) bool { c.OnStoreError = v; return true },
+	"countStatus":  func(c *Config, v string) bool { c.CountStatus = splitList(v); return true },
 
 	"sourceCriterion":                   func(c *Config, v string) bool { sc(c); return true },
 	"sourceCriterion.requestHeaderName": func(c *Config, v string) bool { sc(c).RequestHeaderName = v; return true },

@@ -44,6 +44,11 @@ type Middleware struct {
 	logKey    bool
 	status    int
 	message   string
+	// countStatus, when set, holds the statuses of the responses counted:
+	// requests are checked, then charged (see serveCounted).
+	countStatus *ratelimit.StatusSet
+	// charger charges m.store's counts; nil for the in-memory zone.
+	charger ratelimit.Charger
 }
 
 // New returns the middleware named name in front of next. Traefik calls it
@@ -83,7 +88,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 		source:    s.source,
 		v6Bits:    s.v6Bits,
 		policy:    httplimit.NewPolicy(name, s.rule.Window, s.rule.Limit, s.mode),
-		slow:      s.source != nil || s.mode != httplimit.HeadersLegacy || s.dryRun || table == nil,
+		slow:      s.source != nil || s.mode != httplimit.HeadersLegacy || s.dryRun || table == nil || s.countStatus != nil,
 		decimals:  table,
 		limitStr:  strconv.FormatInt(s.rule.Limit, 10),
 		body:      []byte(s.message),
@@ -92,9 +97,12 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 		logKey:    s.logKey,
 		status:    s.status,
 		message:   s.message,
+
+		countStatus: s.countStatus,
 	}
 	if store != nil {
 		useStore(m, store)
+		m.charger, _ = store.(ratelimit.Charger)
 	}
 	return m, nil
 }

@@ -81,13 +81,18 @@ func reject(m *Middleware, w http.ResponseWriter, h http.Header, d ratelimit.Dec
 }
 
 // serveOther serves a request keyed by a configured source, decided by a
-// store, or answered with other headers than legacy.
+// store, answered with other headers than legacy, or counted by its
+// response (countStatus).
 func serveOther(m *Middleware, w http.ResponseWriter, r *http.Request) {
 	var key string
 	if m.source == nil {
 		key = httplimit.RemoteKey(r.RemoteAddr, m.v6Bits)
 	} else {
 		key = httplimit.KeyOf(m.source, r)
+	}
+	if m.countStatus != nil {
+		serveCounted(m, w, r, key)
+		return
 	}
 	var d ratelimit.Decision
 	if m.store == nil {

@@ -27,6 +27,8 @@ type settings struct {
 	message string
 	// redis is nil for the in-memory store.
 	redis *redisSettings
+	// countStatus is nil when every request counts.
+	countStatus *ratelimit.StatusSet
 }
 
 // validate checks every value of c and returns the settings, or an error
@@ -97,6 +99,11 @@ func (c *Config) validate() (settings, error) {
 	}
 	if s.redis, err = c.redisSettings(); err != nil {
 		return s, err
+	}
+	if c.CountStatus != nil {
+		if s.countStatus, err = countStatus(c.CountStatus); err != nil {
+			return s, err
+		}
 	}
 	return s, nil
 }

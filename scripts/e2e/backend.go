@@ -1,7 +1,9 @@
 //go:build ignore
 
 // Command backend is the upstream of the end-to-end tests and benchmarks: a
-// tiny HTTP server on loopback that answers every request with 200 "ok".
+// tiny HTTP server on loopback that answers every request with 200 "ok", or
+// with the status its X-Status header names (200-599), for
+// the count_status tests.
 //
 //	go run backend.go -free-ports 3          # print 3 free loopback ports and exit
 //	go run backend.go -port-file /tmp/port   # serve on a free port, written to the file
@@ -55,6 +57,11 @@ func main() {
 	body := []byte("ok\n")
 	log.Fatal(http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Content-Type"] = []string{"text/plain"}
+		if v := r.Header["X-Status"]; len(v) == 1 {
+			if code, err := strconv.Atoi(v[0]); err == nil && code >= 200 && code <= 599 {
+				w.WriteHeader(code)
+			}
+		}
 		w.Write(body)
 	})))
 }

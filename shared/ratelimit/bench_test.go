@@ -109,9 +109,9 @@ func BenchmarkTakeLog(b *testing.B) {
 // BenchmarkTakeAllThreeRules is the SMS case: three rules on one key.
 func BenchmarkTakeAllThreeRules(b *testing.B) {
 	items := []Item{
-		{benchZone(b, Strict, 0), "+15550100"},
-		{benchZone(b, Strict, 0), "+15550100"},
-		{benchZone(b, Strict, 0), "+15550100"},
+		{Zone: benchZone(b, Strict, 0), Key: "+15550100"},
+		{Zone: benchZone(b, Strict, 0), Key: "+15550100"},
+		{Zone: benchZone(b, Strict, 0), Key: "+15550100"},
 	}
 	out := make([]Decision, len(items))
 	b.ReportAllocs()

@@ -108,7 +108,7 @@ func TestDeniedRequestWritesNothing(t *testing.T) {
 	b := newTestZone(t, Rule{Window: 10 * time.Second, Limit: 1, Algorithm: Fixed}, Options{})
 	ref := newScriptReference(a.Rule())
 	out := make([]Decision, 2)
-	both := []Item{{a, "k"}, {b, "k"}}
+	both := []Item{{Zone: a, Key: "k"}, {Zone: b, Key: "k"}}
 	at := func(d time.Duration) time.Time { return start.Add(d) }
 	if !TakeAll(at(ms(500)), both, out) {
 		t.Fatal("the first request was denied")

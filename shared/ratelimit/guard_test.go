@@ -87,7 +87,7 @@ func TestGuardPolicies(t *testing.T) {
 			g := newGuard(t, remote, GuardOptions{OnError: tc.policy, LogError: func(err error, _ int64) { logged = append(logged, err) }})
 			for i, want := range tc.want {
 				out := make([]Decision, 1)
-				allowed, err := g.Take(context.Background(), epoch, []Item{{z, "k" + tc.policy.String()}}, out)
+				allowed, err := g.Take(context.Background(), epoch, []Item{{Zone: z, Key: "k" + tc.policy.String()}}, out)
 				if err != nil || allowed != want || out[0].Allowed != want || out[0].Limit != 2 {
 					t.Fatalf("request %d: %v %+v %v, want allowed %v", i, allowed, out[0], err, want)
 				}
@@ -120,7 +120,7 @@ func TestGuardBreaker(t *testing.T) {
 		LogRecovered:  func(d time.Duration) { recovered <- d },
 	})
 	out := make([]Decision, 1)
-	items := []Item{{z, "k"}}
+	items := []Item{{Zone: z, Key: "k"}}
 	for i := 0; i < 10; i++ {
 		g.Take(context.Background(), epoch, items, out)
 	}
@@ -161,7 +161,7 @@ func TestGuardDenyCache(t *testing.T) {
 	remote := &fakeRemote{deny: 3 * time.Second}
 	g := newGuard(t, remote, GuardOptions{})
 	out := make([]Decision, 2)
-	items := []Item{{a, "k"}, {b, "k"}}
+	items := []Item{{Zone: a, Key: "k"}, {Zone: b, Key: "k"}}
 	g.Take(context.Background(), epoch, items, out)
 	remote.set(nil, 0) // the store would allow now, but the denial stands
 	for _, at := range []time.Duration{0, time.Second, 3*time.Second - 1} {
@@ -175,7 +175,7 @@ func TestGuardDenyCache(t *testing.T) {
 	}
 	// Another item of a request that includes a cached key: denied too,
 	// the other item reported as not consulted.
-	items2 := []Item{{b, "other"}, {a, "k"}}
+	items2 := []Item{{Zone: b, Key: "other"}, {Zone: a, Key: "k"}}
 	if allowed, _ := g.Take(context.Background(), epoch.Add(time.Second), items2, out); allowed || !out[0].Allowed || out[1].Allowed || Tightest(out) != 1 {
 		t.Fatalf("multi-item cache hit: %v %+v", allowed, out)
 	}
@@ -190,7 +190,7 @@ func TestDenyCacheBound(t *testing.T) {
 	c := newDenyCache(100)
 	out := []Decision{{Limit: 10, RetryAfter: time.Minute}}
 	for i := 0; i < 1000; i++ {
-		c.record(epoch, []Item{{z, string(rune(i + 'A'))}}, out)
+		c.record(epoch, []Item{{Zone: z, Key: string(rune(i + 'A'))}}, out)
 		if c.len() > 100 {
 			t.Fatalf("cache holds %d entries, bound 100", c.len())
 		}
@@ -200,8 +200,8 @@ func TestDenyCacheBound(t *testing.T) {
 	}
 	// Expired entries make room first and are dropped on lookup.
 	later := epoch.Add(2 * time.Minute)
-	c.record(later, []Item{{z, "new"}}, out)
-	if !c.check(later, []Item{{z, "new"}}, make([]Decision, 1)) {
+	c.record(later, []Item{{Zone: z, Key: "new"}}, out)
+	if !c.check(later, []Item{{Zone: z, Key: "new"}}, make([]Decision, 1)) {
 		t.Fatal("the newest denial was not kept")
 	}
 }

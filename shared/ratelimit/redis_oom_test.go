@@ -188,16 +188,16 @@ return {t}`, "1", key), ",") + ";")
 		at    time.Time
 		items []Item
 	}{
-		{"sliding-new", now, []Item{{sliding, "new"}}},
-		{"sliding-same-sub-window", now, []Item{{sliding, "old"}}},
-		{"sliding-next-sub-window", now.Add(6 * time.Second), []Item{{sliding, "old"}}},
-		{"sliding-far", now.Add(2 * time.Minute), []Item{{sliding, "old"}}},
-		{"fixed", now, []Item{{fixed, "old"}}},
-		{"log-new", now, []Item{{logz, "new"}}},
-		{"log-old", now.Add(time.Second), []Item{{logz, "old"}}},
-		{"other-rule", now, []Item{{other, "old"}}},
-		{"multi", now, []Item{{sliding, "new"}, {logz, "old"}, {fixed, "new"}}},
-		{"multi-log-first", now, []Item{{logz, "new"}, {sliding, "old"}}},
+		{"sliding-new", now, []Item{{Zone: sliding, Key: "new"}}},
+		{"sliding-same-sub-window", now, []Item{{Zone: sliding, Key: "old"}}},
+		{"sliding-next-sub-window", now.Add(6 * time.Second), []Item{{Zone: sliding, Key: "old"}}},
+		{"sliding-far", now.Add(2 * time.Minute), []Item{{Zone: sliding, Key: "old"}}},
+		{"fixed", now, []Item{{Zone: fixed, Key: "old"}}},
+		{"log-new", now, []Item{{Zone: logz, Key: "new"}}},
+		{"log-old", now.Add(time.Second), []Item{{Zone: logz, Key: "old"}}},
+		{"other-rule", now, []Item{{Zone: other, Key: "old"}}},
+		{"multi", now, []Item{{Zone: sliding, Key: "new"}, {Zone: logz, Key: "old"}, {Zone: fixed, Key: "new"}}},
+		{"multi-log-first", now, []Item{{Zone: logz, Key: "new"}, {Zone: sliding, Key: "old"}}},
 	} {
 		out := make([]Decision, len(tc.items))
 		ok, err := store.Take(ctx, tc.at, tc.items, out)
@@ -239,19 +239,19 @@ func TestRedisOOMReply(t *testing.T) {
 		ok      bool
 		err     string // "" none, "oom" ErrOutOfMemory, else part of the error
 	}{
-		{"one", false, []Item{{a, "k"}}, [][]int64{admit}, true, ""},
-		{"one-oom", false, []Item{{a, "k"}}, [][]int64{reply(admit, oom)}, true, "oom"},
-		{"one-short", false, []Item{{a, "k"}}, [][]int64{admit[:3]}, false, "got 3 integers for 1 keys"},
-		{"one-bad-marker", false, []Item{{a, "k"}}, [][]int64{reply(admit, []int64{7})}, false, "got 5 integers for 1 keys"},
-		{"one-long", false, []Item{{a, "k"}}, [][]int64{reply(admit, oom, oom)}, false, "got 6 integers for 1 keys"},
-		{"two", false, []Item{{a, "k"}, {b, "k"}}, [][]int64{reply(admit, admit)}, true, ""},
-		{"two-oom", false, []Item{{a, "k"}, {b, "k"}}, [][]int64{reply(admit, admit, oom)}, true, "oom"},
-		{"two-one-row", false, []Item{{a, "k"}, {b, "k"}}, [][]int64{reply(admit, oom)}, false, "got 5 integers for 2 keys"},
-		{"two-deny", false, []Item{{a, "k"}, {b, "k"}}, [][]int64{reply(admit, deny)}, false, ""},
-		{"cluster-oom-then-deny", true, []Item{{a, "x"}, {b, "y"}}, [][]int64{reply(admit, oom), deny}, false, ""},
-		{"cluster-oom-then-admit", true, []Item{{a, "x"}, {b, "y"}}, [][]int64{reply(admit, oom), admit}, true, "oom"},
-		{"cluster-admit-then-oom", true, []Item{{a, "x"}, {b, "y"}}, [][]int64{admit, reply(admit, oom)}, true, "oom"},
-		{"cluster-oom-short", true, []Item{{a, "x"}, {b, "y"}}, [][]int64{admit, {1, 1, 1, 1, 1, 1}}, false, "got 6 integers for 1 keys"},
+		{"one", false, []Item{{Zone: a, Key: "k"}}, [][]int64{admit}, true, ""},
+		{"one-oom", false, []Item{{Zone: a, Key: "k"}}, [][]int64{reply(admit, oom)}, true, "oom"},
+		{"one-short", false, []Item{{Zone: a, Key: "k"}}, [][]int64{admit[:3]}, false, "got 3 integers for 1 keys"},
+		{"one-bad-marker", false, []Item{{Zone: a, Key: "k"}}, [][]int64{reply(admit, []int64{7})}, false, "got 5 integers for 1 keys"},
+		{"one-long", false, []Item{{Zone: a, Key: "k"}}, [][]int64{reply(admit, oom, oom)}, false, "got 6 integers for 1 keys"},
+		{"two", false, []Item{{Zone: a, Key: "k"}, {Zone: b, Key: "k"}}, [][]int64{reply(admit, admit)}, true, ""},
+		{"two-oom", false, []Item{{Zone: a, Key: "k"}, {Zone: b, Key: "k"}}, [][]int64{reply(admit, admit, oom)}, true, "oom"},
+		{"two-one-row", false, []Item{{Zone: a, Key: "k"}, {Zone: b, Key: "k"}}, [][]int64{reply(admit, oom)}, false, "got 5 integers for 2 keys"},
+		{"two-deny", false, []Item{{Zone: a, Key: "k"}, {Zone: b, Key: "k"}}, [][]int64{reply(admit, deny)}, false, ""},
+		{"cluster-oom-then-deny", true, []Item{{Zone: a, Key: "x"}, {Zone: b, Key: "y"}}, [][]int64{reply(admit, oom), deny}, false, ""},
+		{"cluster-oom-then-admit", true, []Item{{Zone: a, Key: "x"}, {Zone: b, Key: "y"}}, [][]int64{reply(admit, oom), admit}, true, "oom"},
+		{"cluster-admit-then-oom", true, []Item{{Zone: a, Key: "x"}, {Zone: b, Key: "y"}}, [][]int64{admit, reply(admit, oom)}, true, "oom"},
+		{"cluster-oom-short", true, []Item{{Zone: a, Key: "x"}, {Zone: b, Key: "y"}}, [][]int64{admit, {1, 1, 1, 1, 1, 1}}, false, "got 6 integers for 1 keys"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := &replyRunner{replies: tc.replies}

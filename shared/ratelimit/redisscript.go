@@ -11,19 +11,23 @@ import (
 //
 // KEYS[i] is the Redis key of item i. ARGV[1] is the time in microseconds,
 // or 0 for the server's TIME (the only value production passes; tests pass
-// a fixed time to compare against the in-memory zone). Item i then has six
-// arguments from ARGV[2+6*(i-1)]: algorithm (0 sliding, 1 fixed, 2 strict,
-// 3 log), window and sub-window in microseconds, limit, cost, and the name
+// a fixed time to compare against the in-memory zone). Item i then has seven
+// arguments from ARGV[2+7*(i-1)]: algorithm (0 sliding, 1 fixed, 2 strict,
+// 3 log), window and sub-window in microseconds, limit, cost, the name
 // of the field that holds the newest sub-window index, a negative integer
 // (see shapeField: it names the rule's sub-window and count of
 // sub-windows, so a rule with another sub-window or window starts afresh
-// instead of misreading old counters).
+// instead of misreading old counters), and the item's mode: 0 take (decide,
+// and count if every decided item admits), 1 check (decide, never count:
+// a Deferred item), 2 charge (count whatever the count; its decision is
+// not part of the request's and its reply is the count before it).
 //
 // Bucket rules keep a hash: field (b mod k+1) holds the count of
 // sub-window b for the k+1 newest sub-windows, the spec field holds the
 // newest index written. Log rules keep a sorted set of admitted
 // timestamps; member "<t>.<n>" is unique because, at one t, the count n
-// only grows. Keys are written only when the whole request is admitted,
+// only grows. Keys are written only when the whole request is admitted
+// (its taken items; a charge is written whatever the count),
 // and the decisions write nothing (the timestamps that left a log's window
 // are removed when it is next written), so that Redis over its maxmemory
 // refuses the first write and the request is not counted at all.
@@ -233,7 +237,9 @@ local function logTake(s, key, W, N, cost, t)
   end
   local at = old + n + cost - N - 1
   local first = redis.call('ZRANGE', key, at, at, 'WITHSCORES')
-  return 0, N - n, tonumber(first[2]) + W - t, tonumber(top[2]) + W - t
+  local remaining = N - n
+  if remaining < 0 then remaining = 0 end -- charged over the limit
+  return 0, remaining, tonumber(first[2]) + W - t, tonumber(top[2]) + W - t
 end
 
 -- commitLog counts the request; it reports true if Redis refused it.
@@ -255,9 +261,11 @@ local function commitLog(s, key, guard)
   return false
 end
 
-local out, states, all = {}, {}, true
+local out, states, modes, all = {}, {}, {}, true
 for i = 1, #KEYS do
-  local a = 2 + 6 * (i - 1)
+  local a = 2 + 7 * (i - 1)
+  local mode = tonumber(ARGV[a + 6])
+  modes[i] = mode
   local alg = tonumber(ARGV[a])
   local W, T = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local N, cost = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
@@ -272,16 +280,20 @@ for i = 1, #KEYS do
     ok, remaining, retry, reset = buckets(s, KEYS[i], alg, W, T, N, cost, ARGV[a + 5], now)
   end
   states[i] = s
-  if ok == 0 then all = false end
+  if ok == 0 and mode ~= 2 then all = false end
   out[#out + 1] = ok
   out[#out + 1] = remaining
   out[#out + 1] = retry
   out[#out + 1] = reset
 end
-if all then
-  for i = 1, #KEYS do
+-- The first write of the call is the one Redis may refuse for memory.
+local first = true
+for i = 1, #KEYS do
+  local mode = modes[i]
+  if mode == 2 or (mode == 0 and all) then
     local s, oom = states[i], false
-    if s.alg == 3 then oom = commitLog(s, KEYS[i], i == 1) else oom = commitBuckets(s, KEYS[i], i == 1) end
+    if s.alg == 3 then oom = commitLog(s, KEYS[i], first) else oom = commitBuckets(s, KEYS[i], first) end
+    first = false
     if oom then
       out[#out + 1] = 1 -- admitted but not counted: out of memory
       break

@@ -110,7 +110,7 @@ func (s *RedisStore) Take(ctx context.Context, now time.Time, items []Item, out 
 		keys[i] = RedisKey(s.prefix, items[i].Zone.Name(), items[i].Key)
 	}
 	if !s.cluster || sameTag(keys) {
-		return s.call(ctx, now, items, keys, nil, out)
+		return s.call(ctx, now, items, keys, nil, out, false)
 	}
 	// One call per hash tag, in the order the tags first appear. A group
 	// Redis could not count does not stop the others: a later denial
@@ -129,7 +129,7 @@ func (s *RedisStore) Take(ctx context.Context, now time.Time, items []Item, out 
 				done[j] = true
 			}
 		}
-		allowed, err := s.call(ctx, now, items, keys, group, out)
+		allowed, err := s.call(ctx, now, items, keys, group, out, false)
 		if errors.Is(err, ErrOutOfMemory) {
 			notCounted, err = err, nil
 		}
@@ -149,8 +149,8 @@ func (s *RedisStore) Take(ctx context.Context, now time.Time, items []Item, out 
 }
 
 // call decides the items named by group (all items when group is nil) in
-// one script call.
-func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys []string, group []int, out []Decision) (bool, error) {
+// one script call, or, with charge set, counts them whatever their counts.
+func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys []string, group []int, out []Decision, charge bool) (bool, error) {
 	n := len(items)
 	if group != nil {
 		n = len(group)
@@ -159,7 +159,7 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 	if group != nil {
 		callKeys = make([]string, n)
 	}
-	args := make([]string, 1, 1+6*n)
+	args := make([]string, 1, 1+7*n)
 	args[0] = "0"
 	if s.callerTime {
 		args[0] = strconv.FormatInt(now.UnixMicro(), 10)
@@ -175,6 +175,14 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 			return false, err
 		}
 		args = append(args, spec...)
+		switch {
+		case charge:
+			args = append(args, modeCharge)
+		case items[i].Deferred:
+			args = append(args, modeCheck)
+		default:
+			args = append(args, modeTake)
+		}
 	}
 	res, err := s.eval(ctx, callKeys, args)
 	if err != nil {
@@ -204,6 +212,48 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 		return allowed, ErrOutOfMemory
 	}
 	return allowed, nil
+}
+
+// The script's modes of an item (see redisScript).
+const (
+	modeTake   = "0"
+	modeCheck  = "1"
+	modeCharge = "2"
+)
+
+// Charge implements Charger: one script call (per hash tag in Cluster
+// mode) counts the request in every item's key, with the key layout and
+// TTLs of a take. Redis over its maxmemory refuses it: the error then
+// wraps ErrOutOfMemory, and the keys of that call are unchanged.
+func (s *RedisStore) Charge(ctx context.Context, now time.Time, items []Item) error {
+	keys := make([]string, len(items))
+	for i := range items {
+		keys[i] = RedisKey(s.prefix, items[i].Zone.Name(), items[i].Key)
+	}
+	out := make([]Decision, len(items))
+	if !s.cluster || sameTag(keys) {
+		_, err := s.call(ctx, now, items, keys, nil, out, true)
+		return err
+	}
+	done := make([]bool, len(items))
+	var failed error
+	for i := range items {
+		if done[i] {
+			continue
+		}
+		tag := HashTag(keys[i])
+		var group []int
+		for j := i; j < len(items); j++ {
+			if !done[j] && HashTag(keys[j]) == tag {
+				group = append(group, j)
+				done[j] = true
+			}
+		}
+		if _, err := s.call(ctx, now, items, keys, group, out, true); err != nil && failed == nil {
+			failed = err
+		}
+	}
+	return failed
 }
 
 // eval runs the script by its SHA1 and sends the text once when the server

@@ -117,7 +117,7 @@ func TestRedisAllOrNothing(t *testing.T) {
 			wide := newZone(t, "wide", Rule{Window: time.Minute, Limit: 10})
 			narrow := newZone(t, "narrow", Rule{Window: time.Minute, Limit: 2})
 			logz := newZone(t, "logz", Rule{Window: time.Minute, Limit: 5, Algorithm: Log})
-			items := []Item{{wide, "k"}, {narrow, "k"}, {logz, "k"}}
+			items := []Item{{Zone: wide, Key: "k"}, {Zone: narrow, Key: "k"}, {Zone: logz, Key: "k"}}
 			out := make([]Decision, 3)
 			for i := 0; i < 5; i++ {
 				allowed, err := store.Take(context.Background(), epoch, items, out)
@@ -322,7 +322,7 @@ func TestRedisClusterSplit(t *testing.T) {
 	}
 	a := newZone(t, "a", Rule{Window: time.Minute, Limit: 1})
 	b := newZone(t, "b", Rule{Window: time.Minute, Limit: 5})
-	items := []Item{{a, "ip"}, {b, "user"}, {a, "ip"}}
+	items := []Item{{Zone: a, Key: "ip"}, {Zone: b, Key: "user"}, {Zone: a, Key: "ip"}}
 	out := make([]Decision, 3)
 	if ok, err := store.Take(context.Background(), time.Time{}, items[:2], out); !ok || err != nil {
 		t.Fatalf("first request: %v %v", ok, err)

@@ -10,6 +10,12 @@ import (
 type Item struct {
 	Zone *Zone
 	Key  string
+	// Deferred makes the item a check only: it decides as a take would
+	// (a key with no room for one more request of the zone's cost is
+	// denied), but does not count the request, whatever the other items
+	// decide. The host charges it later, once the response shows it
+	// counts (see Charger).
+	Deferred bool
 }
 
 // Store takes the decisions for one request. Every item is checked, and the
@@ -35,11 +41,11 @@ func (Memory) Take(_ context.Context, now time.Time, items []Item, out []Decisio
 const maxStackItems = 8
 
 // TakeAll decides items together in memory and counts the request in every
-// zone only if all allow it. The shards involved are locked in one global
+// zone, but the Deferred ones, only if all allow it. The shards involved are locked in one global
 // order (zone id, then shard), so concurrent requests over the same zones
 // cannot deadlock or slip between another request's check and count.
 func TakeAll(now time.Time, items []Item, out []Decision) bool {
-	if len(items) == 1 {
+	if len(items) == 1 && !items[0].Deferred {
 		out[0] = TakeAt(items[0].Zone, items[0].Key, now.UnixNano())
 		return out[0].Allowed
 	}
@@ -77,6 +83,9 @@ func TakeAll(now time.Time, items []Item, out []Decision) bool {
 	}
 	if allowed {
 		for i := range items {
+			if items[i].Deferred {
+				continue
+			}
 			z := items[i].Zone
 			take(z, &z.shards[hashes[i]&z.mask], hashes[i], t, true)
 		}

@@ -40,7 +40,7 @@ func TestTakeAllConsumesOnlyIfAllAllow(t *testing.T) {
 	minute := newTestZone(t, Rule{Window: time.Minute, Limit: 1, Algorithm: Strict}, Options{})
 	hour := newTestZone(t, Rule{Window: time.Hour, Limit: 5, Algorithm: Strict}, Options{})
 	day := newTestZone(t, Rule{Window: 24 * time.Hour, Limit: 10, Algorithm: Strict}, Options{})
-	items := []Item{{minute, "+15550100"}, {hour, "+15550100"}, {day, "+15550100"}}
+	items := []Item{{Zone: minute, Key: "+15550100"}, {Zone: hour, Key: "+15550100"}, {Zone: day, Key: "+15550100"}}
 	out := make([]Decision, len(items))
 
 	if ok, err := (Memory{}).Take(context.Background(), start, items, out); !ok || err != nil {
@@ -72,7 +72,7 @@ func TestTakeAllNoDeadlock(t *testing.T) {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
-			items := []Item{{a, "x"}, {b, "x"}}
+			items := []Item{{Zone: a, Key: "x"}, {Zone: b, Key: "x"}}
 			if g%2 == 1 {
 				items[0], items[1] = items[1], items[0]
 			}
