@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 )
 
+// clusterSlotsCmd is CLUSTER SLOTS, encoded.
+var clusterSlotsCmd = appendCommand(nil, []string{"CLUSTER", "SLOTS"})
+
 // ensureSlots loads the slot map if it was never loaded.
 func (c *Client) ensureSlots(ctx context.Context) error {
 	c.mu.RLock()
@@ -51,7 +54,7 @@ func (c *Client) refresh(ctx context.Context, force bool) error {
 		if err != nil {
 			return err
 		}
-		rep, err := c.on(ctx, p, false, false, []string{"CLUSTER", "SLOTS"})
+		rep, err := on(c, ctx, p, false, false, clusterSlotsCmd)
 		if err != nil {
 			lastErr = err
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,15 +23,15 @@ type muxConn struct {
 	queue   []*call // waiting to be written
 	pending []*call // written, waiting for their replies, oldest first
 	err     error   // set once; the connection is then closed
-	replies int64   // replies read so far
+	replies int64   // replies read so far, updated atomically
 }
 
 // call is one command on a muxConn.
 type call struct {
-	args   []string
-	asking bool  // preceded by ASKING, whose reply is read first
-	askErr error // ASKING's error reply, if it got one
-	ints   bool  // the reply is read by readInts
+	cmd    []byte // encoded
+	asking bool   // preceded by ASKING, whose reply is read first
+	askErr error  // ASKING's error reply, if it got one
+	ints   bool   // the reply is read by readInts
 	// rep holds the Reply. It is an interface rather than a Reply
 	// because yaegi mis-builds a struct that holds the recursive Reply.
 	rep  interface{}
@@ -53,11 +54,11 @@ func newMux(c *conn, opts *Options) *muxConn {
 	return m
 }
 
-// do queues args and waits for the reply, at most the read timeout (or
+// muxDo queues cmd and waits for the reply, at most the read timeout (or
 // the context's deadline, if sooner). A command that times out breaks the
 // connection: a server that slow is treated like a dead one.
-func (m *muxConn) do(ctx context.Context, asking, ints bool, args []string) (Reply, error) {
-	cl := &call{args: args, asking: asking, ints: ints, done: make(chan struct{})}
+func muxDo(m *muxConn, ctx context.Context, asking, ints bool, cmd []byte) (Reply, error) {
+	cl := &call{cmd: cmd, asking: asking, ints: ints, done: make(chan struct{})}
 	m.mu.Lock()
 	if m.err != nil {
 		err := m.err
@@ -108,17 +109,15 @@ func (m *muxConn) writeLoop() {
 		if len(batch) == 0 {
 			continue
 		}
+		b := m.c.wbuf[:0]
 		for _, cl := range batch {
 			if cl.asking {
-				m.c.writeArray(1)
-				m.c.writeBulk("ASKING")
+				b = append(b, askingCmd...)
 			}
-			m.c.writeArray(len(cl.args))
-			for _, a := range cl.args {
-				m.c.writeBulk(a)
-			}
+			b = append(b, cl.cmd...)
 		}
-		if err := m.c.flush(time.Now().Add(m.opts.WriteTimeout)); err != nil {
+		m.c.wbuf = b
+		if err := send(m.c, time.Now().Add(m.opts.WriteTimeout), b); err != nil {
 			m.fail(err)
 			return
 		}
@@ -168,7 +167,7 @@ func (m *muxConn) readLoop() {
 		}
 		m.pending[0] = nil
 		m.pending = m.pending[1:]
-		m.replies++
+		atomic.AddInt64(&m.replies, 1)
 		m.mu.Unlock()
 		cl.rep = rep
 		if rep.Kind == '-' {
@@ -206,15 +205,14 @@ func (m *muxConn) fail(err error) {
 
 // served reports whether the connection has answered a command, so that
 // a failure on it may be a server-side close rather than an outage.
-func (m *muxConn) served() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.replies > 0
+func served(m *muxConn) bool {
+	return atomic.LoadInt64(&m.replies) > 0
 }
 
-// broken reports whether the connection failed.
-func (m *muxConn) broken() bool {
+// muxBroken reports whether the connection failed.
+func muxBroken(m *muxConn) bool {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.err != nil
+	broken := m.err != nil
+	m.mu.Unlock()
+	return broken
 }
