@@ -62,13 +62,13 @@ func (c *Client) Close() error {
 // Do runs one command and returns its reply; an error reply is returned as
 // *Error. In a cluster, Do goes to any node: use DoKey for keyed commands.
 func (c *Client) Do(ctx context.Context, args ...string) (Reply, error) {
-	return exec(c, ctx, "", false, false, appendCommand(nil, args))
+	return exec(c, ctx, "", false, false, encodeCommand(args))
 }
 
 // DoKey runs a command on the server that holds key, following cluster
 // redirections.
 func (c *Client) DoKey(ctx context.Context, key string, args ...string) (Reply, error) {
-	return exec(c, ctx, key, true, false, appendCommand(nil, args))
+	return exec(c, ctx, key, true, false, encodeCommand(args))
 }
 
 // EvalSha runs the script cached under sha and returns its integer array.
@@ -84,7 +84,7 @@ func (c *Client) Eval(ctx context.Context, script string, keys, args []string) (
 // ScriptLoad caches script on the server (on every master of a cluster)
 // and returns its SHA1.
 func (c *Client) ScriptLoad(ctx context.Context, script string) (string, error) {
-	cmd := appendCommand(nil, []string{"SCRIPT", "LOAD", script})
+	cmd := encodeCommand([]string{"SCRIPT", "LOAD", script})
 	if !c.opts.Cluster {
 		rep, err := exec(c, ctx, "", false, false, cmd)
 		return rep.Str, err
@@ -109,7 +109,7 @@ func (c *Client) ScriptLoad(ctx context.Context, script string) (string, error) 
 // BenchmarkInterpretedCosts and BenchmarkRespInterpreted).
 
 func eval(c *Client, ctx context.Context, cmd, body string, keys, args []string) ([]int64, error) {
-	b := appendEval(make([]byte, 0, 256), cmd, body, keys, args)
+	b := encodeEval(cmd, body, keys, args)
 	key, hasKey := "", len(keys) > 0
 	if hasKey {
 		key = keys[0]
@@ -127,7 +127,7 @@ func eval(c *Client, ctx context.Context, cmd, body string, keys, args []string)
 // exec sends cmd, an encoded command, to the server for key (any server
 // when hasKey is false) and follows cluster redirections. ints selects
 // the reader of integer arrays (see readInts).
-func exec(c *Client, ctx context.Context, key string, hasKey, ints bool, cmd []byte) (Reply, error) {
+func exec(c *Client, ctx context.Context, key string, hasKey, ints bool, cmd string) (Reply, error) {
 	p := c.single
 	if p == nil {
 		var err error
@@ -144,7 +144,7 @@ func exec(c *Client, ctx context.Context, key string, hasKey, ints bool, cmd []b
 
 // redirect follows the MOVED and ASK replies of a cluster, given the
 // first attempt's reply and error.
-func redirect(c *Client, ctx context.Context, ints bool, cmd []byte, rep Reply, err error) (Reply, error) {
+func redirect(c *Client, ctx context.Context, ints bool, cmd string, rep Reply, err error) (Reply, error) {
 	for i := 0; i < maxRedirects; i++ {
 		e, ok := err.(*Error)
 		if !ok {
@@ -173,7 +173,7 @@ func redirect(c *Client, ctx context.Context, ints bool, cmd []byte, rep Reply, 
 // on runs cmd on one server. A command that failed on a reused
 // connection with a reset or EOF (the server closed it while idle, or
 // restarted) is retried once on a new connection; a timeout never is.
-func on(c *Client, ctx context.Context, p *pool, asking, ints bool, cmd []byte) (Reply, error) {
+func on(c *Client, ctx context.Context, p *pool, asking, ints bool, cmd string) (Reply, error) {
 	var rep Reply
 	var err error
 	var retry bool
@@ -191,7 +191,7 @@ func on(c *Client, ctx context.Context, p *pool, asking, ints bool, cmd []byte) 
 	return rep, err
 }
 
-func onShared(ctx context.Context, p *pool, asking, ints bool, cmd []byte, fresh bool) (Reply, error, bool) {
+func onShared(ctx context.Context, p *pool, asking, ints bool, cmd string, fresh bool) (Reply, error, bool) {
 	m, err := shared(ctx, p)
 	if err != nil {
 		return Reply{}, err, false
@@ -201,7 +201,7 @@ func onShared(ctx context.Context, p *pool, asking, ints bool, cmd []byte, fresh
 	return rep, err, err != nil && wasServed && !fresh && muxBroken(m) && idleClosed(err)
 }
 
-func onConn(ctx context.Context, p *pool, asking, ints bool, cmd []byte, fresh bool) (Reply, error, bool) {
+func onConn(ctx context.Context, p *pool, asking, ints bool, cmd string, fresh bool) (Reply, error, bool) {
 	cn, err := get(ctx, p, fresh)
 	if err != nil {
 		return Reply{}, err, false
@@ -218,12 +218,11 @@ func onConn(ctx context.Context, p *pool, asking, ints bool, cmd []byte, fresh b
 	}
 	out := cmd
 	if asking {
-		cn.wbuf = append(append(cn.wbuf[:0], askingCmd...), cmd...)
-		out = cn.wbuf
+		out = askingCmd + cmd
 	}
 	var rep Reply
 	var askErr error
-	if err = send(cn, writeBy, out); err == nil && asking {
+	if err = send(cn, writeBy, []byte(out)); err == nil && asking {
 		// An error reply to ASKING still leaves the command's reply to
 		// read: read both, or the connection is one reply behind.
 		if _, askErr = receive(cn, readBy, false); cn.broken {

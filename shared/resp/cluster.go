@@ -10,7 +10,7 @@ import (
 )
 
 // clusterSlotsCmd is CLUSTER SLOTS, encoded.
-var clusterSlotsCmd = appendCommand(nil, []string{"CLUSTER", "SLOTS"})
+var clusterSlotsCmd = encodeCommand([]string{"CLUSTER", "SLOTS"})
 
 // ensureSlots loads the slot map if it was never loaded.
 func (c *Client) ensureSlots(ctx context.Context) error {

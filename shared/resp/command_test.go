@@ -2,7 +2,6 @@ package resp
 
 import (
 	"bufio"
-	"bytes"
 	"strings"
 	"testing"
 )
@@ -17,7 +16,7 @@ func TestEncoding(t *testing.T) {
 		many[i] = "a"
 	}
 	for _, args := range [][]string{{"PING"}, {"GET", ""}, {"SET", long, "1"}, many} {
-		rep, err := readReply(bufio.NewReader(bytes.NewReader(appendCommand(nil, args))))
+		rep, err := readReply(bufio.NewReader(strings.NewReader(encodeCommand(args))))
 		if err != nil || len(rep.Elems) != len(args) {
 			t.Fatalf("%q: %+v, %v", args, rep, err)
 		}
@@ -30,7 +29,7 @@ func TestEncoding(t *testing.T) {
 	if got, want := string(clusterSlotsCmd), "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n"; got != want {
 		t.Errorf("clusterSlotsCmd %q, want %q", got, want)
 	}
-	got := string(appendEval(nil, "EVALSHA", "abc", []string{"k"}, many[:61]))
+	got := encodeEval("EVALSHA", "abc", []string{"k"}, many[:61])
 	want := "*65\r\n$7\r\nEVALSHA\r\n$3\r\nabc\r\n$1\r\n1\r\n$1\r\nk\r\n" + strings.Repeat("$1\r\na\r\n", 61)
 	if got != want {
 		t.Errorf("appendEval: %q, want %q", got, want)

@@ -81,7 +81,7 @@ func (c *conn) handshake(deadline time.Time, o *Options) error {
 // do sends one command and reads its reply. An error reply is returned as
 // *Error and leaves the connection usable.
 func (c *conn) do(writeBy, readBy time.Time, args ...string) (Reply, error) {
-	c.wbuf = appendCommand(c.wbuf[:0], args)
+	c.wbuf = append(c.wbuf[:0], encodeCommand(args)...)
 	if err := send(c, writeBy, c.wbuf); err != nil {
 		return Reply{}, err
 	}

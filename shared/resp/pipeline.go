@@ -28,7 +28,7 @@ type muxConn struct {
 
 // call is one command on a muxConn.
 type call struct {
-	cmd    []byte // encoded
+	cmd    string // encoded
 	asking bool   // preceded by ASKING, whose reply is read first
 	askErr error  // ASKING's error reply, if it got one
 	ints   bool   // the reply is read by readInts
@@ -57,7 +57,7 @@ func newMux(c *conn, opts *Options) *muxConn {
 // muxDo queues cmd and waits for the reply, at most the read timeout (or
 // the context's deadline, if sooner). A command that times out breaks the
 // connection: a server that slow is treated like a dead one.
-func muxDo(m *muxConn, ctx context.Context, asking, ints bool, cmd []byte) (Reply, error) {
+func muxDo(m *muxConn, ctx context.Context, asking, ints bool, cmd string) (Reply, error) {
 	cl := &call{cmd: cmd, asking: asking, ints: ints, done: make(chan struct{})}
 	m.mu.Lock()
 	if m.err != nil {
@@ -75,10 +75,11 @@ func muxDo(m *muxConn, ctx context.Context, asking, ints bool, cmd []byte) (Repl
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
 		wait = time.Until(d)
 	}
+	// No defer: under yaegi one costs more than the rest of this function.
 	t := time.NewTimer(wait)
-	defer t.Stop()
 	select {
 	case <-cl.done:
+		t.Stop()
 		rep, _ := cl.rep.(Reply)
 		return rep, cl.err
 	case <-t.C:
@@ -86,6 +87,7 @@ func muxDo(m *muxConn, ctx context.Context, asking, ints bool, cmd []byte) (Repl
 		<-cl.done
 		return Reply{}, timeoutError{}
 	case <-ctx.Done():
+		t.Stop()
 		return Reply{}, ctx.Err()
 	}
 }
