@@ -49,19 +49,18 @@ func heads(kind string) [64]string {
 }
 
 func encodeEval(cmd, body string, keys, args []string) string {
-	parts := make([]string, 0, 8+2*(len(keys)+len(args)))
-	parts = append(parts, arrayHead(3+len(keys)+len(args)))
-	parts = appendBulks(parts, []string{cmd, body, strconv.Itoa(len(keys))})
+	n := 3 + len(keys) + len(args)
+	parts := make([]string, 0, 2*n+2)
+	head, bodyHead, numKeys := "", "", strconv.Itoa(len(keys))
+	if n < len(arrayHeads) && len(body) < len(bulkHeads) {
+		head, bodyHead = arrayHeads[n], bulkHeads[len(body)]
+	} else {
+		head, bodyHead = "*"+strconv.Itoa(n), "$"+strconv.Itoa(len(body))
+	}
+	parts = append(parts, head, bulkHeads[len(cmd)], cmd, bodyHead, body, bulkHeads[len(numKeys)], numKeys)
 	parts = appendBulks(parts, keys)
 	parts = appendBulks(parts, args)
 	return strings.Join(append(parts, ""), "\r\n")
-}
-
-func arrayHead(n int) string {
-	if n < len(arrayHeads) {
-		return arrayHeads[n]
-	}
-	return "*" + strconv.Itoa(n)
 }
 
 func appendBulks(parts []string, ss []string) []string {
@@ -104,14 +103,21 @@ func readIntsV1(r *bufio.Reader) []int64 {
 }
 
 func readInts(r *bufio.Reader) []int64 {
-	line, _ := readLine(r)
-	n := int64(0)
-	if len(line) == 2 && line[1] >= '0' && line[1] <= '9' {
-		n = int64(line[1] - '0')
-	} else {
-		n, _ = parseInt(line[1:])
+	line, err := r.ReadSlice('\n')
+	if err != nil {
+		return nil
 	}
-	if n > 0 && n <= 16 {
+	end := len(line) - 2
+	if end < 1 || line[end] != '\r' || (line[0] != '*' && line[0] != '-') {
+		return nil
+	}
+	n, ok := int64(0), false
+	if end == 2 && line[1] >= '0' && line[1] <= '9' {
+		n, ok = int64(line[1]-'0'), true
+	} else {
+		n, ok = parseInt(line[1:end])
+	}
+	if ok && n > 0 && n <= 16 {
 		if ints := bufferedInts(r, int(n)); ints != nil {
 			return ints
 		}

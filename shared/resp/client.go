@@ -135,7 +135,17 @@ func exec(c *Client, ctx context.Context, key string, hasKey, ints bool, cmd str
 			return Reply{}, err
 		}
 	}
-	rep, err := on(c, ctx, p, false, ints, cmd)
+	// on, inlined: one call less on every command.
+	var rep Reply
+	var err error
+	var retry bool
+	if c.opts.AutoPipeline {
+		if rep, err, retry = onShared(ctx, p, false, ints, cmd, false); retry {
+			rep, err, _ = onShared(ctx, p, false, ints, cmd, true)
+		}
+	} else if rep, err, retry = onConn(ctx, p, false, ints, cmd, false); retry {
+		rep, err, _ = onConn(ctx, p, false, ints, cmd, true)
+	}
 	if err == nil || !c.opts.Cluster {
 		return rep, err
 	}

@@ -37,9 +37,15 @@ func encodeCommand(args []string) string {
 // encodeEval encodes cmd (EVAL or EVALSHA) with its script or SHA1, the
 // number of keys, the keys and the arguments.
 func encodeEval(cmd, body string, keys, args []string) string {
-	parts := make([]string, 0, 8+2*(len(keys)+len(args)))
-	parts = append(parts, arrayHead(3+len(keys)+len(args)))
-	parts = appendBulks(parts, []string{cmd, body, strconv.Itoa(len(keys))})
+	n := 3 + len(keys) + len(args)
+	parts := make([]string, 0, 2*n+2)
+	head, bodyHead, numKeys := "", "", strconv.Itoa(len(keys))
+	if n < len(arrayHeads) && len(body) < len(bulkHeads) {
+		head, bodyHead = arrayHeads[n], bulkHeads[len(body)]
+	} else {
+		head, bodyHead = "*"+strconv.Itoa(n), "$"+strconv.Itoa(len(body))
+	}
+	parts = append(parts, head, bulkHeads[len(cmd)], cmd, bodyHead, body, bulkHeads[len(numKeys)], numKeys)
 	parts = appendBulks(parts, keys)
 	parts = appendBulks(parts, args)
 	return strings.Join(append(parts, ""), "\r\n")

@@ -125,21 +125,25 @@ func readDepth(r *bufio.Reader, depth int) (Reply, error) {
 // integers is a protocol error. It accepts exactly what readReply accepts
 // as such an array (FuzzReadInts).
 func readInts(r *bufio.Reader) (Reply, error) {
-	line, err := readLine(r)
+	line, err := r.ReadSlice('\n') // readLine, inlined
 	if err != nil {
+		if err == bufio.ErrBufferFull {
+			err = ErrProtocol
+		}
 		return Reply{}, err
 	}
-	if len(line) == 0 || (line[0] != '*' && line[0] != '-') {
+	end := len(line) - 2
+	if end < 1 || line[end] != '\r' || (line[0] != '*' && line[0] != '-') {
 		return Reply{}, ErrProtocol
 	}
 	if line[0] == '-' {
-		return Reply{Kind: '-', Str: string(line[1:])}, nil
+		return Reply{Kind: '-', Str: string(line[1:end])}, nil
 	}
 	n, ok := int64(0), false
-	if len(line) == 2 && line[1] >= '0' && line[1] <= '9' {
+	if end == 2 && line[1] >= '0' && line[1] <= '9' {
 		n, ok = int64(line[1]-'0'), true
 	} else {
-		n, ok = parseInt(line[1:])
+		n, ok = parseInt(line[1:end])
 	}
 	if !ok || n < 0 || n > maxElems {
 		return Reply{}, ErrProtocol
