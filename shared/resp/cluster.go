@@ -9,8 +9,10 @@ import (
 	"sync/atomic"
 )
 
-// clusterSlotsCmd is CLUSTER SLOTS, encoded.
-var clusterSlotsCmd = encodeCommand([]string{"CLUSTER", "SLOTS"})
+// clusterSlotsCmd is CLUSTER SLOTS, encoded. It is a constant rather than
+// a variable set by encodeCommand: yaegi initialises package variables in
+// the order of the files, before the header tables that would need.
+const clusterSlotsCmd = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n"
 
 // ensureSlots loads the slot map if it was never loaded.
 func (c *Client) ensureSlots(ctx context.Context) error {
