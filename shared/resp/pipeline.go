@@ -4,7 +4,6 @@ import (
 	"context"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -23,7 +22,7 @@ type muxConn struct {
 	queue   []*call // waiting to be written
 	pending []*call // written, waiting for their replies, oldest first
 	err     error   // set once; the connection is then closed
-	replies int64   // replies read so far, updated atomically
+	replies int64   // replies read so far
 }
 
 // call is one command on a muxConn.
@@ -169,7 +168,7 @@ func (m *muxConn) readLoop() {
 		}
 		m.pending[0] = nil
 		m.pending = m.pending[1:]
-		atomic.AddInt64(&m.replies, 1)
+		m.replies++
 		m.mu.Unlock()
 		cl.rep = rep
 		if rep.Kind == '-' {
@@ -208,7 +207,10 @@ func (m *muxConn) fail(err error) {
 // served reports whether the connection has answered a command, so that
 // a failure on it may be a server-side close rather than an outage.
 func served(m *muxConn) bool {
-	return atomic.LoadInt64(&m.replies) > 0
+	m.mu.Lock()
+	n := m.replies
+	m.mu.Unlock()
+	return n > 0
 }
 
 // muxBroken reports whether the connection failed.
