@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/traefik/yaegi/interp"
 	"github.com/traefik/yaegi/stdlib"
@@ -61,4 +63,15 @@ func evalValue(tb testing.TB, i *interp.Interpreter, expr string) reflect.Value 
 		tb.Fatalf("eval %s: %v", expr, err)
 	}
 	return v
+}
+
+// cpuTime returns the CPU time this process has used, user and system.
+// Benchmarks report it per operation, which the other processes of a
+// shared machine disturb less than wall time.
+func cpuTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -18,6 +18,9 @@ const maxRedirects = 5
 type Client struct {
 	opts Options
 
+	// single is the pool of a standalone server, nil in a cluster.
+	single *pool
+
 	mu     sync.RWMutex
 	pools  map[string]*pool
 	closed bool
@@ -35,7 +38,12 @@ func New(opts Options) (*Client, error) {
 	if err := o.normalize(); err != nil {
 		return nil, err
 	}
-	return &Client{opts: o, pools: make(map[string]*pool)}, nil
+	c := &Client{opts: o, pools: make(map[string]*pool)}
+	if !o.Cluster {
+		c.single = newPool(o.Addrs[0], &c.opts)
+		c.pools[o.Addrs[0]] = c.single
+	}
+	return c, nil
 }
 
 // Close closes the idle connections and makes later commands fail.
@@ -54,30 +62,31 @@ func (c *Client) Close() error {
 // Do runs one command and returns its reply; an error reply is returned as
 // *Error. In a cluster, Do goes to any node: use DoKey for keyed commands.
 func (c *Client) Do(ctx context.Context, args ...string) (Reply, error) {
-	return c.exec(ctx, "", false, false, args)
+	return exec(c, ctx, "", false, false, encodeCommand(args))
 }
 
 // DoKey runs a command on the server that holds key, following cluster
 // redirections.
 func (c *Client) DoKey(ctx context.Context, key string, args ...string) (Reply, error) {
-	return c.exec(ctx, key, true, false, args)
+	return exec(c, ctx, key, true, false, encodeCommand(args))
 }
 
 // EvalSha runs the script cached under sha and returns its integer array.
 func (c *Client) EvalSha(ctx context.Context, sha string, keys, args []string) ([]int64, error) {
-	return c.eval(ctx, "EVALSHA", sha, keys, args)
+	return eval(c, ctx, "EVALSHA", sha, keys, args)
 }
 
 // Eval runs script, which the server caches for later EvalSha calls.
 func (c *Client) Eval(ctx context.Context, script string, keys, args []string) ([]int64, error) {
-	return c.eval(ctx, "EVAL", script, keys, args)
+	return eval(c, ctx, "EVAL", script, keys, args)
 }
 
 // ScriptLoad caches script on the server (on every master of a cluster)
 // and returns its SHA1.
 func (c *Client) ScriptLoad(ctx context.Context, script string) (string, error) {
+	cmd := encodeCommand([]string{"SCRIPT", "LOAD", script})
 	if !c.opts.Cluster {
-		rep, err := c.Do(ctx, "SCRIPT", "LOAD", script)
+		rep, err := exec(c, ctx, "", false, false, cmd)
 		return rep.Str, err
 	}
 	if err := c.ensureSlots(ctx); err != nil {
@@ -85,7 +94,7 @@ func (c *Client) ScriptLoad(ctx context.Context, script string) (string, error) 
 	}
 	sha := ""
 	for _, p := range c.masters() {
-		rep, err := c.on(ctx, p, false, false, []string{"SCRIPT", "LOAD", script})
+		rep, err := on(c, ctx, p, false, false, cmd)
 		if err != nil {
 			return "", err
 		}
@@ -94,36 +103,59 @@ func (c *Client) ScriptLoad(ctx context.Context, script string) (string, error) 
 	return sha, nil
 }
 
-func (c *Client) eval(ctx context.Context, cmd, body string, keys, args []string) ([]int64, error) {
-	full := make([]string, 0, 3+len(keys)+len(args))
-	full = append(full, cmd, body, strconv.Itoa(len(keys)))
-	full = append(full, keys...)
-	full = append(full, args...)
+// The functions below are the path of every command. They are functions
+// rather than methods, and few, because under yaegi (Traefik) a method
+// call costs several times a function call (scripts/yaegitest,
+// BenchmarkInterpretedCosts and BenchmarkRespInterpreted).
+
+func eval(c *Client, ctx context.Context, cmd, body string, keys, args []string) ([]int64, error) {
+	b := encodeEval(cmd, body, keys, args)
 	key, hasKey := "", len(keys) > 0
 	if hasKey {
 		key = keys[0]
 	}
-	rep, err := c.exec(ctx, key, hasKey, true, full)
+	rep, err := exec(c, ctx, key, hasKey, true, b)
 	if err != nil {
 		return nil, err
+	}
+	if rep.ints != nil {
+		return rep.ints, nil
 	}
 	return rep.Ints()
 }
 
-// exec runs args on the server for key (any server when hasKey is false)
-// and follows cluster redirections. ints selects the reader of integer
-// arrays (see readInts).
-func (c *Client) exec(ctx context.Context, key string, hasKey, ints bool, args []string) (Reply, error) {
-	p, err := c.route(ctx, key, hasKey)
-	if err != nil {
-		return Reply{}, err
-	}
-	asking := false
-	for i := 0; ; i++ {
-		rep, err := c.on(ctx, p, asking, ints, args)
-		if err == nil || !c.opts.Cluster || i == maxRedirects {
-			return rep, err
+// exec sends cmd, an encoded command, to the server for key (any server
+// when hasKey is false) and follows cluster redirections. ints selects
+// the reader of integer arrays (see readInts).
+func exec(c *Client, ctx context.Context, key string, hasKey, ints bool, cmd string) (Reply, error) {
+	p := c.single
+	if p == nil {
+		var err error
+		if p, err = c.route(ctx, key, hasKey); err != nil {
+			return Reply{}, err
 		}
+	}
+	// on, inlined: one call less on every command.
+	var rep Reply
+	var err error
+	var retry bool
+	if c.opts.AutoPipeline {
+		if rep, err, retry = onShared(ctx, p, false, ints, cmd, false); retry {
+			rep, err, _ = onShared(ctx, p, false, ints, cmd, true)
+		}
+	} else if rep, err, retry = onConn(ctx, p, false, ints, cmd, false); retry {
+		rep, err, _ = onConn(ctx, p, false, ints, cmd, true)
+	}
+	if err == nil || !c.opts.Cluster {
+		return rep, err
+	}
+	return redirect(c, ctx, ints, cmd, rep, err)
+}
+
+// redirect follows the MOVED and ASK replies of a cluster, given the
+// first attempt's reply and error.
+func redirect(c *Client, ctx context.Context, ints bool, cmd string, rep Reply, err error) (Reply, error) {
+	for i := 0; i < maxRedirects; i++ {
 		e, ok := err.(*Error)
 		if !ok {
 			c.refreshLater()
@@ -133,44 +165,59 @@ func (c *Client) exec(ctx context.Context, key string, hasKey, ints bool, args [
 		if addr == "" {
 			return rep, err
 		}
-		if p, err = c.pool(addr); err != nil {
-			return Reply{}, err
+		p, perr := c.pool(addr)
+		if perr != nil {
+			return Reply{}, perr
 		}
-		asking = !moved
 		if moved {
 			c.setSlot(slot, p)
 			c.refreshLater()
 		}
-	}
-}
-
-// on runs args on one server. A command that failed on a reused
-// connection with a reset or EOF (the server closed it while idle, or
-// restarted) is retried once on a new connection; a timeout never is.
-func (c *Client) on(ctx context.Context, p *pool, asking, ints bool, args []string) (Reply, error) {
-	rep, err, retry := c.onConn(ctx, p, asking, ints, args, false)
-	if retry {
-		rep, err, _ = c.onConn(ctx, p, asking, ints, args, true)
+		if rep, err = on(c, ctx, p, !moved, ints, cmd); err == nil {
+			return rep, nil
+		}
 	}
 	return rep, err
 }
 
-func (c *Client) onConn(ctx context.Context, p *pool, asking, ints bool, args []string, fresh bool) (Reply, error, bool) {
+// on runs cmd on one server. A command that failed on a reused
+// connection with a reset or EOF (the server closed it while idle, or
+// restarted) is retried once on a new connection; a timeout never is.
+func on(c *Client, ctx context.Context, p *pool, asking, ints bool, cmd string) (Reply, error) {
+	var rep Reply
+	var err error
+	var retry bool
 	if c.opts.AutoPipeline {
-		m, err := p.shared(ctx)
-		if err != nil {
-			return Reply{}, err, false
+		rep, err, retry = onShared(ctx, p, asking, ints, cmd, false)
+		if retry {
+			rep, err, _ = onShared(ctx, p, asking, ints, cmd, true)
 		}
-		served := m.served()
-		rep, err := m.do(ctx, asking, ints, args)
-		return rep, err, err != nil && served && !fresh && m.broken() && idleClosed(err)
+		return rep, err
 	}
-	cn, err := p.get(ctx, fresh)
+	rep, err, retry = onConn(ctx, p, asking, ints, cmd, false)
+	if retry {
+		rep, err, _ = onConn(ctx, p, asking, ints, cmd, true)
+	}
+	return rep, err
+}
+
+func onShared(ctx context.Context, p *pool, asking, ints bool, cmd string, fresh bool) (Reply, error, bool) {
+	m, err := shared(ctx, p)
+	if err != nil {
+		return Reply{}, err, false
+	}
+	wasServed := served(m)
+	rep, err := muxDo(m, ctx, asking, ints, cmd)
+	return rep, err, err != nil && wasServed && !fresh && muxBroken(m) && idleClosed(err)
+}
+
+func onConn(ctx context.Context, p *pool, asking, ints bool, cmd string, fresh bool) (Reply, error, bool) {
+	cn, err := get(ctx, p, fresh)
 	if err != nil {
 		return Reply{}, err, false
 	}
 	now := time.Now()
-	writeBy, readBy := now.Add(c.opts.WriteTimeout), now.Add(c.opts.ReadTimeout)
+	writeBy, readBy := now.Add(p.opts.WriteTimeout), now.Add(p.opts.ReadTimeout)
 	if d, ok := ctx.Deadline(); ok {
 		if d.Before(writeBy) {
 			writeBy = d
@@ -179,29 +226,25 @@ func (c *Client) onConn(ctx context.Context, p *pool, asking, ints bool, args []
 			readBy = d
 		}
 	}
+	out := cmd
 	if asking {
-		cn.writeArray(1)
-		cn.writeBulk("ASKING")
-	}
-	cn.writeArray(len(args))
-	for _, a := range args {
-		cn.writeBulk(a)
+		out = askingCmd + cmd
 	}
 	var rep Reply
 	var askErr error
-	if err = cn.flush(writeBy); err == nil && asking {
+	if err = send(cn, writeBy, []byte(out)); err == nil && asking {
 		// An error reply to ASKING still leaves the command's reply to
 		// read: read both, or the connection is one reply behind.
-		if _, askErr = cn.read(readBy, false); cn.broken {
+		if _, askErr = receive(cn, readBy, false); cn.broken {
 			err = askErr
 		}
 	}
 	if err == nil {
-		rep, err = cn.read(readBy, ints)
+		rep, err = receive(cn, readBy, ints)
 		err = afterAsking(askErr, err)
 	}
 	retry := err != nil && cn.broken && cn.reused && !fresh && idleClosed(err)
-	p.put(cn)
+	put(p, cn)
 	return rep, err, retry
 }
 

@@ -9,6 +9,11 @@ import (
 	"sync/atomic"
 )
 
+// clusterSlotsCmd is CLUSTER SLOTS, encoded. It is a constant rather than
+// a variable set by encodeCommand: yaegi initialises package variables in
+// the order of the files, before the header tables that would need.
+const clusterSlotsCmd = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n"
+
 // ensureSlots loads the slot map if it was never loaded.
 func (c *Client) ensureSlots(ctx context.Context) error {
 	c.mu.RLock()
@@ -51,7 +56,7 @@ func (c *Client) refresh(ctx context.Context, force bool) error {
 		if err != nil {
 			return err
 		}
-		rep, err := c.on(ctx, p, false, false, []string{"CLUSTER", "SLOTS"})
+		rep, err := on(c, ctx, p, false, false, clusterSlotsCmd)
 		if err != nil {
 			lastErr = err
 			continue

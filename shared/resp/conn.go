@@ -16,7 +16,7 @@ import (
 type conn struct {
 	nc     net.Conn
 	br     *bufio.Reader
-	wbuf   []byte // the commands to send, built with append: few calls, which is what yaegi runs fast
+	wbuf   []byte // commands to send together: ASKING and its command, a pipelined batch
 	broken bool
 	// reused is set once the connection has served a command, so that an
 	// error on it may be a server-side idle close rather than an outage.
@@ -81,37 +81,28 @@ func (c *conn) handshake(deadline time.Time, o *Options) error {
 // do sends one command and reads its reply. An error reply is returned as
 // *Error and leaves the connection usable.
 func (c *conn) do(writeBy, readBy time.Time, args ...string) (Reply, error) {
-	c.writeArray(len(args))
-	for _, a := range args {
-		c.writeBulk(a)
-	}
-	return c.roundTrip(writeBy, readBy)
-}
-
-// roundTrip flushes what was written and reads one reply.
-func (c *conn) roundTrip(writeBy, readBy time.Time) (Reply, error) {
-	if err := c.flush(writeBy); err != nil {
+	c.wbuf = append(c.wbuf[:0], encodeCommand(args)...)
+	if err := send(c, writeBy, c.wbuf); err != nil {
 		return Reply{}, err
 	}
-	return c.read(readBy, false)
+	return receive(c, readBy, false)
 }
 
-func (c *conn) flush(by time.Time) error {
+// send writes b, one or more encoded commands, by the deadline.
+func send(c *conn, by time.Time, b []byte) error {
 	if err := c.nc.SetWriteDeadline(by); err != nil {
 		c.broken = true
 		return err
 	}
-	_, err := c.nc.Write(c.wbuf)
-	c.wbuf = c.wbuf[:0]
-	if err != nil {
+	if _, err := c.nc.Write(b); err != nil {
 		c.broken = true
 		return err
 	}
 	return nil
 }
 
-// read reads one reply; ints selects readInts.
-func (c *conn) read(by time.Time, ints bool) (Reply, error) {
+// receive reads one reply by the deadline; ints selects readInts.
+func receive(c *conn, by time.Time, ints bool) (Reply, error) {
 	if err := c.nc.SetReadDeadline(by); err != nil {
 		c.broken = true
 		return Reply{}, err
@@ -131,20 +122,6 @@ func (c *conn) read(by time.Time, ints bool) (Reply, error) {
 		return rep, &Error{Msg: rep.Str}
 	}
 	return rep, nil
-}
-
-func (c *conn) writeArray(n int) {
-	c.wbuf = append(c.wbuf, '*')
-	c.wbuf = strconv.AppendInt(c.wbuf, int64(n), 10)
-	c.wbuf = append(c.wbuf, '\r', '\n')
-}
-
-func (c *conn) writeBulk(s string) {
-	c.wbuf = append(c.wbuf, '$')
-	c.wbuf = strconv.AppendInt(c.wbuf, int64(len(s)), 10)
-	c.wbuf = append(c.wbuf, '\r', '\n')
-	c.wbuf = append(c.wbuf, s...)
-	c.wbuf = append(c.wbuf, '\r', '\n')
 }
 
 func (c *conn) close() { c.nc.Close() }

@@ -27,10 +27,10 @@ type muxConn struct {
 
 // call is one command on a muxConn.
 type call struct {
-	args   []string
-	asking bool  // preceded by ASKING, whose reply is read first
-	askErr error // ASKING's error reply, if it got one
-	ints   bool  // the reply is read by readInts
+	cmd    string // encoded
+	asking bool   // preceded by ASKING, whose reply is read first
+	askErr error  // ASKING's error reply, if it got one
+	ints   bool   // the reply is read by readInts
 	// rep holds the Reply. It is an interface rather than a Reply
 	// because yaegi mis-builds a struct that holds the recursive Reply.
 	rep  interface{}
@@ -53,11 +53,11 @@ func newMux(c *conn, opts *Options) *muxConn {
 	return m
 }
 
-// do queues args and waits for the reply, at most the read timeout (or
+// muxDo queues cmd and waits for the reply, at most the read timeout (or
 // the context's deadline, if sooner). A command that times out breaks the
 // connection: a server that slow is treated like a dead one.
-func (m *muxConn) do(ctx context.Context, asking, ints bool, args []string) (Reply, error) {
-	cl := &call{args: args, asking: asking, ints: ints, done: make(chan struct{})}
+func muxDo(m *muxConn, ctx context.Context, asking, ints bool, cmd string) (Reply, error) {
+	cl := &call{cmd: cmd, asking: asking, ints: ints, done: make(chan struct{})}
 	m.mu.Lock()
 	if m.err != nil {
 		err := m.err
@@ -74,10 +74,11 @@ func (m *muxConn) do(ctx context.Context, asking, ints bool, args []string) (Rep
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
 		wait = time.Until(d)
 	}
+	// No defer: under yaegi one costs more than the rest of this function.
 	t := time.NewTimer(wait)
-	defer t.Stop()
 	select {
 	case <-cl.done:
+		t.Stop()
 		rep, _ := cl.rep.(Reply)
 		return rep, cl.err
 	case <-t.C:
@@ -85,6 +86,7 @@ func (m *muxConn) do(ctx context.Context, asking, ints bool, args []string) (Rep
 		<-cl.done
 		return Reply{}, timeoutError{}
 	case <-ctx.Done():
+		t.Stop()
 		return Reply{}, ctx.Err()
 	}
 }
@@ -108,17 +110,15 @@ func (m *muxConn) writeLoop() {
 		if len(batch) == 0 {
 			continue
 		}
+		b := m.c.wbuf[:0]
 		for _, cl := range batch {
 			if cl.asking {
-				m.c.writeArray(1)
-				m.c.writeBulk("ASKING")
+				b = append(b, askingCmd...)
 			}
-			m.c.writeArray(len(cl.args))
-			for _, a := range cl.args {
-				m.c.writeBulk(a)
-			}
+			b = append(b, cl.cmd...)
 		}
-		if err := m.c.flush(time.Now().Add(m.opts.WriteTimeout)); err != nil {
+		m.c.wbuf = b
+		if err := send(m.c, time.Now().Add(m.opts.WriteTimeout), b); err != nil {
 			m.fail(err)
 			return
 		}
@@ -206,15 +206,17 @@ func (m *muxConn) fail(err error) {
 
 // served reports whether the connection has answered a command, so that
 // a failure on it may be a server-side close rather than an outage.
-func (m *muxConn) served() bool {
+func served(m *muxConn) bool {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.replies > 0
+	n := m.replies
+	m.mu.Unlock()
+	return n > 0
 }
 
-// broken reports whether the connection failed.
-func (m *muxConn) broken() bool {
+// muxBroken reports whether the connection failed.
+func muxBroken(m *muxConn) bool {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.err != nil
+	broken := m.err != nil
+	m.mu.Unlock()
+	return broken
 }

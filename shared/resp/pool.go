@@ -36,7 +36,7 @@ func newPool(addr string, opts *Options) *pool {
 
 // get returns an idle connection or dials one, waiting for a free place
 // while the pool is full. fresh skips the idle connections.
-func (p *pool) get(ctx context.Context, fresh bool) (*conn, error) {
+func get(ctx context.Context, p *pool, fresh bool) (*conn, error) {
 	select {
 	case p.sem <- struct{}{}:
 	default:
@@ -74,7 +74,18 @@ func (p *pool) get(ctx context.Context, fresh bool) (*conn, error) {
 
 // shared returns the pool's pipelined connection, dialling a new one if
 // there is none or the last one broke.
-func (p *pool) shared(ctx context.Context) (*muxConn, error) {
+func shared(ctx context.Context, p *pool) (*muxConn, error) {
+	p.muxMu.Lock()
+	m := p.mux
+	p.muxMu.Unlock()
+	if m != nil && !muxBroken(m) {
+		return m, nil
+	}
+	return redial(ctx, p)
+}
+
+// redial replaces a missing or broken pipelined connection.
+func redial(ctx context.Context, p *pool) (*muxConn, error) {
 	p.muxMu.Lock()
 	defer p.muxMu.Unlock()
 	p.mu.Lock()
@@ -83,7 +94,7 @@ func (p *pool) shared(ctx context.Context) (*muxConn, error) {
 	if closed {
 		return nil, errClosed
 	}
-	if p.mux != nil && !p.mux.broken() {
+	if p.mux != nil && !muxBroken(p.mux) {
 		return p.mux, nil
 	}
 	c, err := dial(ctx, p.addr, p.opts)
@@ -95,7 +106,7 @@ func (p *pool) shared(ctx context.Context) (*muxConn, error) {
 }
 
 // put returns c to the pool, or closes it if it is broken.
-func (p *pool) put(c *conn) {
+func put(p *pool, c *conn) {
 	p.mu.Lock()
 	if c.broken || p.closed {
 		p.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"strconv"
+	"strings"
 )
 
 // Reply is one RESP2 value.
@@ -116,23 +117,41 @@ func readDepth(r *bufio.Reader, depth int) (Reply, error) {
 }
 
 // readInts reads a reply expected to be an array of integers, the
-// limiter script's, in one loop with no per-element Reply: the interpreted
-// path runs many times faster so. An error reply is returned as usual;
-// anything else but integers is a protocol error.
+// limiter script's, without a Reply per element: under yaegi that is many
+// times faster. A short array that is buffered whole is parsed by
+// bufferedInts in a few calls into the standard library; otherwise each
+// element costs one ReadSlice, and a number of more than one digit one
+// ParseInt. An error reply is returned as usual; anything else but
+// integers is a protocol error. It accepts exactly what readReply accepts
+// as such an array (FuzzReadInts).
 func readInts(r *bufio.Reader) (Reply, error) {
-	line, err := readLine(r)
+	line, err := r.ReadSlice('\n') // readLine, inlined
 	if err != nil {
+		if err == bufio.ErrBufferFull {
+			err = ErrProtocol
+		}
 		return Reply{}, err
 	}
-	if len(line) == 0 || (line[0] != '*' && line[0] != '-') {
+	end := len(line) - 2
+	if end < 1 || line[end] != '\r' || (line[0] != '*' && line[0] != '-') {
 		return Reply{}, ErrProtocol
 	}
 	if line[0] == '-' {
-		return Reply{Kind: '-', Str: string(line[1:])}, nil
+		return Reply{Kind: '-', Str: string(line[1:end])}, nil
 	}
-	n, ok := parseInt(line[1:])
+	n, ok := int64(0), false
+	if end == 2 && line[1] >= '0' && line[1] <= '9' {
+		n, ok = int64(line[1]-'0'), true
+	} else {
+		n, ok = parseInt(line[1:end])
+	}
 	if !ok || n < 0 || n > maxElems {
 		return Reply{}, ErrProtocol
+	}
+	if n > 0 && n <= maxBufferedInts {
+		if ints := bufferedInts(r, int(n)); ints != nil {
+			return Reply{Kind: '*', ints: ints}, nil
+		}
 	}
 	size := n
 	if size > 64 {
@@ -140,20 +159,65 @@ func readInts(r *bufio.Reader) (Reply, error) {
 	}
 	ints := make([]int64, 0, int(size))
 	for i := int64(0); i < n; i++ {
-		line, err = readLine(r)
+		line, err = r.ReadSlice('\n')
 		if err != nil {
+			if err == bufio.ErrBufferFull {
+				err = ErrProtocol
+			}
 			return Reply{}, err
 		}
-		if len(line) == 0 || line[0] != ':' {
+		// ":d\r\n" at least, d one or more characters.
+		end := len(line) - 2
+		if end < 2 || line[end] != '\r' || line[0] != ':' {
 			return Reply{}, ErrProtocol
 		}
-		v, ok := parseInt(line[1:])
+		if end == 2 && line[1] >= '0' && line[1] <= '9' {
+			ints = append(ints, int64(line[1]-'0'))
+			continue
+		}
+		v, ok := parseInt(line[1:end])
 		if !ok {
 			return Reply{}, ErrProtocol
 		}
 		ints = append(ints, v)
 	}
 	return Reply{Kind: '*', ints: ints}, nil
+}
+
+// maxBufferedInts is the longest array bufferedInts parses.
+const maxBufferedInts = 16
+
+// bufferedInts parses the n integer lines that end an array from what r
+// has buffered, and consumes them. It returns nil, consuming nothing,
+// when they are not all buffered or one is not an integer line as
+// readInts would accept it: readInts then reads them one by one and
+// reports the error. A line is a piece between CRLFs holding no other
+// byte than ':', a sign and digits, so that it is the line readInts
+// would read.
+func bufferedInts(r *bufio.Reader, n int) []int64 {
+	buf, _ := r.Peek(r.Buffered())
+	lines := strings.SplitN(string(buf), "\r\n", n+1)
+	if len(lines) <= n {
+		return nil
+	}
+	ints := make([]int64, n)
+	for i := 0; i < n; i++ {
+		line := lines[i]
+		if len(line) == 2 && line[0] == ':' && line[1] >= '0' && line[1] <= '9' {
+			ints[i] = int64(line[1] - '0')
+			continue
+		}
+		if len(line) < 2 || len(line) > 21 || line[0] != ':' || line[1] == '+' {
+			return nil
+		}
+		v, err := strconv.ParseInt(line[1:], 10, 64)
+		if err != nil {
+			return nil
+		}
+		ints[i] = v
+	}
+	r.Discard(len(buf) - len(lines[n]))
+	return ints
 }
 
 // readLine returns a line without its CRLF. The slice is valid until the

@@ -2,11 +2,13 @@ package resp
 
 import (
 	"bufio"
+	"io"
 	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 func parse(s string) (Reply, error) {
@@ -70,6 +72,26 @@ func TestReadInts(t *testing.T) {
 	}
 }
 
+// TestReadIntsInSequence: replies read back to back, whole in the buffer
+// (bufferedInts) or arriving a byte at a time (one line at a time), each
+// leave the next where it starts.
+func TestReadIntsInSequence(t *testing.T) {
+	in := "*4\r\n:1\r\n:9007199254740990\r\n:0\r\n:-59999874\r\n*2\r\n:7\r\n:-1\r\n-NOSCRIPT x\r\n*1\r\n:12\r\n"
+	for name, src := range map[string]io.Reader{"buffered": strings.NewReader(in), "bytewise": iotest.OneByteReader(strings.NewReader(in))} {
+		r := bufio.NewReader(src)
+		for i, want := range [][]int64{{1, 9007199254740990, 0, -59999874}, {7, -1}, nil, {12}} {
+			rep, err := readInts(r)
+			got, err2 := rep.Ints()
+			if err != nil || (want == nil) != (err2 != nil) || (want != nil && !reflect.DeepEqual(got, want)) {
+				t.Errorf("%s reply %d: %v, %v %v", name, i, got, err, err2)
+			}
+		}
+		if _, err := readInts(r); err != io.EOF {
+			t.Errorf("%s: after the last reply: %v", name, err)
+		}
+	}
+}
+
 func TestInts(t *testing.T) {
 	r, _ := parse("*3\r\n:1\r\n:0\r\n:-5\r\n")
 	got, err := r.Ints()
@@ -115,13 +137,21 @@ func FuzzReadInts(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		r, err := readInts(bufio.NewReaderSize(strings.NewReader(string(in)), 4096))
+		ri := bufio.NewReaderSize(strings.NewReader(string(in)), 4096)
+		r, err := readInts(ri)
 		if err != nil {
 			return
 		}
-		g, gerr := readReply(bufio.NewReaderSize(strings.NewReader(string(in)), 4096))
+		rg := bufio.NewReaderSize(strings.NewReader(string(in)), 4096)
+		g, gerr := readReply(rg)
 		if gerr != nil {
 			t.Fatalf("readInts accepted what readReply rejects: %v", gerr)
+		}
+		// Both consumed the same bytes: the next reply starts where it should.
+		resti, _ := io.ReadAll(ri)
+		restg, _ := io.ReadAll(rg)
+		if string(resti) != string(restg) {
+			t.Fatalf("readInts left %q, readReply %q", resti, restg)
 		}
 		a, aerr := r.Ints()
 		b, berr := g.Ints()
