@@ -85,7 +85,7 @@ func inspectBuckets(z *Zone, s *shard, slot uint32, t int64) KeyState {
 		cur = headAt(z, ring, newest, t/z.span)
 	}
 	count := cur.inside + cur.leaving*float64(cur.end-t)/z.spanF
-	d := deny(z, ring, newest, &cur, t, count)
+	d := deny(z, ring, newest, &cur, t, count, z.limit)
 	return KeyState{
 		Tracked:    true,
 		Count:      int64(math.Ceil(count)),
