@@ -40,7 +40,7 @@ func init() {
 //   - `{http.rate_limit.zone}`: the name of the zone that rejected it;
 //   - `{http.rate_limit.exceeded.name}`: the same, under caddy-ratelimit's name;
 //   - `{http.rate_limit.retry_after}`: seconds until a retry can pass (rounded up);
-//   - `{http.rate_limit.limit}`: the zone's limit;
+//   - `{http.rate_limit.limit}`: the limit that applied (the zone's, or the key's override or tier);
 //   - `{http.rate_limit.reset}`: seconds until the zone's window is empty for this key.
 //
 // Zone state lives in memory and survives config reloads for every zone
