@@ -223,3 +223,22 @@ func TestOverridesErrors(t *testing.T) {
 		t.Errorf("unlimited: %d, %v", n, err)
 	}
 }
+
+// TestForgetDenialEveryLimit: the admin API's reset forgets a key's
+// cached denials under its override's limit too.
+func TestForgetDenialEveryLimit(t *testing.T) {
+	z := newZone(t, "a", Rule{Window: time.Minute, Limit: 10})
+	remote := &fakeRemote{deny: 3 * time.Second}
+	g := newGuard(t, remote, GuardOptions{})
+	out := make([]Decision, 1)
+	for _, n := range []int64{0, 600} {
+		g.Take(context.Background(), epoch, []Item{{Zone: z, Key: "k", Limit: n}}, out)
+	}
+	if g.denials.len() != 2 {
+		t.Fatalf("%d cached denials, want 2", g.denials.len())
+	}
+	g.ForgetDenial(z, "k")
+	if n := g.denials.len(); n != 0 {
+		t.Fatalf("%d cached denials left after ForgetDenial, want 0", n)
+	}
+}
