@@ -3,7 +3,9 @@ package caddymodule
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -40,6 +42,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        window      <duration>
 //	        sub_window  <duration>
 //	        limit       <n>                  # or events <n>
+//	        limit       {placeholder} [<fallback n>]  # a per-request tier
+//	        override    <key or CIDR> <n>|unlimited   # repeatable
 //	        algorithm   sliding|strict|fixed|log
 //	        cost        <n>
 //	        ipv4_prefix <bits>
@@ -194,7 +198,7 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
 		if sub == "events" {
 			setting = "limit"
 		}
-		if sub != "match" {
+		if sub != "match" && sub != "override" {
 			if first, dup := seen[setting]; dup {
 				if first == sub {
 					return d.Errf("zone %q: duplicate %s", name, sub)
@@ -218,7 +222,9 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
 		case "sub_window":
 			z.SubWindow, err = positiveDuration(d)
 		case "limit", "events":
-			z.Limit, err = positiveInt(d)
+			err = unmarshalLimit(d, z)
+		case "override":
+			err = unmarshalOverride(d, z)
 		case "algorithm":
 			z.Algorithm, err = oneArg(d)
 		case "cost":
@@ -251,6 +257,65 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
 		h.RateLimits = make(map[string]*Zone)
 	}
 	h.RateLimits[name] = z
+	return nil
+}
+
+// unmarshalLimit parses `limit <n>` or `limit {placeholder} [<n>]`, the
+// dispenser being on "limit" (or "events").
+func unmarshalLimit(d *caddyfile.Dispenser, z *Zone) error {
+	name := d.Val()
+	args := d.RemainingArgs()
+	if len(args) == 0 || len(args) > 2 {
+		return d.ArgErr()
+	}
+	if !strings.HasPrefix(args[0], "{") {
+		if len(args) > 1 {
+			return d.ArgErr()
+		}
+		n, err := strconv.ParseInt(args[0], 10, 64)
+		if err != nil || n <= 0 {
+			return d.Errf("%s: want a positive integer or a placeholder, got %q", name, args[0])
+		}
+		z.Limit = n
+		return nil
+	}
+	if !isSinglePlaceholder(args[0]) {
+		return d.Errf("%s: want one placeholder such as {plan_limit}, got %q", name, args[0])
+	}
+	z.LimitPlaceholder = args[0]
+	if len(args) == 2 {
+		n, err := strconv.ParseInt(args[1], 10, 64)
+		if err != nil || n <= 0 {
+			return d.Errf("%s: the fallback limit must be a positive integer, got %q", name, args[1])
+		}
+		z.Limit = n
+	}
+	return nil
+}
+
+// unmarshalOverride parses `override <key or CIDR> <n>|unlimited`. An
+// argument with a slash, or that is an IP address, is a CIDR.
+func unmarshalOverride(d *caddyfile.Dispenser, z *Zone) error {
+	args := d.RemainingArgs()
+	if len(args) != 2 {
+		return d.Errf("override: want <key or CIDR> <limit>|unlimited, got %d arguments", len(args))
+	}
+	n, err := ratelimit.ParseOverrideLimit(args[1])
+	if err != nil {
+		return d.Errf("%v", err)
+	}
+	var o Override
+	if _, ipErr := netip.ParseAddr(args[0]); ipErr == nil || strings.Contains(args[0], "/") {
+		o.CIDR = args[0]
+	} else {
+		o.Key = args[0]
+	}
+	if n == ratelimit.Unlimited {
+		o.Unlimited = true
+	} else {
+		o.Limit = n
+	}
+	z.Overrides = append(z.Overrides, o)
 	return nil
 }
 

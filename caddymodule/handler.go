@@ -40,7 +40,7 @@ func init() {
 //   - `{http.rate_limit.zone}`: the name of the zone that rejected it;
 //   - `{http.rate_limit.exceeded.name}`: the same, under caddy-ratelimit's name;
 //   - `{http.rate_limit.retry_after}`: seconds until a retry can pass (rounded up);
-//   - `{http.rate_limit.limit}`: the zone's limit;
+//   - `{http.rate_limit.limit}`: the limit that applied (the zone's, or the key's override or tier);
 //   - `{http.rate_limit.reset}`: seconds until the zone's window is empty for this key.
 //
 // Zone state lives in memory and survives config reloads for every zone
@@ -179,7 +179,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("zone %q: %w", name, err)
 		}
 		h.zones = append(h.zones, z)
-		h.keysNeedReplacer = h.keysNeedReplacer || z.key.needsReplacer()
+		h.keysNeedReplacer = h.keysNeedReplacer || z.key.needsReplacer() || z.limitFrom != ""
 	}
 	if redisSetup != nil {
 		for _, z := range h.zones {
@@ -231,6 +231,12 @@ func (h *Handler) provisionZone(ctx caddy.Context, name string, cfg *Zone, opts 
 			// every rejection, which doubles the cost of a flood.
 			Trace: "rate_limit (zone " + name + ")",
 		},
+	}
+	if z.overrides, err = cfg.overrides(rule); err != nil {
+		return nil, err
+	}
+	if z.limitFrom, err = cfg.limitPlaceholder(); err != nil {
+		return nil, err
 	}
 	if cfg.CountStatus != nil {
 		if z.countStatus, err = ratelimit.ParseStatusCodes(cfg.CountStatus); err != nil {
@@ -316,7 +322,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			}
 		}
 		deferred := z.countStatus != nil
-		s.items = append(s.items, ratelimit.Item{Zone: z.zone, Key: z.key.of(r, repl), Deferred: deferred})
+		key := z.key.of(r, repl)
+		var limit int64
+		if z.overrides != nil || z.limitFrom != "" {
+			if limit = h.limitOf(z, r, key, repl); limit == ratelimit.Unlimited {
+				continue // exempt: neither counted nor limited
+			}
+		}
+		s.items = append(s.items, ratelimit.Item{Zone: z.zone, Key: key, Deferred: deferred, Limit: limit})
 		s.which = append(s.which, i)
 		s.deferred = s.deferred || deferred
 	}

@@ -45,6 +45,24 @@ type Zone struct {
 	// required (or MaxEvents).
 	Limit int64 `json:"limit,omitempty"`
 
+	// LimitPlaceholder, when set, takes each request's limit from a
+	// placeholder, such as "{plan_limit}" set by the map directive, so
+	// that tiers come from the request: the placeholder is read per
+	// request after the key's overrides. A value that is not a whole
+	// number from the zone's cost to its algorithm's maximum (1024 for
+	// log) never lifts the limit: the request gets Limit, the fallback,
+	// which then defaults to the cost (1), and a warning is logged at
+	// most once a minute. Window, sub-window and algorithm stay static.
+	LimitPlaceholder string `json:"limit_placeholder,omitempty"`
+
+	// Overrides give some keys or CIDRs a limit of their own, or exempt
+	// them ("unlimited": neither counted nor limited, no headers from the
+	// zone). An override of the request's key applies first; then that
+	// of the narrowest CIDR holding the key, when it is an IP address, or
+	// the client IP, when the key was empty. A key's count does not
+	// depend on its limit.
+	Overrides []Override `json:"overrides,omitempty"`
+
 	// MaxEvents is caddy-ratelimit's name for Limit, accepted so that its
 	// JSON configs load unchanged. Set one of the two.
 	MaxEvents int64 `json:"max_events,omitempty"`
@@ -98,8 +116,16 @@ func (z *Zone) rule() (ratelimit.Rule, error) {
 	if z.Window == 0 {
 		return ratelimit.Rule{}, fmt.Errorf("window is required")
 	}
+	if limit == 0 && z.LimitPlaceholder != "" {
+		// The fallback of a bad placeholder value: the least limit a
+		// request of the zone's cost can pass.
+		limit = max(z.Cost, 1)
+	}
 	if limit == 0 {
 		return ratelimit.Rule{}, fmt.Errorf("limit is required")
+	}
+	if _, err := z.limitPlaceholder(); err != nil {
+		return ratelimit.Rule{}, err
 	}
 	alg, err := ratelimit.ParseAlgorithm(z.Algorithm)
 	if err != nil {
@@ -113,6 +139,9 @@ func (z *Zone) rule() (ratelimit.Rule, error) {
 		Cost:      z.Cost,
 	}
 	if err := r.Normalize(); err != nil {
+		return ratelimit.Rule{}, err
+	}
+	if _, err := z.overrides(r); err != nil {
 		return ratelimit.Rule{}, err
 	}
 	if err := httplimit.ValidatePrefixBits("ipv4_prefix", z.IPv4Prefix, 32); err != nil {
@@ -136,6 +165,11 @@ type zoneState struct {
 	// countStatus, when set, holds the statuses whose responses the zone
 	// counts: its requests are checked, and charged after the response.
 	countStatus *ratelimit.StatusSet
+	// overrides, when set, give some keys their own limit (see limitOf);
+	// limitFrom names the placeholder of a per-request limit.
+	overrides    *ratelimit.Overrides
+	limitFrom    string
+	lastBadLimit atomic.Int64 // unix nanoseconds of the last warning
 
 	allowed, denied, dryRun prometheus.Counter
 

@@ -12,7 +12,13 @@
 #  4. two Caddy instances share one limit of 20 per minute through a
 #     throwaway redis-server: 11 requests to each, alternating, give exactly
 #     20 x 200 in total, then 429; and a count_status 401 zone with limit 5
-#     shared through Redis counts only the 401s (wl_count_status);
+#     shared through Redis counts only the 401s (wl_count_status); a zone
+#     with `override gold-key 600`, `override 10.0.0.0/8 unlimited` and
+#     `limit {plan_limit}` fed by the map directive (silver-key 4,
+#     broken-key oops, default 2) gives gold-key 600, exempts the key
+#     10.1.2.3 (no headers), limits silver-key to 4, plain keys to 2, and
+#     broken-key to the fallback 1, logged (wl_overrides, tiers); part 8
+#     does the same in memory;
 #  5. chaos: the redis-server is killed (kill -9) while 300 requests, 8 at a
 #     time, each on its own key, run against one instance of a zone with the
 #     default `on_store_error allow`: every response is 200 (some counted in
@@ -144,6 +150,35 @@ status=$(wl_fetch "http://127.0.0.1:$EX_WEB/login" -X POST -H 'X-Password: open-
 wl_pass "example: 8 successful logins uncounted, 5 failed (401), then 429 even with the password"
 wl_stop
 
+# tiers WHAT PORT_A PORT_B ADMIN: /tiers takes its limit from the map
+# directive (silver-key 4, broken-key "oops", default 2) through
+# `limit {plan_limit}`, whose fallback is 1. Alternating instances,
+# silver-key gets 4 x 200 with X-RateLimit-Limit 4, then 429; broken-key,
+# whose tier is no number, gets the fallback: 1 x 200 with
+# X-RateLimit-Limit 1, then 429, never unlimited; and the instance of
+# ADMIN logged that once.
+tiers() {
+	local what=$1 a=$2 b=$3 admin=$4 n port status want
+	for n in 1 2 3 4 5; do
+		if ((n % 2)); then port=$a; else port=$b; fi
+		status=$(wl_fetch "http://127.0.0.1:$port/tiers" -H 'X-API-Key: silver-key')
+		want=200
+		((n <= 4)) || want=429
+		[[ $status == "$want" && $(wl_header X-RateLimit-Limit) == 4 ]] ||
+			wl_die "$what: silver-key request $n: $status, limit '$(wl_header X-RateLimit-Limit)', want $want and 4"
+	done
+	for n in 1 2; do
+		if ((n % 2)); then port=$a; else port=$b; fi
+		status=$(wl_fetch "http://127.0.0.1:$port/tiers" -H 'X-API-Key: broken-key')
+		want=200
+		((n == 1)) || want=429
+		[[ $status == "$want" && $(wl_header X-RateLimit-Limit) == 1 ]] ||
+			wl_die "$what: broken-key request $n: $status, limit '$(wl_header X-RateLimit-Limit)', want the fallback limit 1"
+	done
+	grep -q 'limit placeholder holds no valid limit' "$WL_WORK/caddy-$admin.log" || wl_die "$what: no warning about the bad tier"
+	WL_SUMMARY="$what: limit {plan_limit} from map: silver-key 4 x 200 then 429; broken-key (tier \"oops\") falls back to 1: 200 then 429, logged"
+}
+
 # Part 4: two instances, one limit, through Redis.
 wl_redis_start "$REDIS"
 # instance WEB ADMIN writes the Caddyfile of one instance and starts it:
@@ -170,6 +205,27 @@ instance() {
 					}
 				}
 				respond "chaos"
+			}
+			handle /tiers {
+				map {header.X-API-Key} {plan_limit} {
+					silver-key 4
+					broken-key oops
+					default    2
+				}
+				rate_limit {
+					zone tiers {
+						key      {http.request.header.X-API-Key}
+						window   1m
+						limit    {plan_limit}
+						override gold-key 600
+						override 10.0.0.0/8 unlimited
+					}
+					store redis {
+						address 127.0.0.1:$WL_REDIS_PORT
+						key_prefix tiers:
+					}
+				}
+				respond "tiers"
 			}
 			handle /login {
 				rate_limit {
@@ -226,6 +282,10 @@ wl_redis_shared "$WEB_A" "$WEB_B" / 'e2e:e2e:{127.0.0.1}'
 if grep -i 'redis store failed' "$WL_WORK/caddy-$ADMIN_A.log" "$WL_WORK/caddy-$ADMIN_B.log"; then
 	wl_die "caddy logged redis errors"
 fi
+wl_pass "$WL_SUMMARY"
+wl_overrides "redis" "$WEB_A" "$WEB_B" /tiers
+wl_pass "$WL_SUMMARY"
+tiers "redis" "$WEB_A" "$WEB_B" "$ADMIN_A"
 wl_pass "$WL_SUMMARY"
 wl_count_status "redis" "$WEB_A" "$WEB_B" /login
 [[ $(redis-cli -p "$WL_REDIS_PORT" --scan --pattern 'login:*') == 'login:login:{127.0.0.1}' ]] ||
@@ -401,6 +461,39 @@ if grep -E 'alice|bob|2001:db8' "$WL_WORK/caddy-$ADMIN_E.log" | grep -v '"logger
 	wl_die "caddy logged a key outside the admin endpoint's request lines"
 fi
 wl_pass "admin API: no key in caddy's log but in the admin endpoint's own request lines"
+wl_stop
+
+# Part 8: overrides and tiers in memory.
+read -r WEB_F ADMIN_F < <(wc_free_ports 2 | paste -sd' ')
+cat >"$WL_WORK/Caddyfile.tiers" <<-EOF
+	{
+		admin 127.0.0.1:$ADMIN_F
+		persist_config off
+	}
+	:$WEB_F {
+		bind 127.0.0.1
+		map {header.X-API-Key} {plan_limit} {
+			silver-key 4
+			broken-key oops
+			default    2
+		}
+		rate_limit {
+			zone tiers {
+				key      {http.request.header.X-API-Key}
+				window   1m
+				limit    {plan_limit}
+				override gold-key 600
+				override 10.0.0.0/8 unlimited
+			}
+		}
+		respond "tiers"
+	}
+EOF
+wc_start "$WL_WORK/Caddyfile.tiers" "$ADMIN_F"
+wl_overrides "memory" "$WEB_F" "$WEB_F" /tiers
+wl_pass "$WL_SUMMARY"
+tiers "memory" "$WEB_F" "$WEB_F" "$ADMIN_F"
+wl_pass "$WL_SUMMARY"
 wl_stop
 
 echo "e2e-caddy: $WL_CHECKS passed, 0 failed"

@@ -120,6 +120,39 @@ wl_count_status() {
 	WL_SUMMARY="$what: count_status 401, limit 5: 6 x 200 uncounted, 5 x 401, then 429 twice (alternating instances)"
 }
 
+# wl_overrides WHAT PORT_A PORT_B PATH: PATH is a zone keyed by the
+# X-API-Key header, limit 2 for most keys, with the overrides gold-key 600
+# and 10.0.0.0/8 unlimited. Requests alternate between the two instances
+# (give one port twice for one instance): gold-key gets 6 x 200 with
+# X-RateLimit-Limit 600 and X-RateLimit-Remaining 599..594 (one count
+# across instances); the key 10.1.2.3, inside the exempt CIDR, gets
+# 6 x 200 without any rate-limit header; plain-key gets 2 x 200 with
+# X-RateLimit-Limit 2, then 429 with Retry-After.
+wl_overrides() {
+	local what=$1 a=$2 b=$3 path=$4 n port status
+	for n in $(seq 1 6); do
+		if ((n % 2)); then port=$a; else port=$b; fi
+		status=$(wl_fetch "http://127.0.0.1:$port$path" -H 'X-API-Key: gold-key')
+		[[ $status == 200 && $(wl_header X-RateLimit-Limit) == 600 && $(wl_header X-RateLimit-Remaining) == $((600 - n)) ]] ||
+			wl_die "$what: gold-key request $n: $status, limit '$(wl_header X-RateLimit-Limit)', remaining '$(wl_header X-RateLimit-Remaining)', want 200, 600, $((600 - n))"
+		status=$(wl_fetch "http://127.0.0.1:$port$path" -H 'X-API-Key: 10.1.2.3')
+		[[ $status == 200 && -z $(wl_header X-RateLimit-Limit) && -z $(wl_header RateLimit-Policy) ]] ||
+			wl_die "$what: exempt key request $n: $status, limit '$(wl_header X-RateLimit-Limit)', want 200 without headers"
+	done
+	for n in 1 2 3; do
+		if ((n % 2)); then port=$a; else port=$b; fi
+		status=$(wl_fetch "http://127.0.0.1:$port$path" -H 'X-API-Key: plain-key')
+		[[ $(wl_header X-RateLimit-Limit) == 2 ]] || wl_die "$what: plain-key request $n: X-RateLimit-Limit '$(wl_header X-RateLimit-Limit)', want 2"
+		if ((n <= 2)); then
+			[[ $status == 200 ]] || wl_die "$what: plain-key request $n: $status, want 200"
+		else
+			[[ $status == 429 && $(wl_header Retry-After) =~ ^[1-9][0-9]*$ ]] ||
+				wl_die "$what: plain-key request $n: $status, Retry-After '$(wl_header Retry-After)', want 429"
+		fi
+	done
+	WL_SUMMARY="$what: overrides: gold-key 6 x 200 under 600 (599..594), 10.1.2.3 exempt (6 x 200, no headers), plain-key 2 x 200 then 429 (alternating instances)"
+}
+
 # wl_redis_kill_under_load PORT: the redis-server is killed (kill -9) while
 # 300 requests, 8 at a time, each on its own key (so none is over the
 # limit), run against /chaos of the instance on PORT: every response is 200

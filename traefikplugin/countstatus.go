@@ -31,13 +31,18 @@ func countStatus(list []string) (*ratelimit.StatusSet, error) {
 // the key has room for one more, and charges it once the response's status
 // is known and listed. A rejection (ours) is never charged.
 func serveCounted(m *Middleware, w http.ResponseWriter, r *http.Request, key string) {
-	items := []ratelimit.Item{{Zone: m.zone, Key: key, Deferred: true}}
+	serveCountedLimit(m, w, r, key, 0)
+}
+
+// serveCountedLimit is serveCounted for a key whose limit is limit (0:
+// the rule's).
+func serveCountedLimit(m *Middleware, w http.ResponseWriter, r *http.Request, key string, limit int64) {
+	items := []ratelimit.Item{{Zone: m.zone, Key: key, Deferred: true, Limit: limit}}
 	out := make([]ratelimit.Decision, 1)
 	if m.store == nil {
 		ratelimit.TakeAll(time.Now(), items, out)
 	} else if _, err := m.store.Take(r.Context(), time.Now(), items, out); err != nil {
-		rule := m.zone.Rule()
-		out[0] = ratelimit.Decision{Allowed: true, Limit: rule.Limit, Remaining: rule.Limit - rule.Cost}
+		out[0] = failOpen(m, limit)
 	}
 	if !out[0].Allowed {
 		deny(m, w, r, key, out[0])
@@ -50,7 +55,7 @@ func serveCounted(m *Middleware, w http.ResponseWriter, r *http.Request, key str
 	if status == 0 {
 		status = http.StatusOK // nothing written: net/http sends 200
 	}
-	charge(m, key, status)
+	charge(m, key, limit, status)
 }
 
 // statusRecorder remembers the status of the final response written
@@ -96,12 +101,13 @@ func (rec *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // Unwrap lets http.ResponseController reach the wrapped writer.
 func (rec *statusRecorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
 
-// charge counts the request of key whose response had status, if listed.
-func charge(m *Middleware, key string, status int) {
+// charge counts the request of key, whose limit is limit, if its
+// response's status is listed.
+func charge(m *Middleware, key string, limit int64, status int) {
 	if !m.countStatus.Has(status) {
 		return
 	}
-	items := []ratelimit.Item{{Zone: m.zone, Key: key}}
+	items := []ratelimit.Item{{Zone: m.zone, Key: key, Limit: limit}}
 	if m.store == nil {
 		ratelimit.ChargeAll(time.Now(), items)
 		return

@@ -82,6 +82,7 @@ var labelSetters = map[string]func(c *Config, v string) bool{
 	"message":      func(c *Config, v string) bool { c.Message = v; return true },
 	"onStoreError": func(c *Config, v string) bool { c.OnStoreError = v; return true },
 	"countStatus":  func(c *Config, v string) bool { c.CountStatus = splitList(v); return true },
+	"overrides":    func(c *Config, v string) bool { c.Overrides = splitList(v); return true },
 
 	"sourceCriterion":                   func(c *Config, v string) bool { sc(c); return true },
 	"sourceCriterion.requestHeaderName": func(c *Config, v string) bool { sc(c).RequestHeaderName = v; return true },

@@ -47,6 +47,9 @@ type Middleware struct {
 	// countStatus, when set, holds the statuses of the responses counted:
 	// requests are checked, then charged (see serveCounted).
 	countStatus *ratelimit.StatusSet
+	// overrides, when set, give some keys their own limit or exempt
+	// them; such a middleware is slow.
+	overrides *ratelimit.Overrides
 	// charger charges m.store's counts; nil for the in-memory zone.
 	charger ratelimit.Charger
 }
@@ -88,7 +91,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 		source:    s.source,
 		v6Bits:    s.v6Bits,
 		policy:    httplimit.NewPolicy(name, s.rule.Window, s.rule.Limit, s.mode),
-		slow:      s.source != nil || s.mode != httplimit.HeadersLegacy || s.dryRun || table == nil || s.countStatus != nil,
+		slow:      s.source != nil || s.mode != httplimit.HeadersLegacy || s.dryRun || table == nil || s.countStatus != nil || s.overrides != nil,
 		decimals:  table,
 		limitStr:  strconv.FormatInt(s.rule.Limit, 10),
 		body:      []byte(s.message),
@@ -99,6 +102,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 		message:   s.message,
 
 		countStatus: s.countStatus,
+		overrides:   s.overrides,
 	}
 	if store != nil {
 		useStore(m, store)

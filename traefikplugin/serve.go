@@ -82,13 +82,17 @@ func reject(m *Middleware, w http.ResponseWriter, h http.Header, d ratelimit.Dec
 
 // serveOther serves a request keyed by a configured source, decided by a
 // store, answered with other headers than legacy, or counted by its
-// response (countStatus).
+// response (countStatus), or with overrides.
 func serveOther(m *Middleware, w http.ResponseWriter, r *http.Request) {
 	var key string
 	if m.source == nil {
 		key = httplimit.RemoteKey(r.RemoteAddr, m.v6Bits)
 	} else {
 		key = httplimit.KeyOf(m.source, r)
+	}
+	if m.overrides != nil {
+		serveOverridden(m, w, r, key)
+		return
 	}
 	if m.countStatus != nil {
 		serveCounted(m, w, r, key)

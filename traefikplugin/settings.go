@@ -29,6 +29,8 @@ type settings struct {
 	redis *redisSettings
 	// countStatus is nil when every request counts.
 	countStatus *ratelimit.StatusSet
+	// overrides is nil when no key has a limit of its own.
+	overrides *ratelimit.Overrides
 }
 
 // validate checks every value of c and returns the settings, or an error
@@ -102,6 +104,11 @@ func (c *Config) validate() (settings, error) {
 	}
 	if c.CountStatus != nil {
 		if s.countStatus, err = countStatus(c.CountStatus); err != nil {
+			return s, err
+		}
+	}
+	if len(c.Overrides) > 0 {
+		if s.overrides, err = overrides(c.Overrides, s.rule); err != nil {
 			return s, err
 		}
 	}

@@ -76,6 +76,8 @@ type Policy struct {
 	limit      int64
 	limitStr   string // X-RateLimit-Limit
 	policyStr  string // RateLimit-Policy
+	quoted     string // `"<name>"`
+	window     string // `;w=W`
 	ratePrefix string // `"<name>";r=`
 	legacy     bool
 	ietf       bool
@@ -91,6 +93,8 @@ func NewPolicy(name string, window time.Duration, limit int64, mode HeaderMode) 
 		limit:      limit,
 		limitStr:   itoa(limit),
 		policyStr:  quoted + ";q=" + itoa(limit) + ";w=" + itoa(CeilSeconds(window)),
+		quoted:     quoted,
+		window:     ";w=" + itoa(CeilSeconds(window)),
 		ratePrefix: quoted + ";r=",
 		legacy:     mode == HeadersLegacy || mode == HeadersBoth,
 		ietf:       mode == HeadersIETF || mode == HeadersBoth,
@@ -139,8 +143,13 @@ func writeLegacy(p *Policy, h http.Header, d ratelimit.Decision) {
 // the end of the effective window" (draft-ietf-httpapi-ratelimit-headers-11,
 // section 6). So for a denied request t is the Retry-After delay, as
 // SetRetryAfter writes it (at least 1s); otherwise it is the delay until
-// the window is empty, which never overstates the rate r/t.
+// the window is empty, which never overstates the rate r/t. q is the
+// limit that applied to the request: a key's override or tier.
 func writeIETF(p *Policy, h http.Header, d ratelimit.Decision) {
+	policy := p.policyStr
+	if d.Limit != p.limit && d.Limit > 0 {
+		policy = p.quoted + ";q=" + itoa(d.Limit) + p.window
+	}
 	t := d.ResetAfter
 	if !d.Allowed {
 		t = d.RetryAfter
@@ -148,7 +157,7 @@ func writeIETF(p *Policy, h http.Header, d ratelimit.Decision) {
 			t = time.Second
 		}
 	}
-	v := []string{p.policyStr, p.ratePrefix + itoa(d.Remaining) + ";t=" + itoa(CeilSeconds(t))}
+	v := []string{policy, p.ratePrefix + itoa(d.Remaining) + ";t=" + itoa(CeilSeconds(t))}
 	h[headerPolicy] = v[0:1:1]
 	h[headerRateLimit] = v[1:2:2]
 }

@@ -286,3 +286,22 @@ type discardWriter struct{ h http.Header }
 func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (w *discardWriter) WriteHeader(int)             {}
+
+// TestHeadersShowAppliedLimit: a request decided under a key's own limit
+// (an override or a tier) shows that limit in both header sets.
+func TestHeadersShowAppliedLimit(t *testing.T) {
+	p := NewPolicy("api", time.Minute, 10, HeadersBoth)
+	h := http.Header{}
+	p.SetHeaders(h, ratelimit.Decision{Allowed: true, Limit: 600, Remaining: 599, ResetAfter: time.Minute})
+	if got := h.Get("X-RateLimit-Limit"); got != "600" {
+		t.Errorf("X-RateLimit-Limit %q, want 600", got)
+	}
+	if got := h.Get("RateLimit-Policy"); got != `"api";q=600;w=60` {
+		t.Errorf("RateLimit-Policy %q", got)
+	}
+	h = http.Header{}
+	p.SetHeaders(h, ratelimit.Decision{Allowed: true, Limit: 10, Remaining: 9, ResetAfter: time.Minute})
+	if got := h.Get("RateLimit-Policy"); got != `"api";q=10;w=60` {
+		t.Errorf("RateLimit-Policy %q under the rule's limit", got)
+	}
+}

@@ -33,7 +33,9 @@ type head struct {
 // denial is decided on a copy of the head, so that the newest sub-window
 // a key knows is the newest it was admitted in, and a clock that went
 // back counts there.
-func take(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
+//
+// limit is the key's N for this request: the rule's, or its override.
+func take(z *Zone, s *shard, key uint64, t int64, limit int64, commit bool) Decision {
 	// Keep t where the sub-window arithmetic holds (see MaxWindow).
 	if t < z.window {
 		t = z.window
@@ -41,7 +43,7 @@ func take(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
 		t = z.maxTime
 	}
 	if z.log {
-		return takeLog(z, s, key, t, commit)
+		return takeLog(z, s, key, t, int(limit), commit)
 	}
 	slot, known := s.index[key]
 	if !known {
@@ -65,17 +67,19 @@ func take(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
 		ring, newest = settle(z, s, slot)
 		cur = headAt(z, ring, newest, t/z.span)
 	}
+	n := float64(limit)
 	count := cur.inside + cur.leaving*float64(cur.end-t)/z.spanF
-	if count+z.cost > z.limit {
+	if count+z.cost > n {
 		if ring == nil {
 			ring, newest = settle(z, s, slot)
 		}
-		d := deny(z, ring, newest, &cur, t, count)
+		d := deny(z, ring, newest, &cur, t, count, n)
+		d.Limit = limit
 		if z.cost32 == 1 {
 			if s.denied == nil {
 				s.denied = make(map[uint64]denyUntil)
 			}
-			s.denied[key] = denyUntil{until: t + int64(d.RetryAfter), resetAt: t + int64(d.ResetAfter), from: h.end - z.span, head: *h}
+			s.denied[key] = denyUntil{until: t + int64(d.RetryAfter), resetAt: t + int64(d.ResetAfter), from: h.end - z.span, head: *h, limit: limit}
 		}
 		return d
 	}
@@ -88,8 +92,8 @@ func take(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
 	}
 	return Decision{
 		Allowed:    true,
-		Limit:      z.rule.Limit,
-		Remaining:  int64(z.limit - count - z.cost),
+		Limit:      limit,
+		Remaining:  int64(n - count - z.cost),
 		ResetAfter: time.Duration(cur.end + z.resetTail - t),
 	}
 }
@@ -100,10 +104,11 @@ func take(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
 // sub-window, the clock went back and t counts from there, RetryAfter
 // too. A key with no entry gets the zero denyUntil, whose interval is
 // empty. It is its own small function, with few terms, so that a denied
-// flood under yaegi does not pay for take's frame.
-func heldDenial(z *Zone, s *shard, key uint64, slot uint32, t int64) (Decision, bool) {
-	if den := s.denied[key]; t < den.until && t >= den.from && s.heads[slot] == den.head {
-		return Decision{Limit: z.rule.Limit, RetryAfter: time.Duration(den.until - t), ResetAfter: time.Duration(den.resetAt - t)}, true
+// flood under yaegi does not pay for take's frame. A denial holds only
+// for the limit it was decided under.
+func heldDenial(z *Zone, s *shard, key uint64, slot uint32, t int64, limit int64) (Decision, bool) {
+	if den := s.denied[key]; t < den.until && t >= den.from && den.limit == limit && s.heads[slot] == den.head {
+		return Decision{Limit: limit, RetryAfter: time.Duration(den.until - t), ResetAfter: time.Duration(den.resetAt - t)}, true
 	}
 	return Decision{}, false
 }
@@ -162,11 +167,11 @@ func roll(z *Zone, ring []uint32, from, to int64) {
 
 // deny builds the decision for a request at t that does not fit: cur is
 // the key's head at t and count its count, ring the key's ring settled in
-// sub-window newest.
-func deny(z *Zone, ring []uint32, newest int64, cur *head, t int64, count float64) Decision {
-	d := Decision{Limit: z.rule.Limit, RetryAfter: retryAfter(z, cur, ring, newest, t)}
-	if count < z.limit {
-		d.Remaining = int64(z.limit - count)
+// sub-window newest, and n the key's limit.
+func deny(z *Zone, ring []uint32, newest int64, cur *head, t int64, count, n float64) Decision {
+	d := Decision{RetryAfter: retryAfter(z, cur, ring, newest, t, n)}
+	if count < n {
+		d.Remaining = int64(n - count)
 	}
 	// The newest non-empty sub-window b stays counted until b+reach begins.
 	c := cur.end/z.span - 1
@@ -184,8 +189,8 @@ func deny(z *Zone, ring []uint32, newest int64, cur *head, t int64, count float6
 // sub-windows to come; cur is the key's head at t, ring its ring settled
 // in sub-window newest. Each sub-window's count is computed with the very
 // expressions take uses, so that the answer is exact to the nanosecond.
-func retryAfter(z *Zone, cur *head, ring []uint32, newest, t int64) time.Duration {
-	need := z.limit - z.cost // the count must fall to need
+func retryAfter(z *Zone, cur *head, ring []uint32, newest, t int64, n float64) time.Duration {
+	need := n - z.cost // the count must fall to need
 	inside, leaving, end := cur.inside, cur.leaving, cur.end
 	c := end/z.span - 1
 	for j := int64(0); j <= z.k; j++ {

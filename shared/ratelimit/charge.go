@@ -32,21 +32,22 @@ func ChargeAll(now time.Time, items []Item) {
 		k := z.hash(items[i].Key)
 		s := &z.shards[k&z.mask]
 		s.mu.Lock()
-		charge(z, s, k, t)
+		charge(z, s, k, t, items[i].limit())
 		s.mu.Unlock()
 	}
 }
 
 // charge counts a request at t on the key hashed to key in the locked
-// shard s, as take does for an admission, without deciding.
-func charge(z *Zone, s *shard, key uint64, t int64) {
+// shard s, as take does for an admission, without deciding. limit is the
+// key's N, which bounds what a Log ring keeps.
+func charge(z *Zone, s *shard, key uint64, t int64, limit int64) {
 	if t < z.window {
 		t = z.window
 	} else if t > z.maxTime {
 		t = z.maxTime
 	}
 	if z.log {
-		chargeLog(z, s, key, t)
+		chargeLog(z, s, key, t, int(limit))
 		return
 	}
 	slot, known := s.index[key]
@@ -74,7 +75,7 @@ func charge(z *Zone, s *shard, key uint64, t int64) {
 // the limit's newest timestamps: those decide every later request (the
 // older ones leave the window first), so dropping the oldest when a
 // charge goes over the limit changes no decision.
-func chargeLog(z *Zone, s *shard, key uint64, t int64) {
+func chargeLog(z *Zone, s *shard, key uint64, t int64, limit int) {
 	slot, ok := s.index[key]
 	if !ok {
 		slot = newSlot(z, s, key, t)
@@ -91,9 +92,8 @@ func chargeLog(z *Zone, s *shard, key uint64, t int64) {
 		r.head = (r.head + old) % len(r.ts)
 		r.n -= old
 	}
-	limit := int(z.rule.Limit)
 	for i := int64(0); i < z.rule.Cost; i++ {
-		if r.n == limit {
+		for r.n >= limit {
 			r.head = (r.head + 1) % len(r.ts)
 			r.n--
 		}

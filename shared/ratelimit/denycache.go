@@ -14,7 +14,9 @@ import (
 // Zones are told apart by name and rule, what the remote store sees, not
 // by pointer: a zone replaced by a reload is not kept alive, and one with
 // the same name and rule keeps the denials, which still hold. The entries
-// are bounded in number; each stops counting at its retry time and is
+// are bounded in number; a denial is kept under the limit it was decided
+// with (see itemRule), so it never answers for the key under another.
+// They are bounded in number; each stops counting at its retry time and is
 // removed when next looked at, or evicted to make room.
 type denyCache struct {
 	max int
@@ -40,8 +42,7 @@ func (c *denyCache) check(now time.Time, items []Item, out []Decision) bool {
 	hit := -1
 	var d cachedDenial
 	for i := range items {
-		z := items[i].Zone
-		zr := zoneRule{z.name, z.rule}
+		zr := itemRule(&items[i])
 		keys := c.zones[zr]
 		if keys == nil {
 			continue
@@ -62,14 +63,14 @@ func (c *denyCache) check(now time.Time, items []Item, out []Decision) bool {
 		return false
 	}
 	for i := range items {
-		out[i] = unconsulted(items[i].Zone)
+		out[i] = unconsulted(&items[i])
 	}
 	reset := d.reset.Sub(now)
 	if reset < 0 {
 		reset = 0
 	}
 	out[hit] = Decision{
-		Limit:      items[hit].Zone.rule.Limit,
+		Limit:      items[hit].limit(),
 		Remaining:  d.remaining,
 		RetryAfter: d.retry.Sub(now),
 		ResetAfter: reset,
@@ -85,8 +86,7 @@ func (c *denyCache) record(now time.Time, items []Item, out []Decision) {
 		if out[i].Allowed || out[i].RetryAfter <= 0 {
 			continue
 		}
-		z := items[i].Zone
-		zr := zoneRule{z.name, z.rule}
+		zr := itemRule(&items[i])
 		keys := c.zones[zr]
 		if _, ok := keys[items[i].Key]; !ok {
 			if c.n >= c.max && !c.evict(now) {
@@ -104,6 +104,14 @@ func (c *denyCache) record(now time.Time, items []Item, out []Decision) {
 			remaining: out[i].Remaining,
 		}
 	}
+}
+
+// itemRule is the zone and rule an item is decided under: its zone's,
+// with the item's own limit.
+func itemRule(it *Item) zoneRule {
+	zr := zoneRule{it.Zone.name, it.Zone.rule}
+	zr.rule.Limit = it.limit()
+	return zr
 }
 
 // evictScan bounds the entries looked at to make room.

@@ -85,7 +85,7 @@ func inspectBuckets(z *Zone, s *shard, slot uint32, t int64) KeyState {
 		cur = headAt(z, ring, newest, t/z.span)
 	}
 	count := cur.inside + cur.leaving*float64(cur.end-t)/z.spanF
-	d := deny(z, ring, newest, &cur, t, count)
+	d := deny(z, ring, newest, &cur, t, count, z.limit)
 	return KeyState{
 		Tracked:    true,
 		Count:      int64(math.Ceil(count)),
@@ -133,17 +133,22 @@ func (z *Zone) Forget(key string) bool {
 	return known
 }
 
-// ForgetDenial drops the guard's cached denial of key in z, so that the
+// ForgetDenial drops the guard's cached denials of key in z, under every
+// limit (the rule's, an override's or a tier's: see itemRule), so that the
 // key's next request asks the remote store again.
 func (g *Guard) ForgetDenial(z *Zone, key string) {
 	if g.denials == nil {
 		return
 	}
 	c := g.denials
-	zr := zoneRule{z.name, z.rule}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if keys := c.zones[zr]; keys != nil {
+	for zr, keys := range c.zones {
+		r := zr.rule
+		r.Limit = z.rule.Limit
+		if zr.name != z.name || r != z.rule {
+			continue
+		}
 		if _, ok := keys[key]; ok {
 			c.remove(zr, keys, key)
 		}

@@ -30,6 +30,9 @@ func (r *logRing) push(t int64, limit int) {
 		if size > limit {
 			size = limit
 		}
+		if size <= r.n {
+			size = r.n + 1 // the key's limit fell: keep what it holds
+		}
 		grown := make([]int64, size)
 		for i := 0; i < r.n; i++ {
 			grown[i] = r.at(i)
@@ -41,8 +44,8 @@ func (r *logRing) push(t int64, limit int) {
 }
 
 // takeLog implements Log: a request at t counts the admitted timestamps in
-// (t-W, t].
-func takeLog(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
+// (t-W, t] against limit, the key's N.
+func takeLog(z *Zone, s *shard, key uint64, t int64, limit int, commit bool) Decision {
 	slot, ok := s.index[key]
 	if !ok {
 		slot = newSlot(z, s, key, t)
@@ -61,9 +64,8 @@ func takeLog(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
 		old++
 	}
 	n := r.n - old
-	d := Decision{Limit: z.rule.Limit}
+	d := Decision{Limit: int64(limit)}
 	cost := int(z.rule.Cost)
-	limit := int(z.rule.Limit)
 	if n+cost <= limit {
 		d.Allowed = true
 		d.Remaining = int64(limit - n - cost)
@@ -80,7 +82,9 @@ func takeLog(z *Zone, s *shard, key uint64, t int64, commit bool) Decision {
 		}
 		return d
 	}
-	d.Remaining = int64(limit - n)
+	if n < limit { // a key whose limit fell may hold more
+		d.Remaining = int64(limit - n)
+	}
 	// The (n+cost-limit)-th oldest timestamp in the window must leave it
 	// first.
 	d.RetryAfter = time.Duration(r.at(old+n+cost-limit-1) + z.window - t)

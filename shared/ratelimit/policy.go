@@ -56,13 +56,13 @@ func (p FailurePolicy) decide(now time.Time, items []Item, out []Decision) bool 
 		return TakeAll(now, items, out)
 	case FailDeny:
 		for i := range items {
-			out[i] = Decision{Limit: items[i].Zone.rule.Limit, RetryAfter: DenyRetryAfter, ResetAfter: DenyRetryAfter}
+			out[i] = Decision{Limit: items[i].limit(), RetryAfter: DenyRetryAfter, ResetAfter: DenyRetryAfter}
 		}
 		return false
 	}
 	for i := range items {
-		r := &items[i].Zone.rule
-		out[i] = Decision{Allowed: true, Limit: r.Limit, Remaining: r.Limit - r.Cost}
+		n := items[i].limit()
+		out[i] = Decision{Allowed: true, Limit: n, Remaining: n - items[i].Zone.rule.Cost}
 	}
 	return true
 }

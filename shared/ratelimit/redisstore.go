@@ -139,7 +139,7 @@ func (s *RedisStore) Take(ctx context.Context, now time.Time, items []Item, out 
 		if !allowed {
 			for j := range items {
 				if !done[j] {
-					out[j] = unconsulted(items[j].Zone)
+					out[j] = unconsulted(&items[j])
 				}
 			}
 			return false, nil
@@ -175,6 +175,10 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 			return false, err
 		}
 		args = append(args, spec...)
+		if n := items[i].Limit; n > 0 && n != items[i].Zone.rule.Limit {
+			// The key's own limit; the cached spec stays the rule's.
+			args[len(args)-len(spec)+specLimit] = strconv.FormatInt(n, 10)
+		}
 		switch {
 		case charge:
 			args = append(args, modeCharge)
@@ -201,7 +205,7 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 		r := res[4*j : 4*j+4]
 		out[i] = Decision{
 			Allowed:    r[0] == 1,
-			Limit:      items[i].Zone.rule.Limit,
+			Limit:      items[i].limit(),
 			Remaining:  r[1],
 			RetryAfter: time.Duration(r[2]) * time.Microsecond,
 			ResetAfter: time.Duration(r[3]) * time.Microsecond,
@@ -289,7 +293,8 @@ func (s *RedisStore) ruleArgs(z *Zone) ([]string, error) {
 		return nil, err
 	}
 	w, t := int64(r.Window/time.Microsecond), int64(r.SubWindow/time.Microsecond)
-	spec := []string{
+	spec := []string{ // specLimit indexes the limit
+
 		strconv.Itoa(int(r.Algorithm)),
 		strconv.FormatInt(w, 10),
 		strconv.FormatInt(t, 10),
@@ -306,6 +311,9 @@ func (s *RedisStore) ruleArgs(z *Zone) ([]string, error) {
 	args.Store(key, spec)
 	return spec, nil
 }
+
+// specLimit is the index of the limit among a rule's script arguments.
+const specLimit = 3
 
 // shapeField names the hash field that holds the newest sub-window index
 // of a bucket rule. It encodes the sub-window T and the count k = W/T, so
@@ -351,6 +359,6 @@ func sameTag(keys []string) bool {
 // because another item of the request already denied it: allowed, as far
 // as this item knows, with its remaining count unknown and reported as 0.
 // Tightest never picks it over the denial.
-func unconsulted(z *Zone) Decision {
-	return Decision{Allowed: true, Limit: z.rule.Limit}
+func unconsulted(it *Item) Decision {
+	return Decision{Allowed: true, Limit: it.limit()}
 }

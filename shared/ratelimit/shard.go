@@ -52,6 +52,7 @@ type denyUntil struct {
 	resetAt int64 // when the window holds no counted request
 	from    int64 // the start of the head's sub-window
 	head    head  // the key's head then
+	limit   int64 // the key's limit it was decided under
 }
 
 // evictSample is how many keys a full shard looks at to choose a victim.

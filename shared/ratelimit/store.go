@@ -16,6 +16,21 @@ type Item struct {
 	// decide. The host charges it later, once the response shows it
 	// counts (see Charger).
 	Deferred bool
+	// Limit, when positive, is the key's own N for this request instead of
+	// the rule's: an override or a tier. The key's count does not depend
+	// on it, so a key that changes tier keeps its count. It must be at
+	// least the rule's cost (and at most MaxLogLimit for Log, MaxLimit
+	// otherwise); hosts check that at config load or per request
+	// (ValidLimit).
+	Limit int64
+}
+
+// limit returns the N that applies to it.
+func (it *Item) limit() int64 {
+	if it.Limit > 0 {
+		return it.Limit
+	}
+	return it.Zone.rule.Limit
 }
 
 // Store takes the decisions for one request. Every item is checked, and the
@@ -46,7 +61,11 @@ const maxStackItems = 8
 // cannot deadlock or slip between another request's check and count.
 func TakeAll(now time.Time, items []Item, out []Decision) bool {
 	if len(items) == 1 && !items[0].Deferred {
-		out[0] = TakeAt(items[0].Zone, items[0].Key, now.UnixNano())
+		if it := &items[0]; it.Limit > 0 && it.Limit != it.Zone.rule.Limit {
+			out[0] = TakeLimitAt(it.Zone, it.Key, now.UnixNano(), it.Limit)
+		} else {
+			out[0] = TakeAt(it.Zone, it.Key, now.UnixNano())
+		}
 		return out[0].Allowed
 	}
 	t := now.UnixNano()
@@ -78,7 +97,7 @@ func TakeAll(now time.Time, items []Item, out []Decision) bool {
 	allowed := true
 	for i := range items {
 		z := items[i].Zone
-		out[i] = take(z, &z.shards[hashes[i]&z.mask], hashes[i], t, false)
+		out[i] = take(z, &z.shards[hashes[i]&z.mask], hashes[i], t, items[i].limit(), false)
 		allowed = allowed && out[i].Allowed
 	}
 	if allowed {
@@ -87,7 +106,7 @@ func TakeAll(now time.Time, items []Item, out []Decision) bool {
 				continue
 			}
 			z := items[i].Zone
-			take(z, &z.shards[hashes[i]&z.mask], hashes[i], t, true)
+			take(z, &z.shards[hashes[i]&z.mask], hashes[i], t, items[i].limit(), true)
 		}
 	}
 	for i, j := range order {

@@ -224,9 +224,24 @@ func TakeAt(z *Zone, key string, t int64) Decision {
 			}
 		}
 	}
-	d, denied := heldDenial(z, s, k, slot, t) // an unknown key has no entry
+	d, denied := heldDenial(z, s, k, slot, t, z.rule.Limit) // an unknown key has no entry
 	if !denied {
-		d = take(z, s, k, t, true)
+		d = take(z, s, k, t, z.rule.Limit, true)
+	}
+	s.mu.Unlock()
+	return d
+}
+
+// TakeLimitAt is TakeAt for a key whose N is limit instead of the rule's
+// (see Item.Limit): the key's count is the same whatever its limit.
+func TakeLimitAt(z *Zone, key string, t int64, limit int64) Decision {
+	k := maphash.String(z.seed, key)
+	s := &z.shards[k&z.mask]
+	s.mu.Lock()
+	slot := s.index[k]
+	d, denied := heldDenial(z, s, k, slot, t, limit)
+	if !denied {
+		d = take(z, s, k, t, limit, true)
 	}
 	s.mu.Unlock()
 	return d

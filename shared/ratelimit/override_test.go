@@ -1,0 +1,244 @@
+package ratelimit
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// takeN decides one request of key under limit (0: the rule's) in s.
+func takeN(t *testing.T, s Store, now time.Time, z *Zone, key string, limit int64) Decision {
+	t.Helper()
+	out := make([]Decision, 1)
+	if _, err := s.Take(context.Background(), now, []Item{{Zone: z, Key: key, Limit: limit}}, out); err != nil {
+		t.Fatal(err)
+	}
+	return out[0]
+}
+
+// checkTiers takes key under the rule's limit 2 until denied, then under
+// 5: the count carries over (3 more, not 5), the decisions show the limit
+// that applied, and the denial under 2 does not answer for 5.
+func checkTiers(t *testing.T, s Store, z *Zone, now time.Time) {
+	t.Helper()
+	for i := 0; i < 2; i++ {
+		if d := takeN(t, s, now, z, "k", 0); !d.Allowed || d.Limit != 2 {
+			t.Fatalf("request %d under the rule's limit: %+v", i+1, d)
+		}
+	}
+	if d := takeN(t, s, now, z, "k", 0); d.Allowed || d.Limit != 2 {
+		t.Fatalf("third request under limit 2: %+v, want denied", d)
+	}
+	// Denied again: a cached denial now exists (memory and guard).
+	if d := takeN(t, s, now, z, "k", 0); d.Allowed {
+		t.Fatalf("fourth request under limit 2 allowed")
+	}
+	for i := 0; i < 3; i++ {
+		d := takeN(t, s, now, z, "k", 5)
+		if !d.Allowed || d.Limit != 5 || d.Remaining != int64(2-i) {
+			t.Fatalf("request %d under limit 5: %+v, want allowed with limit 5 and %d remaining", i+1, d, 2-i)
+		}
+	}
+	if d := takeN(t, s, now, z, "k", 5); d.Allowed || d.Limit != 5 {
+		t.Fatalf("sixth request under limit 5: %+v, want denied (the count carried over)", d)
+	}
+	if d := takeN(t, s, now, z, "k", 0); d.Allowed || d.Limit != 2 || d.Remaining != 0 {
+		t.Fatalf("back under limit 2: %+v, want denied with limit 2", d)
+	}
+	// Another key under the rule's limit is unaffected.
+	if d := takeN(t, s, now, z, "other", 0); !d.Allowed || d.Remaining != 1 {
+		t.Fatalf("other key: %+v", d)
+	}
+}
+
+// TestItemLimitMemory: a key's count does not depend on its limit, in
+// every algorithm, and the shard's denial cache holds only for the limit
+// it was decided under.
+func TestItemLimitMemory(t *testing.T) {
+	for _, alg := range []Algorithm{Sliding, Strict, Fixed, Log} {
+		t.Run(alg.String(), func(t *testing.T) {
+			z := newZone(t, "tiers", Rule{Window: time.Minute, Limit: 2, Algorithm: alg})
+			checkTiers(t, Memory{}, z, epoch)
+		})
+	}
+}
+
+// TestItemLimitTakeAll: several items, each under its own limit, in one
+// request.
+func TestItemLimitTakeAll(t *testing.T) {
+	a := newZone(t, "a", Rule{Window: time.Minute, Limit: 1})
+	b := newZone(t, "b", Rule{Window: time.Minute, Limit: 1})
+	out := make([]Decision, 2)
+	items := []Item{{Zone: a, Key: "k", Limit: 3}, {Zone: b, Key: "k"}}
+	if !TakeAll(epoch, items, out) || out[0].Limit != 3 || out[0].Remaining != 2 || out[1].Limit != 1 {
+		t.Fatalf("first: %+v", out)
+	}
+	items[1].Limit = 2
+	if !TakeAll(epoch, items, out) || out[0].Remaining != 1 || out[1].Limit != 2 || out[1].Remaining != 0 {
+		t.Fatalf("second: %+v", out)
+	}
+	if TakeAll(epoch, items, out) || out[1].Allowed || !out[0].Allowed {
+		t.Fatalf("third: %+v, want b denied", out)
+	}
+}
+
+// TestItemLimitLogCharge: a Log key charged under a high limit, then
+// decided under a low one, then charged again, keeps a sane ring.
+func TestItemLimitLogCharge(t *testing.T) {
+	z := newZone(t, "log", Rule{Window: time.Minute, Limit: 2, Algorithm: Log})
+	for i := 0; i < 6; i++ {
+		ChargeAll(epoch, []Item{{Zone: z, Key: "k", Limit: 8}})
+	}
+	if d := takeN(t, Memory{}, epoch, z, "k", 0); d.Allowed || d.Remaining != 0 {
+		t.Fatalf("under limit 2 after 6 charges: %+v", d)
+	}
+	if d := takeN(t, Memory{}, epoch, z, "k", 7); !d.Allowed || d.Remaining != 0 {
+		t.Fatalf("under limit 7 after 6 charges: %+v", d)
+	}
+	ChargeAll(epoch, []Item{{Zone: z, Key: "k"}}) // under 2: keeps the 2 newest
+	if d := takeN(t, Memory{}, epoch, z, "k", 4); !d.Allowed || d.Remaining != 1 {
+		t.Fatalf("under limit 4 after a charge under 2: %+v", d)
+	}
+}
+
+// TestItemLimitRedis: the same with the counts in Redis, through the
+// guard and its denial cache, on both backends.
+func TestItemLimitRedis(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			for _, alg := range []Algorithm{Sliding, Log} {
+				t.Run(alg.String(), func(t *testing.T) {
+					s, _ := newStore(t, b.start(t))
+					g := newGuard(t, s, GuardOptions{})
+					z := newZone(t, "tiers", Rule{Window: time.Minute, Limit: 2, Algorithm: alg})
+					checkTiers(t, g, z, time.Now())
+					if g.Stats().CacheHits == 0 {
+						t.Fatal("the denial cache was never used")
+					}
+					// The cached arguments stay the rule's.
+					spec, _ := s.ruleArgs(z)
+					if spec[specLimit] != "2" {
+						t.Fatalf("cached limit argument %q, want 2", spec[specLimit])
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestGuardDenyCacheLimit: a denial cached under one limit does not
+// answer for the key under another.
+func TestGuardDenyCacheLimit(t *testing.T) {
+	z := newZone(t, "a", Rule{Window: time.Minute, Limit: 10})
+	remote := &fakeRemote{deny: 3 * time.Second}
+	g := newGuard(t, remote, GuardOptions{})
+	out := make([]Decision, 1)
+	g.Take(context.Background(), epoch, []Item{{Zone: z, Key: "k"}}, out)
+	remote.set(nil, 0)
+	if allowed, _ := g.Take(context.Background(), epoch, []Item{{Zone: z, Key: "k"}}, out); allowed {
+		t.Fatal("the cached denial did not hold under the same limit")
+	}
+	if allowed, _ := g.Take(context.Background(), epoch, []Item{{Zone: z, Key: "k", Limit: 600}}, out); !allowed {
+		t.Fatalf("under limit 600: allowed %v, %+v; the denial under 10 answered", allowed, out[0])
+	}
+}
+
+func TestOverrides(t *testing.T) {
+	r := Rule{Window: time.Minute, Limit: 10}
+	if err := r.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	o, err := NewOverrides(r, []Override{
+		{Key: "gold-key", Limit: 600},
+		{Key: "10.0.0.0/8", Limit: Unlimited},
+		{Key: "10.1.0.0/16", Limit: 20},
+		{Key: "2001:db8::/32", Limit: 30},
+		{Key: "192.0.2.7", Limit: 40},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		key   string
+		limit int64
+		ok    bool
+	}{
+		{"gold-key", 600, true},
+		{"silver-key", 0, false},
+		{"10.2.3.4", Unlimited, true},
+		{"10.1.3.4", 20, true}, // the narrowest CIDR
+		{"::ffff:10.2.3.4", Unlimited, true},
+		{"2001:db8:1:2::", 30, true},
+		{"2001:db8:1:2::/64", 30, true}, // a masked key
+		{"192.0.2.7", 40, true},
+		{"192.0.2.8", 0, false},
+		{"11.0.0.1", 0, false},
+		{"beef", 0, false},
+	} {
+		if n, ok := o.Match(c.key); n != c.limit || ok != c.ok {
+			t.Errorf("Match(%q) = %d, %v; want %d, %v", c.key, n, ok, c.limit, c.ok)
+		}
+	}
+	if _, ok := o.MatchIP("gold-key"); ok {
+		t.Error("MatchIP matched a key")
+	}
+	if n := testing.AllocsPerRun(100, func() { o.Match("silver-key"); o.Match("10.2.3.4"); o.Match("beef:cafe") }); n != 0 {
+		t.Errorf("Match allocates %v times", n)
+	}
+}
+
+func TestOverridesErrors(t *testing.T) {
+	r := Rule{Window: time.Minute, Limit: 10, Cost: 2}
+	logRule := Rule{Window: time.Minute, Limit: 10, Algorithm: Log}
+	for _, r := range []*Rule{&r, &logRule} {
+		if err := r.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		rule Rule
+		ovs  []Override
+		want string
+	}{
+		{r, []Override{{Key: "10.0.0.0/33", Limit: 5}}, "bad CIDR"},
+		{r, []Override{{Key: "10.0.0.1/8", Limit: 5}}, "did you mean 10.0.0.0/8"},
+		{r, []Override{{Key: "a", Limit: 0}}, "positive integer"},
+		{r, []Override{{Key: "a", Limit: 1}}, "below the cost 2"},
+		{r, []Override{{Key: "a", Limit: 5}, {Key: "a", Limit: 6}}, "given twice"},
+		{r, []Override{{Key: "10.0.0.0/8", Limit: 5}, {Key: "::ffff:10.0.0.0/104", Limit: 6}}, "given twice"},
+		{logRule, []Override{{Key: "a", Limit: 2000}}, "too large for the log algorithm"},
+		{r, []Override{{Key: "", Limit: 5}}, "empty key"},
+	} {
+		if _, err := NewOverrides(c.rule, c.ovs); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.ovs, err, c.want)
+		}
+	}
+	for _, s := range []string{"0", "-1", "unlimted", "Unlimited", "1.5", ""} {
+		if _, err := ParseOverrideLimit(s); err == nil {
+			t.Errorf("ParseOverrideLimit(%q) accepted", s)
+		}
+	}
+	if n, err := ParseOverrideLimit("unlimited"); err != nil || n != Unlimited {
+		t.Errorf("unlimited: %d, %v", n, err)
+	}
+}
+
+// TestForgetDenialEveryLimit: the admin API's reset forgets a key's
+// cached denials under its override's limit too.
+func TestForgetDenialEveryLimit(t *testing.T) {
+	z := newZone(t, "a", Rule{Window: time.Minute, Limit: 10})
+	remote := &fakeRemote{deny: 3 * time.Second}
+	g := newGuard(t, remote, GuardOptions{})
+	out := make([]Decision, 1)
+	for _, n := range []int64{0, 600} {
+		g.Take(context.Background(), epoch, []Item{{Zone: z, Key: "k", Limit: n}}, out)
+	}
+	if g.denials.len() != 2 {
+		t.Fatalf("%d cached denials, want 2", g.denials.len())
+	}
+	g.ForgetDenial(z, "k")
+	if n := g.denials.len(); n != 0 {
+		t.Fatalf("%d cached denials left after ForgetDenial, want 0", n)
+	}
+}
