@@ -24,6 +24,9 @@
 # instances count one shared limit again within 1 s (the recovery time is
 # printed), then give exactly 20 x 200 and 429 on a fresh key, whose count
 # is in the new Redis.
+# Operators' lines, on a third instance at DEBUG: a dry-run line names the
+# key only with logKey, and a zone that evicts keys that still counted
+# (maxKeys 2, five keys) says so in Traefik's log.
 # Cluster, on the same two instances: a router whose two middlewares (by
 # client address, and by X-User) keep their counts in a throwaway
 # three-master Redis Cluster (scripts/redis-cluster.sh): exactly 20 x 200
@@ -164,5 +167,47 @@ if grep "windowlimit: redis ${WL_CLUSTER_NODES[0]}" "$WL_WORK"/a/traefik.log "$W
 	wl_die "traefik logged errors of the cluster"
 fi
 wl_pass "$WL_SUMMARY"
+
+# What an operator reads in Traefik's log, on a third instance at DEBUG
+# (Traefik logs a plugin's standard output at DEBUG, its standard error at
+# ERROR): a dry-run line names the key only with logKey, and a zone that
+# evicts keys that still counted says so (the sweeper of a 1 s window runs
+# every second).
+dir=$WL_WORK/ops
+mkdir -p "$dir"
+cp -r "$WL_WORK/plugins-local" "$dir/"
+read -r WEB_OPS PING_OPS < <(wt_free_ports 2 | paste -sd' ')
+wt_dynamic "$dir/dynamic.yml" "$(
+	wt_router ready /plain
+	wt_router dry /dry dry-limit
+	wt_router drykey /drykey drykey-limit
+	wt_router full /full full-limit
+)" "$(
+	wt_plugin dry-limit "window: 1m" "limit: 1" "dryRun: true" "sourceCriterion: {requestHeaderName: X-K}"
+	wt_plugin drykey-limit "window: 1m" "limit: 1" "dryRun: true" "logKey: true" "sourceCriterion: {requestHeaderName: X-K}"
+	wt_plugin full-limit "window: 1s" "limit: 5" "maxKeys: 2" "sourceCriterion: {requestHeaderName: X-K}"
+)"
+WL_TRAEFIK_LOG_LEVEL=DEBUG wt_start_traefik "$WEB_OPS" "$PING_OPS" "$dir"
+wt_wait_status "http://127.0.0.1:$WEB_OPS/plain" 200 || wl_die "instance ops never loaded its routers"
+for path in /dry /drykey; do
+	for i in 1 2; do
+		[[ $(curl -s -o /dev/null -w '%{http_code}' -H 'X-K: secret-key-7' "http://127.0.0.1:$WEB_OPS$path") == 200 ]] ||
+			wl_die "dry run $path: request $i was not let through"
+	done
+done
+for k in a b c d e; do curl -s -o /dev/null -H "X-K: flood-$k" "http://127.0.0.1:$WEB_OPS/full"; done
+for ((i = 0; i < 50; i++)); do
+	grep -q 'zone full (maxKeys 2)' "$dir/traefik.log" && grep -q 'drykey-limit@file.*would reject' "$dir/traefik.log" && break
+	sleep 0.1
+done
+grep -q 'dry run: middleware "dry-limit@file" would reject a request' "$dir/traefik.log" ||
+	wl_die "no dry-run line without the key for dry-limit"
+if grep 'dry-limit@file.*secret-key-7' "$dir/traefik.log"; then
+	wl_die "dry-limit logged the key without logKey"
+fi
+grep -q 'drykey-limit@file.*would reject key.*secret-key-7' "$dir/traefik.log" || wl_die "drykey-limit did not log the key with logKey"
+grep -q 'full-limit@file.*zone full (maxKeys 2): evicted [0-9]* keys that still counted' "$dir/traefik.log" ||
+	wl_die "no full-zone line for full-limit"
+wl_pass "Traefik's log: dry run names the key only with logKey; a full zone (maxKeys 2) says so"
 
 echo "e2e-traefik: $WL_CHECKS passed, 0 failed"
