@@ -24,13 +24,13 @@
 # instances count one shared limit again within 1 s (the recovery time is
 # printed), then give exactly 20 x 200 and 429 on a fresh key, whose count
 # is in the new Redis.
-# Operators' lines, on a third instance at DEBUG: a dry-run line names the
-# key only with logKey, and a zone that evicts keys that still counted
-# (maxKeys 2, five keys) says so in Traefik's log.
 # Cluster, on the same two instances: a router whose two middlewares (by
 # client address, and by X-User) keep their counts in a throwaway
 # three-master Redis Cluster (scripts/redis-cluster.sh): exactly 20 x 200
 # across the instances, then 429, and both keys in the cluster.
+# Operators' lines, on a third instance at DEBUG: a dry-run line names the
+# key only with logKey, and a zone that evicts keys that still counted
+# (maxKeys 2, five keys) says so in Traefik's log.
 set -euo pipefail
 source "$(dirname "$0")/traefik-lib.sh"
 source "$(dirname "$0")/redis-e2e.sh"
