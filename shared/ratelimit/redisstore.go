@@ -115,20 +115,9 @@ func (s *RedisStore) Take(ctx context.Context, now time.Time, items []Item, out 
 	// One call per hash tag, in the order the tags first appear. A group
 	// Redis could not count does not stop the others: a later denial
 	// still holds.
-	done := make([]bool, len(items))
+	groups := tagGroups(keys)
 	var notCounted error
-	for i := range items {
-		if done[i] {
-			continue
-		}
-		tag := HashTag(keys[i])
-		var group []int
-		for j := i; j < len(items); j++ {
-			if !done[j] && HashTag(keys[j]) == tag {
-				group = append(group, j)
-				done[j] = true
-			}
-		}
+	for g, group := range groups {
 		allowed, err := s.call(ctx, now, items, keys, group, out, false)
 		if errors.Is(err, ErrOutOfMemory) {
 			notCounted, err = err, nil
@@ -137,8 +126,8 @@ func (s *RedisStore) Take(ctx context.Context, now time.Time, items []Item, out 
 			return false, err
 		}
 		if !allowed {
-			for j := range items {
-				if !done[j] {
+			for _, later := range groups[g+1:] {
+				for _, j := range later {
 					out[j] = unconsulted(&items[j])
 				}
 			}
@@ -146,6 +135,29 @@ func (s *RedisStore) Take(ctx context.Context, now time.Time, items []Item, out 
 		}
 	}
 	return true, notCounted
+}
+
+// tagGroups returns the indexes of keys grouped by their cluster hash tag,
+// in the order the tags first appear: one script call each in Cluster
+// mode.
+func tagGroups(keys []string) [][]int {
+	var groups [][]int
+	done := make([]bool, len(keys))
+	for i := range keys {
+		if done[i] {
+			continue
+		}
+		tag := HashTag(keys[i])
+		var group []int
+		for j := i; j < len(keys); j++ {
+			if !done[j] && HashTag(keys[j]) == tag {
+				group = append(group, j)
+				done[j] = true
+			}
+		}
+		groups = append(groups, group)
+	}
+	return groups
 }
 
 // call decides the items named by group (all items when group is nil) in
@@ -239,20 +251,8 @@ func (s *RedisStore) Charge(ctx context.Context, now time.Time, items []Item) er
 		_, err := s.call(ctx, now, items, keys, nil, out, true)
 		return err
 	}
-	done := make([]bool, len(items))
 	var failed error
-	for i := range items {
-		if done[i] {
-			continue
-		}
-		tag := HashTag(keys[i])
-		var group []int
-		for j := i; j < len(items); j++ {
-			if !done[j] && HashTag(keys[j]) == tag {
-				group = append(group, j)
-				done[j] = true
-			}
-		}
+	for _, group := range tagGroups(keys) {
 		if _, err := s.call(ctx, now, items, keys, group, out, true); err != nil && failed == nil {
 			failed = err
 		}
