@@ -50,16 +50,7 @@ func take(z *Zone, s *shard, key uint64, t int64, limit int64, commit bool) Deci
 		slot = newSlot(z, s, key, t)
 	}
 	h := &s.heads[slot]
-	if h.inside == 0 {
-		// Nothing admitted yet (an admission leaves its count in the head's
-		// sub-window): the head may move to t, either way.
-		if t < h.end-z.span || t >= h.end {
-			*h = head{end: (t/z.span + 1) * z.span}
-		}
-	} else if t < h.end-z.span {
-		// The clock went back: count in the newest sub-window written.
-		t = h.end - z.span
-	}
+	t = headTime(z, h, t)
 	cur := *h
 	var ring []uint32
 	newest := int64(0)
@@ -96,6 +87,22 @@ func take(z *Zone, s *shard, key uint64, t int64, limit int64, commit bool) Deci
 		Remaining:  int64(n - count - z.cost),
 		ResetAfter: time.Duration(cur.end + z.resetTail - t),
 	}
+}
+
+// headTime returns the time a request at t counts at for the key of head
+// h, and moves a head that holds nothing admitted to t. Nothing admitted
+// yet (an admission leaves its count in the head's sub-window), the head
+// may move to t either way; once it holds a count, a clock that went back
+// counts in the newest sub-window written, as the Redis script does.
+func headTime(z *Zone, h *head, t int64) int64 {
+	if h.inside == 0 {
+		if t < h.end-z.span || t >= h.end {
+			*h = head{end: (t/z.span + 1) * z.span}
+		}
+	} else if t < h.end-z.span {
+		t = h.end - z.span
+	}
+	return t
 }
 
 // heldDenial returns the cached denial of key, in slot, at t, if it still

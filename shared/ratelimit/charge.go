@@ -55,13 +55,7 @@ func charge(z *Zone, s *shard, key uint64, t int64, limit int64) {
 		slot = newSlot(z, s, key, t)
 	}
 	h := &s.heads[slot]
-	if h.inside == 0 {
-		if t < h.end-z.span || t >= h.end {
-			*h = head{end: (t/z.span + 1) * z.span}
-		}
-	} else if t < h.end-z.span {
-		t = h.end - z.span // the clock went back, as in take
-	}
+	t = headTime(z, h, t)
 	if t >= h.end {
 		ring, newest := settle(z, s, slot)
 		cur := headAt(z, ring, newest, t/z.span)
