@@ -75,13 +75,7 @@ func chargeLog(z *Zone, s *shard, key uint64, t int64, limit int) {
 		slot = newSlot(z, s, key, t)
 	}
 	r := &s.logs[slot]
-	if r.n > 0 && t < r.newest {
-		t = r.newest
-	}
-	old := 0
-	for old < r.n && r.at(old) <= t-z.window {
-		old++
-	}
+	t, old := logAt(z, r, t)
 	if old > 0 {
 		r.head = (r.head + old) % len(r.ts)
 		r.n -= old

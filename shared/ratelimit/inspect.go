@@ -96,13 +96,7 @@ func inspectBuckets(z *Zone, s *shard, slot uint32, t int64) KeyState {
 
 // inspectLog is Inspect for Log: takeLog's reading of the key.
 func inspectLog(z *Zone, r *logRing, t int64) KeyState {
-	if r.n > 0 && t < r.newest {
-		t = r.newest
-	}
-	old := 0
-	for old < r.n && r.at(old) <= t-z.window {
-		old++
-	}
+	t, old := logAt(z, r, t)
 	n := int64(r.n - old)
 	st := KeyState{Tracked: true, Count: n, Remaining: remainingOf(z.rule.Limit, n)}
 	if n > 0 {

@@ -43,6 +43,20 @@ func (r *logRing) push(t int64, limit int) {
 	r.n++
 }
 
+// logAt returns the time a request at t counts at for the log r (the
+// newest timestamp held, if the clock went back, as in the Redis script)
+// and how many timestamps at its head left the window by then.
+func logAt(z *Zone, r *logRing, t int64) (int64, int) {
+	if r.n > 0 && t < r.newest {
+		t = r.newest
+	}
+	old := 0
+	for old < r.n && r.at(old) <= t-z.window {
+		old++
+	}
+	return t, old
+}
+
 // takeLog implements Log: a request at t counts the admitted timestamps in
 // (t-W, t] against limit, the key's N.
 func takeLog(z *Zone, s *shard, key uint64, t int64, limit int, commit bool) Decision {
@@ -51,18 +65,10 @@ func takeLog(z *Zone, s *shard, key uint64, t int64, limit int, commit bool) Dec
 		slot = newSlot(z, s, key, t)
 	}
 	r := &s.logs[slot]
-	if r.n > 0 && t < r.newest {
-		// The clock went back: count at the newest timestamp held, as the
-		// Redis script does.
-		t = r.newest
-	}
-	// The timestamps that left the window are at the head. Only an
-	// admission removes them: a denial changes nothing, as in the Redis
-	// script, so a clock that goes back finds what Redis would.
-	old := 0
-	for old < r.n && r.at(old) <= t-z.window {
-		old++
-	}
+	// Only an admission removes the timestamps that left the window: a
+	// denial changes nothing, as in the Redis script, so a clock that goes
+	// back finds what Redis would.
+	t, old := logAt(z, r, t)
 	n := r.n - old
 	d := Decision{Limit: int64(limit)}
 	cost := int(z.rule.Cost)
@@ -98,13 +104,6 @@ func (r *logRing) load(z *Zone, t int64) (uint32, int64) {
 	if r.n == 0 {
 		return 0, 0
 	}
-	newest := r.newest // held: n > 0
-	if t < newest {
-		t = newest
-	}
-	n := r.n
-	for n > 0 && r.at(r.n-n) <= t-z.window {
-		n--
-	}
-	return uint32(n), newest + z.window
+	_, old := logAt(z, r, t)
+	return uint32(r.n - old), r.newest + z.window
 }
