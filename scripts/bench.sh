@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prints the figures README.md quotes for the core: compiled benchmarks
+# Prints the figures docs/benchmarks.md quotes for the core: compiled benchmarks
 # (ns/op, allocs, bytes per key), the same decision under yaegi (µs/op and
 # interpreter allocations, with a naive sliding window as the yardstick in
 # the same run), and the accuracy table. Pass -all to run the proxy and

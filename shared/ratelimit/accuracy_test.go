@@ -34,7 +34,7 @@ func measure(t testing.TB, rule Rule, times []int64) accuracy {
 	}
 }
 
-// TestAccuracyReport prints, with -v, the accuracy table of README.md and
+// TestAccuracyReport prints, with -v, the accuracy table of docs/algorithms.md and
 // holds the algorithms to their goals. The traces are seeded: the figures
 // are the same on every run.
 func TestAccuracyReport(t *testing.T) {
@@ -100,11 +100,11 @@ func TestAccuracyReport(t *testing.T) {
 	t.Log("\n" + b.String())
 }
 
-// checkAccuracyGoal holds the algorithms to the goals README.md states:
+// checkAccuracyGoal holds the algorithms to the goals docs/algorithms.md states:
 // strict and log never exceed N in any window; sliding with 10
 // sub-windows stays within 5% of N with 95% of the ideal throughput at
 // 1.5x the limit on Poisson traffic. On bursty traffic it does not (the
-// table shows by how much), which README.md says.
+// table shows by how much), which docs/algorithms.md says.
 func checkAccuracyGoal(t *testing.T, name, shape string, load float64, a accuracy) {
 	t.Helper()
 	switch {

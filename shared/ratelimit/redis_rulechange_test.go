@@ -8,7 +8,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 )
 
-// TestRedisAlgorithmChange pins what README promises when a zone kept in
+// TestRedisAlgorithmChange pins what docs/redis.md promises when a zone kept in
 // Redis changes its algorithm, for every pair: the bucket algorithms
 // (sliding, strict, fixed) keep each other's counters when they have the
 // same window and sub-window (fixed has one sub-window, the window), since

@@ -14,7 +14,7 @@ import (
 	"github.com/windowlimit/windowlimit/shared/resp"
 )
 
-// TestRedisSizing measures what README's sizing guide quotes: the memory
+// TestRedisSizing measures what the sizing guide in docs/redis.md quotes: the memory
 // of 10,000 limiter keys on redis-server, by MEMORY USAGE of one key and
 // by the growth of used_memory (which adds Redis's own tables, and the
 // expiry of each key). It prints figures, asserts nothing, and runs only

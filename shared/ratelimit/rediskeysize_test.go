@@ -38,7 +38,7 @@ func TestShapeField(t *testing.T) {
 	}
 }
 
-// TestRedisBytesPerKey holds the figures README gives for MEMORY USAGE:
+// TestRedisBytesPerKey holds the figures docs/redis.md gives for MEMORY USAGE:
 // a sliding key with all 11 sub-windows written stays within 160 bytes
 // for an IPv4 and an IPv6 /64 key.
 func TestRedisBytesPerKey(t *testing.T) {

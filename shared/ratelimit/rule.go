@@ -14,7 +14,7 @@ type Algorithm uint8
 const (
 	// Sliding counts the sub-windows inside the window plus the sub-window
 	// that is leaving it, weighted by the part still inside. It is the
-	// default: close to exact (see README's accuracy table) with O(W/T)
+	// default: close to exact (see the accuracy table in docs/algorithms.md) with O(W/T)
 	// memory per key.
 	Sliding Algorithm = iota
 	// Fixed counts requests in windows aligned to multiples of W and resets
