@@ -217,8 +217,9 @@ func TestProvisionRedisErrors(t *testing.T) {
 		{`{"rate_limits":{"a":{"window":"1m","limit":1}},"redis":{},"on_store_error":"maybe"}`, "on_store_error: unknown store failure policy"},
 		{`{"rate_limits":{"a":{"window":"1m","limit":1}},"redis":{"address":"a:1","url":"redis://b:1"}}`, "store redis: set one of"},
 		{`{"rate_limits":{"a":{"window":"1m","limit":1}},"redis":{"password":"{env.WL_TEST_UNSET_VARIABLE}"}}`, "store redis: password:"},
-		{`{"rate_limits":{"a{b}":{"window":"1m","limit":1}},"redis":{}}`, "must not have braces"},
-		{`{"rate_limits":{"a":{"window":"1500ns","limit":1,"algorithm":"fixed"}},"redis":{}}`, "whole microseconds"},
+		{`{"rate_limits":{"a{b}":{"window":"1m","limit":1}},"redis":{}}`, `zone name: "a{b}" must not have braces`},
+		{`{"rate_limits":{"a":{"window":"1500ns","limit":1,"algorithm":"fixed"}},"redis":{}}`, "window: 1.5µs must be whole microseconds"},
+		{`{"rate_limits":{"a":{"window":"10us","sub_window":"2500ns","limit":1}},"redis":{}}`, "sub_window: 2.5µs must be whole microseconds"},
 	}
 	for _, tt := range tests {
 		expectProvisionError(t, tt.config, tt.want)

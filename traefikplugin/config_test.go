@@ -81,6 +81,62 @@ func TestNewRejectsBadValues(t *testing.T) {
 		if !strings.Contains(msg, tt.field+":") || !strings.Contains(msg, `"bad@file"`) {
 			t.Errorf("%s: error %q does not name the field and the middleware", tt.field, msg)
 		}
+		if s := caddySpelling(msg); s != "" {
+			t.Errorf("%s: error %q spells a field as Caddy does: %s", tt.field, msg, s)
+		}
+	}
+}
+
+// caddySpellings are the Caddyfile's names of the settings the core
+// checks, where the dynamic configuration spells them otherwise.
+var caddySpellings = []string{"sub_window", "max_keys", "sweep_interval", "zone name", "key_prefix", "pool_size"}
+
+// caddySpelling returns the Caddyfile spelling msg holds, if any.
+func caddySpelling(msg string) string {
+	for _, s := range caddySpellings {
+		if strings.Contains(msg, s) {
+			return s
+		}
+	}
+	return ""
+}
+
+// Every field the core can name has a spelling of the dynamic
+// configuration, which is never the Caddyfile's.
+func TestFieldSpellings(t *testing.T) {
+	for f := ratelimit.Field(1); int(f) < ratelimit.NumFields; f++ {
+		name := fieldName(f)
+		if fieldNames[f] == "" || strings.Contains(name, "_") || caddySpelling(name) != "" {
+			t.Errorf("field %v is spelled %q", f, name)
+		}
+		err := coreError(&ratelimit.FieldError{Field: f, Msg: "bad value"})
+		if got, want := err.Error(), name+": bad value"; got != want {
+			t.Errorf("field %v: error %q, want %q", f, got, want)
+		}
+	}
+}
+
+// The core's own checks, reached through New, speak the plugin's
+// spelling: the middleware's name for a Redis key, subWindow for the
+// sub-window in Redis.
+func TestNewSpellsCoreErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(c *Config)
+		want   string
+	}{
+		{"braces{x}", func(c *Config) { c.Redis = &RedisConfig{} }, `middleware name: "braces{x}" must not have braces`},
+		{"nanos", func(c *Config) { c.Window = "10us"; c.SubWindow = "2500ns"; c.Redis = &RedisConfig{} }, "subWindow: 2.5µs must be whole microseconds"},
+		{"divide", func(c *Config) { c.SubWindow = "7s" }, "subWindow: 7s does not divide the window 1m0s"},
+	}
+	for _, tt := range tests {
+		c := validConfig()
+		tt.modify(c)
+		_, err := New(context.Background(), http.NotFoundHandler(), c, tt.name)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || caddySpelling(err.Error()) != "" {
+			t.Errorf("%s: got %v, want an error containing %q", tt.name, err, tt.want)
+		}
+		forget(tt.name)
 	}
 }
 

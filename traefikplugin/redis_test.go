@@ -70,7 +70,7 @@ func TestRedisRejectsBadValues(t *testing.T) {
 		{"redis.tls", func(r *RedisConfig, c *Config) {
 			r.TLS = &RedisTLS{Cert: notPEM, Key: notPEM}
 		}},
-		{"redis", func(r *RedisConfig, c *Config) { c.Window = "1500ns"; c.SubWindow = "1500ns"; c.Algorithm = "fixed" }},
+		{"window", func(r *RedisConfig, c *Config) { c.Window = "1500ns"; c.SubWindow = "1500ns"; c.Algorithm = "fixed" }},
 	}
 	for _, tt := range tests {
 		c := validConfig()
@@ -87,6 +87,9 @@ func TestRedisRejectsBadValues(t *testing.T) {
 		}
 		if msg := err.Error(); !strings.Contains(msg, tt.field+":") || !strings.Contains(msg, `"bad@file"`) {
 			t.Errorf("%s: error %q does not name the field and the middleware", tt.field, msg)
+		}
+		if s := caddySpelling(err.Error()); s != "" {
+			t.Errorf("%s: error %q spells a field as Caddy does: %s", tt.field, err, s)
 		}
 	}
 	// onStoreError without redis would be silently ignored: refused.
