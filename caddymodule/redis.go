@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,25 +101,19 @@ func (c *RedisConfig) check() error {
 	if (c.SentinelUsername != "" || c.SentinelPassword != "") && c.SentinelMaster == "" {
 		return errors.New("sentinel_username and sentinel_password apply only with sentinel")
 	}
-	if c.DB < 0 {
-		return fmt.Errorf("db: must not be negative, got %d", c.DB)
-	}
-	if c.DB != 0 && len(c.Addresses) > 0 {
-		return fmt.Errorf("db: a Redis Cluster has only db 0, got %d", c.DB)
-	}
 	if c.DialTimeout < 0 || c.Timeout < 0 {
 		return errors.New("dial_timeout and timeout must not be negative")
 	}
-	if c.PoolSize < 0 {
-		return fmt.Errorf("pool_size: must not be negative, got %d", c.PoolSize)
+	return coreError(c.shared().Check())
+}
+
+// shared returns the settings of c that the core checks.
+func (c *RedisConfig) shared() *ratelimit.RedisSettings {
+	s := &ratelimit.RedisSettings{KeyPrefix: c.KeyPrefix, DB: c.DB, Cluster: len(c.Addresses) > 0, PoolSize: c.PoolSize}
+	if t := c.TLS; t != nil {
+		s.TLSCert, s.TLSKey = t.Cert, t.Key
 	}
-	if strings.ContainsAny(c.KeyPrefix, "{}") {
-		return fmt.Errorf("key_prefix %q must not contain braces (they would change the Redis Cluster hash tag)", c.KeyPrefix)
-	}
-	if t := c.TLS; t != nil && (t.Cert == "") != (t.Key == "") {
-		return errors.New("tls: cert and key must be given together")
-	}
-	return nil
+	return s
 }
 
 // redisSetup is a RedisConfig with placeholders replaced and defaults
@@ -153,8 +146,8 @@ func (c *RedisConfig) resolve(policy ratelimit.FailurePolicy) (*redisSetup, erro
 	addr := func(field, s string) string {
 		s = replace(field, s, true)
 		if err == nil {
-			if _, port, serr := net.SplitHostPort(s); serr != nil || port == "" {
-				err = fmt.Errorf("%s: %q is not host:port", field, s)
+			if aerr := ratelimit.CheckRedisAddress(s); aerr != nil {
+				err = fmt.Errorf("%s: %w", field, aerr)
 			}
 		}
 		return s

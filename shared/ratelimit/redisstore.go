@@ -70,8 +70,8 @@ func NewRedisStore(run ScriptRunner, opts RedisOptions) (*RedisStore, error) {
 	if run == nil {
 		return nil, errors.New("redis store: no script runner")
 	}
-	if strings.ContainsAny(opts.KeyPrefix, "{}") {
-		return nil, fmt.Errorf("redis key prefix %q must not contain braces (they would change the cluster hash tag)", opts.KeyPrefix)
+	if err := checkKeyPrefix(opts.KeyPrefix); err != nil {
+		return nil, err
 	}
 	s := &RedisStore{run: run, prefix: opts.KeyPrefix, cluster: opts.Cluster}
 	s.args.Store(new(sync.Map))
