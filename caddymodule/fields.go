@@ -17,6 +17,7 @@ var fieldNames = [ratelimit.NumFields]string{
 	ratelimit.FieldDB:            "db",
 	ratelimit.FieldPoolSize:      "pool_size",
 	ratelimit.FieldTLS:           "tls",
+	ratelimit.FieldOnStoreError:  "on_store_error",
 }
 
 // fieldName returns the Caddyfile spelling of f.

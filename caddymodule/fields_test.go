@@ -14,7 +14,7 @@ import (
 // traefikSpellings are the Traefik plugin's names of the settings the core
 // checks, where the Caddyfile spells them otherwise, and the core's own
 // Go names.
-var traefikSpellings = []string{"subWindow", "SubWindow", "maxKeys", "MaxKeys", "sweepInterval", "SweepInterval", "middleware name", "keyPrefix", "KeyPrefix", "poolSize", "PoolSize"}
+var traefikSpellings = []string{"onStoreError", "OnError", "subWindow", "SubWindow", "maxKeys", "MaxKeys", "sweepInterval", "SweepInterval", "middleware name", "keyPrefix", "KeyPrefix", "poolSize", "PoolSize"}
 
 // traefikSpelling returns the Traefik or Go spelling msg holds, if any.
 func traefikSpelling(msg string) string {

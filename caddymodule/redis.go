@@ -313,27 +313,8 @@ func acquireRedis(s *redisSetup, logger *zap.Logger) (string, *ratelimit.Guard, 
 			runner.Close()
 			return nil, err
 		}
-		addrs := strings.Join(s.opts.Addrs, ",")
-		guard, err := ratelimit.NewGuard(store, ratelimit.GuardOptions{
-			OnError: s.policy,
-			Probe: func(ctx context.Context) error {
-				return runner.probe(ctx, newClient, storeOpts)
-			},
-			LogError: func(err error, suppressed int64) {
-				if errors.Is(err, ratelimit.ErrOutOfMemory) {
-					logger.Warn("redis is out of memory (maxmemory reached): requests it would admit cannot be counted and are decided by on_store_error; raise maxmemory or see the sizing guide",
-						zap.String("redis", addrs), zap.String("on_store_error", s.policy.String()),
-						zap.Int64("not_logged", suppressed))
-					return
-				}
-				logger.Warn("redis store failed; requests decided by on_store_error",
-					zap.String("redis", addrs), zap.String("on_store_error", s.policy.String()),
-					zap.Int64("errors_not_logged", suppressed), zap.Error(err))
-			},
-			LogRecovered: func(down time.Duration) {
-				logger.Info("redis store answers again", zap.String("redis", addrs), zap.Duration("unavailable", down))
-			},
-		})
+		probe := func(ctx context.Context) error { return runner.probe(ctx, newClient, storeOpts) }
+		guard, err := ratelimit.NewRedisGuard(store, s.policy, probe, guardLog(logger, s))
 		if err != nil {
 			runner.Close()
 			return nil, err
@@ -344,6 +325,23 @@ func acquireRedis(s *redisSetup, logger *zap.Logger) (string, *ratelimit.Guard, 
 		return "", nil, err
 	}
 	return key, v.(*pooledRedis).guard, nil
+}
+
+// guardLog returns the log function of the guard of s: failures and Redis
+// out of memory at WARN, recoveries at INFO.
+func guardLog(logger *zap.Logger, s *redisSetup) func(ratelimit.GuardEvent) {
+	addrs := zap.String("redis", strings.Join(s.opts.Addrs, ","))
+	return func(e ratelimit.GuardEvent) {
+		msg := e.Message(fieldName)
+		switch {
+		case e.Err == nil:
+			logger.Info(msg, addrs, zap.Duration("unavailable", e.Down))
+		case e.OutOfMemory():
+			logger.Warn(msg, addrs, zap.String("on_store_error", e.Policy.String()), zap.Int64("not_logged", e.Suppressed))
+		default:
+			logger.Warn(msg, addrs, zap.String("on_store_error", e.Policy.String()), zap.Int64("errors_not_logged", e.Suppressed), zap.Error(e.Err))
+		}
+	}
 }
 
 // releaseRedis drops one use of the client under key.

@@ -89,7 +89,7 @@ func TestNewRejectsBadValues(t *testing.T) {
 
 // caddySpellings are the Caddyfile's names of the settings the core
 // checks, where the dynamic configuration spells them otherwise.
-var caddySpellings = []string{"sub_window", "max_keys", "sweep_interval", "zone name", "key_prefix", "pool_size"}
+var caddySpellings = []string{"on_store_error", "sub_window", "max_keys", "sweep_interval", "zone name", "key_prefix", "pool_size"}
 
 // caddySpelling returns the Caddyfile spelling msg holds, if any.
 func caddySpelling(msg string) string {

@@ -29,6 +29,7 @@ var fieldNames = [ratelimit.NumFields]string{
 	ratelimit.FieldDB:            "redis.db",
 	ratelimit.FieldPoolSize:      "redis.poolSize",
 	ratelimit.FieldTLS:           "redis.tls",
+	ratelimit.FieldOnStoreError:  "onStoreError",
 }
 
 // fieldName returns the spelling of f in the dynamic configuration.

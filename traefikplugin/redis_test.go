@@ -240,7 +240,7 @@ func TestRedisDownPolicies(t *testing.T) {
 		}
 	}
 	// One line per client: the breaker opened, later requests did not try.
-	if lines := strings.Count(log.String(), "\n"); lines != len(tests) || !strings.Contains(log.String(), "connection refused (requests decided by onStoreError local)") {
+	if lines := strings.Count(log.String(), "\n"); lines != len(tests) || !strings.Contains(log.String(), "connection refused; requests decided by onStoreError local") {
 		t.Errorf("store log, want one line per middleware:\n%s", log.String())
 	}
 }

@@ -66,7 +66,7 @@ func expectDenied(t *testing.T, srv *redistest.Server, c *Config, name, reason s
 				i, w.Code, w.Header().Get("Retry-After"))
 		}
 	}
-	if !strings.Contains(log.String(), "(requests decided by onStoreError deny)") || !strings.Contains(log.String(), reason) {
+	if !strings.Contains(log.String(), "; requests decided by onStoreError deny") || !strings.Contains(log.String(), reason) {
 		t.Errorf("store log does not say %q:\n%s", reason, log.String())
 	}
 	if n := srv.Do(t, "EXISTS", c.Redis.KeyPrefix+name+":{203.0.113.7}")[0]; n != "0" {

@@ -34,6 +34,9 @@ const (
 	FieldPoolSize
 	// FieldTLS is the TLS block of a Redis store.
 	FieldTLS
+	// FieldOnStoreError is the setting of the failure policy
+	// (GuardOptions.OnError).
+	FieldOnStoreError
 )
 
 // fieldNames are the names of the Go fields the identifiers stand for:
@@ -51,11 +54,12 @@ var fieldNames = [...]string{
 	FieldDB:            "DB",
 	FieldPoolSize:      "PoolSize",
 	FieldTLS:           "TLS",
+	FieldOnStoreError:  "OnError",
 }
 
 // NumFields is one more than the largest Field, for the hosts' tables
 // and their tests, which check that every field has a spelling.
-const NumFields = int(FieldTLS) + 1
+const NumFields = int(FieldOnStoreError) + 1
 
 // String returns the name of the Go field f stands for.
 func (f Field) String() string {
