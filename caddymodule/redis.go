@@ -39,14 +39,20 @@ type RedisConfig struct {
 	URL string `json:"url,omitempty"`
 	// Addresses are host:port nodes of a Redis Cluster.
 	Addresses []string `json:"addresses,omitempty"`
-	// SentinelMaster is the master name watched by Redis Sentinel, whose
-	// host:port addresses are SentinelAddresses.
-	SentinelMaster    string   `json:"sentinel_master,omitempty"`
+	// SentinelMaster is the name of the master watched by Redis
+	// Sentinel. Set it with SentinelAddresses to reach Redis through its
+	// sentinels.
+	SentinelMaster string `json:"sentinel_master,omitempty"`
+	// SentinelAddresses are the host:port addresses of the sentinels that
+	// watch SentinelMaster. At least one is required with SentinelMaster.
 	SentinelAddresses []string `json:"sentinel_addresses,omitempty"`
-	// SentinelUsername and SentinelPassword authenticate to the sentinels
-	// themselves (their requirepass or ACL), which may differ from
-	// Username and Password, sent to the Redis servers.
+	// SentinelUsername is the ACL user that authenticates to the
+	// sentinels themselves, which may differ from Username, sent to the
+	// Redis servers. It applies only with SentinelMaster.
 	SentinelUsername string `json:"sentinel_username,omitempty"`
+	// SentinelPassword authenticates to the sentinels themselves (their
+	// requirepass or ACL), which may differ from Password, sent to the
+	// Redis servers. It applies only with SentinelMaster.
 	SentinelPassword string `json:"sentinel_password,omitempty"`
 	// Username is the ACL user; empty means the default user.
 	Username string `json:"username,omitempty"`
@@ -73,9 +79,12 @@ type RedisTLS struct {
 	// CA is the certificate authority of the Redis servers; empty means
 	// the system's.
 	CA string `json:"ca,omitempty"`
-	// Cert and Key are a client certificate and its key, both or neither.
+	// Cert is the file of a client certificate, presented to the Redis
+	// servers. Set it with Key, or neither.
 	Cert string `json:"cert,omitempty"`
-	Key  string `json:"key,omitempty"`
+	// Key is the file of the private key of Cert. Set it with Cert, or
+	// neither.
+	Key string `json:"key,omitempty"`
 	// ServerName overrides the name checked in the server's certificate.
 	ServerName string `json:"server_name,omitempty"`
 	// InsecureSkipVerify turns off the verification of the servers'

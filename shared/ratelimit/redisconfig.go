@@ -21,9 +21,11 @@ type RedisSettings struct {
 	// PoolSize is the most connections to each server; zero is the
 	// client's default.
 	PoolSize int
-	// TLSCert and TLSKey are the files of a client certificate and its
-	// key, given both or neither.
-	TLSCert, TLSKey string
+	// TLSCert is the file of a client certificate, given with TLSKey or
+	// not at all.
+	TLSCert string
+	// TLSKey is the file of the key of TLSCert.
+	TLSKey string
 }
 
 // Check reports the first bad value of s as a *FieldError.
