@@ -8,35 +8,17 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/windowlimit/windowlimit/internal/spelltest"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
-
-// traefikSpellings are the Traefik plugin's names of the settings the core
-// checks, where the Caddyfile spells them otherwise, and the core's own
-// Go names.
-var traefikSpellings = []string{"onStoreError", "OnError", "subWindow", "SubWindow", "maxKeys", "MaxKeys", "sweepInterval", "SweepInterval", "middleware name", "keyPrefix", "KeyPrefix", "poolSize", "PoolSize"}
-
-// traefikSpelling returns the Traefik or Go spelling msg holds, if any.
-func traefikSpelling(msg string) string {
-	for _, s := range traefikSpellings {
-		if strings.Contains(msg, s) {
-			return s
-		}
-	}
-	return ""
-}
 
 // Every field the core can name has a Caddyfile spelling, in lower case
 // as every Caddyfile subdirective is.
 func TestFieldSpellings(t *testing.T) {
+	spelltest.Check(t, fieldName, coreError, spelltest.Traefik)
 	for f := ratelimit.Field(1); int(f) < ratelimit.NumFields; f++ {
-		name := fieldName(f)
-		if fieldNames[f] == "" || strings.ToLower(name) != name || traefikSpelling(name) != "" {
-			t.Errorf("field %v is spelled %q", f, name)
-		}
-		err := coreError(&ratelimit.FieldError{Field: f, Msg: "bad value"})
-		if got, want := err.Error(), name+": bad value"; got != want {
-			t.Errorf("field %v: error %q, want %q", f, got, want)
+		if name := fieldName(f); strings.ToLower(name) != name {
+			t.Errorf("field %v is spelled %q, not in lower case", f, name)
 		}
 	}
 }
@@ -62,7 +44,7 @@ func TestProvisionSpellsCoreErrors(t *testing.T) {
 		err := h.Provision(ctx)
 		h.Cleanup()
 		cancel()
-		if err == nil || !strings.Contains(err.Error(), tt.want) || traefikSpelling(err.Error()) != "" {
+		if err == nil || !strings.Contains(err.Error(), tt.want) || spelltest.Find(err.Error(), spelltest.Traefik) != "" {
 			t.Errorf("%s: error %v, want one containing %q in the Caddyfile's spelling", tt.config, err, tt.want)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowlimit/windowlimit/internal/spelltest"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -81,37 +82,19 @@ func TestNewRejectsBadValues(t *testing.T) {
 		if !strings.Contains(msg, tt.field+":") || !strings.Contains(msg, `"bad@file"`) {
 			t.Errorf("%s: error %q does not name the field and the middleware", tt.field, msg)
 		}
-		if s := caddySpelling(msg); s != "" {
+		if s := spelltest.Find(msg, spelltest.Caddy); s != "" {
 			t.Errorf("%s: error %q spells a field as Caddy does: %s", tt.field, msg, s)
 		}
 	}
 }
 
-// caddySpellings are the Caddyfile's names of the settings the core
-// checks, where the dynamic configuration spells them otherwise.
-var caddySpellings = []string{"on_store_error", "sub_window", "max_keys", "sweep_interval", "zone name", "key_prefix", "pool_size"}
-
-// caddySpelling returns the Caddyfile spelling msg holds, if any.
-func caddySpelling(msg string) string {
-	for _, s := range caddySpellings {
-		if strings.Contains(msg, s) {
-			return s
-		}
-	}
-	return ""
-}
-
 // Every field the core can name has a spelling of the dynamic
-// configuration, which is never the Caddyfile's.
+// configuration, in camel case.
 func TestFieldSpellings(t *testing.T) {
+	spelltest.Check(t, fieldName, coreError, spelltest.Caddy)
 	for f := ratelimit.Field(1); int(f) < ratelimit.NumFields; f++ {
-		name := fieldName(f)
-		if fieldNames[f] == "" || strings.Contains(name, "_") || caddySpelling(name) != "" {
+		if name := fieldName(f); strings.Contains(name, "_") {
 			t.Errorf("field %v is spelled %q", f, name)
-		}
-		err := coreError(&ratelimit.FieldError{Field: f, Msg: "bad value"})
-		if got, want := err.Error(), name+": bad value"; got != want {
-			t.Errorf("field %v: error %q, want %q", f, got, want)
 		}
 	}
 }
@@ -133,7 +116,7 @@ func TestNewSpellsCoreErrors(t *testing.T) {
 		c := validConfig()
 		tt.modify(c)
 		_, err := New(context.Background(), http.NotFoundHandler(), c, tt.name)
-		if err == nil || !strings.Contains(err.Error(), tt.want) || caddySpelling(err.Error()) != "" {
+		if err == nil || !strings.Contains(err.Error(), tt.want) || spelltest.Find(err.Error(), spelltest.Caddy) != "" {
 			t.Errorf("%s: got %v, want an error containing %q", tt.name, err, tt.want)
 		}
 		forget(tt.name)

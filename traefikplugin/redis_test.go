@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/windowlimit/windowlimit/internal/redistest"
+	"github.com/windowlimit/windowlimit/internal/spelltest"
 	"github.com/windowlimit/windowlimit/shared/resp"
 )
 
@@ -88,7 +89,7 @@ func TestRedisRejectsBadValues(t *testing.T) {
 		if msg := err.Error(); !strings.Contains(msg, tt.field+":") || !strings.Contains(msg, `"bad@file"`) {
 			t.Errorf("%s: error %q does not name the field and the middleware", tt.field, msg)
 		}
-		if s := caddySpelling(err.Error()); s != "" {
+		if s := spelltest.Find(err.Error(), spelltest.Caddy); s != "" {
 			t.Errorf("%s: error %q spells a field as Caddy does: %s", tt.field, err, s)
 		}
 	}

@@ -54,7 +54,7 @@ func TestNewRedisGuardLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	z := newTestZone(t, Rule{Window: time.Minute, Limit: 5}, Options{})
+	z := newZone(t, "test", Rule{Window: time.Minute, Limit: 5}, Options{})
 	items := []Item{{Zone: z, Key: "k"}}
 	out := make([]Decision, 1)
 	if allowed, err := g.Take(context.Background(), time.Now(), items, out); allowed || err != nil {
