@@ -2,9 +2,9 @@ package caddymodule
 
 import "github.com/windowlimit/windowlimit/shared/ratelimit"
 
-// fieldNames spells the fields of the core's errors as the Caddyfile and
+// spelling names the fields of the core's errors as the Caddyfile and
 // the JSON config do.
-var fieldNames = [ratelimit.NumFields]string{
+var spelling = &ratelimit.Spelling{
 	ratelimit.FieldWindow:        "window",
 	ratelimit.FieldSubWindow:     "sub_window",
 	ratelimit.FieldLimit:         "limit",
@@ -18,18 +18,4 @@ var fieldNames = [ratelimit.NumFields]string{
 	ratelimit.FieldPoolSize:      "pool_size",
 	ratelimit.FieldTLS:           "tls",
 	ratelimit.FieldOnStoreError:  "on_store_error",
-}
-
-// fieldName returns the Caddyfile spelling of f.
-func fieldName(f ratelimit.Field) string {
-	if int(f) < len(fieldNames) && fieldNames[f] != "" {
-		return fieldNames[f]
-	}
-	return f.String()
-}
-
-// coreError spells the field of a *ratelimit.FieldError as the Caddyfile
-// does; other errors are returned unchanged.
-func coreError(err error) error {
-	return ratelimit.SpellField(err, fieldName)
 }

@@ -15,9 +15,9 @@ import (
 // Every field the core can name has a Caddyfile spelling, in lower case
 // as every Caddyfile subdirective is.
 func TestFieldSpellings(t *testing.T) {
-	spelltest.Check(t, fieldName, coreError, spelltest.Traefik)
+	spelltest.Check(t, spelling, spelltest.Traefik)
 	for f := ratelimit.Field(1); int(f) < ratelimit.NumFields; f++ {
-		if name := fieldName(f); strings.ToLower(name) != name {
+		if name := spelling.Name(f); strings.ToLower(name) != name {
 			t.Errorf("field %v is spelled %q, not in lower case", f, name)
 		}
 	}

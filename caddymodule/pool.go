@@ -34,7 +34,7 @@ func acquireZone(name string, rule ratelimit.Rule, opts ratelimit.Options) (stri
 		opts.Evicting = fullZoneLog(caddy.Log().Named("http.handlers.rate_limit"), name, opts.MaxKeys)
 		z, err := ratelimit.NewZone(name, rule, opts)
 		if err != nil {
-			return nil, coreError(err)
+			return nil, spelling.Error(err)
 		}
 		return pooledZone{z}, nil
 	})

@@ -113,7 +113,7 @@ func (c *RedisConfig) check() error {
 	if c.DialTimeout < 0 || c.Timeout < 0 {
 		return errors.New("dial_timeout and timeout must not be negative")
 	}
-	return coreError(c.shared().Check())
+	return spelling.Error(c.shared().Check())
 }
 
 // shared returns the settings of c that the core checks.
@@ -341,7 +341,7 @@ func acquireRedis(s *redisSetup, logger *zap.Logger) (string, *ratelimit.Guard, 
 func guardLog(logger *zap.Logger, s *redisSetup) func(ratelimit.GuardEvent) {
 	addrs := zap.String("redis", strings.Join(s.opts.Addrs, ","))
 	return func(e ratelimit.GuardEvent) {
-		msg := e.Message(fieldName)
+		msg := e.Message(spelling)
 		switch {
 		case e.Err == nil:
 			logger.Info(msg, addrs, zap.Duration("unavailable", e.Down))

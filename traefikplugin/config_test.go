@@ -91,9 +91,9 @@ func TestNewRejectsBadValues(t *testing.T) {
 // Every field the core can name has a spelling of the dynamic
 // configuration, in camel case.
 func TestFieldSpellings(t *testing.T) {
-	spelltest.Check(t, fieldName, coreError, spelltest.Caddy)
+	spelltest.Check(t, spelling, spelltest.Caddy)
 	for f := ratelimit.Field(1); int(f) < ratelimit.NumFields; f++ {
-		if name := fieldName(f); strings.Contains(name, "_") {
+		if name := spelling.Name(f); strings.Contains(name, "_") {
 			t.Errorf("field %v is spelled %q", f, name)
 		}
 	}

@@ -12,9 +12,9 @@ func fieldError(field, msg string) error {
 	return errors.New(field + ": " + msg)
 }
 
-// fieldNames spells the fields of the core's errors as the dynamic
+// spelling names the fields of the core's errors as the dynamic
 // configuration does.
-var fieldNames = [ratelimit.NumFields]string{
+var spelling = &ratelimit.Spelling{
 	ratelimit.FieldWindow:    "window",
 	ratelimit.FieldSubWindow: "subWindow",
 	ratelimit.FieldLimit:     "limit",
@@ -30,18 +30,4 @@ var fieldNames = [ratelimit.NumFields]string{
 	ratelimit.FieldPoolSize:      "redis.poolSize",
 	ratelimit.FieldTLS:           "redis.tls",
 	ratelimit.FieldOnStoreError:  "onStoreError",
-}
-
-// fieldName returns the spelling of f in the dynamic configuration.
-func fieldName(f ratelimit.Field) string {
-	if int(f) < len(fieldNames) && fieldNames[f] != "" {
-		return fieldNames[f]
-	}
-	return f.String()
-}
-
-// coreError spells the field of a *ratelimit.FieldError as the dynamic
-// configuration does; other errors are returned unchanged.
-func coreError(err error) error {
-	return ratelimit.SpellField(err, fieldName)
 }

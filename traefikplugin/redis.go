@@ -94,15 +94,15 @@ func newSharedRedis(rs *redisSettings) (*sharedRedis, error) {
 	})
 	if err != nil {
 		client.Close()
-		return nil, coreError(err)
+		return nil, spelling.Error(err)
 	}
 	where := "windowlimit: redis " + strings.Join(rs.client.Addrs, ",") + ": "
 	guard, err := ratelimit.NewRedisGuard(store, rs.policy, nil, func(e ratelimit.GuardEvent) {
-		io.WriteString(storeLog, where+e.Line(fieldName)+"\n")
+		io.WriteString(storeLog, where+e.Line(spelling)+"\n")
 	})
 	if err != nil {
 		client.Close()
-		return nil, coreError(err)
+		return nil, spelling.Error(err)
 	}
 	return &sharedRedis{client: client, guard: guard}, nil
 }

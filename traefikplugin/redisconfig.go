@@ -61,7 +61,7 @@ func (c *Config) redisSettings() (*redisSettings, error) {
 		shared.TLSCert, shared.TLSKey = t.Cert, t.Key
 	}
 	if err := shared.Check(); err != nil {
-		return nil, coreError(err)
+		return nil, spelling.Error(err)
 	}
 	o.Username = r.Username
 	o.Password = r.Password

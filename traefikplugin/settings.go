@@ -73,7 +73,7 @@ func (c *Config) validate() (settings, error) {
 		return s, fieldError("algorithm", err.Error())
 	}
 	if err := s.rule.Normalize(); err != nil {
-		return s, coreError(err)
+		return s, spelling.Error(err)
 	}
 	if c.MaxKeys < 0 {
 		return s, fieldError("maxKeys", "must not be negative, got "+strconv.Itoa(c.MaxKeys))

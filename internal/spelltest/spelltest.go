@@ -29,17 +29,17 @@ func Find(msg string, spellings []string) string {
 	return ""
 }
 
-// Check checks a host's spelling of every field the core can name: name
-// gives one, holding none of foreign, and spell, the host's conversion
-// of the core's errors, puts it before the message.
-func Check(t testing.TB, name func(ratelimit.Field) string, spell func(error) error, foreign []string) {
+// Check checks a host's spelling of every field the core can name: s
+// gives one, holding none of foreign, and puts it before the message of
+// the core's errors.
+func Check(t testing.TB, s *ratelimit.Spelling, foreign []string) {
 	t.Helper()
 	for f := ratelimit.Field(1); int(f) < ratelimit.NumFields; f++ {
-		n := name(f)
-		if n == "" || n == f.String() || Find(n, foreign) != "" {
+		n := s.Name(f)
+		if s[f] == "" || n == f.String() || Find(n, foreign) != "" {
 			t.Errorf("field %v is spelled %q", f, n)
 		}
-		err := spell(&ratelimit.FieldError{Field: f, Msg: "bad value"})
+		err := s.Error(&ratelimit.FieldError{Field: f, Msg: "bad value"})
 		if got, want := err.Error(), n+": bad value"; got != want {
 			t.Errorf("field %v: error %q, want %q", f, got, want)
 		}

@@ -39,12 +39,8 @@ func ExampleNewZone() {
 // host spells it its own way.
 func ExampleFieldError() {
 	_, err := ratelimit.NewZone("api", ratelimit.Rule{Window: time.Minute, SubWindow: 7 * time.Second, Limit: 3}, ratelimit.Options{})
-	fmt.Println(ratelimit.SpellField(err, func(f ratelimit.Field) string {
-		if f == ratelimit.FieldSubWindow {
-			return "sub_window"
-		}
-		return f.String()
-	}))
+	caddyfile := &ratelimit.Spelling{ratelimit.FieldSubWindow: "sub_window"}
+	fmt.Println(caddyfile.Error(err))
 	// Output:
 	// sub_window: 7s does not divide the window 1m0s
 }
@@ -72,7 +68,7 @@ func ExampleNewRedisGuard() {
 		return
 	}
 	guard, err := ratelimit.NewRedisGuard(store, ratelimit.FailDeny, nil, func(e ratelimit.GuardEvent) {
-		fmt.Println(e.Line(func(f ratelimit.Field) string { return "on_store_error" }))
+		fmt.Println(e.Line(&ratelimit.Spelling{ratelimit.FieldOnStoreError: "on_store_error"}))
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -5,7 +5,7 @@ import "strconv"
 // Field identifies a setting the core checks. The hosts spell settings
 // their own way (sub_window in a Caddyfile, subWindow in Traefik's
 // dynamic configuration), so the core names a field by this identifier
-// and each host turns it into its spelling with SpellField.
+// and each host turns it into its spelling with a Spelling.
 type Field uint8
 
 // The settings the core's errors name.
@@ -57,8 +57,8 @@ var fieldNames = [...]string{
 	FieldOnStoreError:  "OnError",
 }
 
-// NumFields is one more than the largest Field, for the hosts' tables
-// and their tests, which check that every field has a spelling.
+// NumFields is one more than the largest Field: the length of a
+// Spelling.
 const NumFields = int(FieldOnStoreError) + 1
 
 // String returns the name of the Go field f stands for.
@@ -82,14 +82,25 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field.String() + ": " + e.Msg }
 
-// SpellField returns err with the field of a *FieldError spelled by
-// spell, as "spelling: message"; any other error is returned unchanged.
-// The core returns its *FieldError values unwrapped, so that a host
-// checks them with a type assertion (which yaegi runs as compiled Go
-// does).
-func SpellField(err error, spell func(Field) string) error {
+// Spelling names each Field as one host's configuration does.
+type Spelling [NumFields]string
+
+// Name returns the spelling of f, or the name of its Go field when s has
+// none.
+func (s *Spelling) Name(f Field) string {
+	if int(f) < len(s) && s[f] != "" {
+		return s[f]
+	}
+	return f.String()
+}
+
+// Error returns err with the field of a *FieldError spelled by s, as
+// "spelling: message"; any other error is returned unchanged. The core
+// returns its *FieldError values unwrapped, so that a host checks them
+// with a type assertion (which yaegi runs as compiled Go does).
+func (s *Spelling) Error(err error) error {
 	if fe, ok := err.(*FieldError); ok {
-		return &spelledError{msg: spell(fe.Field) + ": " + fe.Msg, err: fe}
+		return &spelledError{msg: s.Name(fe.Field) + ": " + fe.Msg, err: fe}
 	}
 	return err
 }

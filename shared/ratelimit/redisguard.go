@@ -29,26 +29,26 @@ func (e *GuardEvent) OutOfMemory() bool { return e.Err != nil && errors.Is(e.Err
 // Message describes e in a sentence without its error and its count of
 // suppressed errors, for a host that logs those as fields of their own;
 // spell names the setting of the failure policy.
-func (e *GuardEvent) Message(spell func(Field) string) string {
+func (e *GuardEvent) Message(spell *Spelling) string {
 	switch {
 	case e.Err == nil:
 		return "redis store answers again after " + e.Down.String()
 	case e.OutOfMemory():
 		return "redis is out of memory (maxmemory reached): requests it would admit cannot be counted and are decided by " +
-			spell(FieldOnStoreError) + " " + e.Policy.String() + "; raise maxmemory or see the sizing guide"
+			spell.Name(FieldOnStoreError) + " " + e.Policy.String() + "; raise maxmemory or see the sizing guide"
 	}
-	return "redis store failed; requests decided by " + spell(FieldOnStoreError) + " " + e.Policy.String()
+	return "redis store failed; requests decided by " + spell.Name(FieldOnStoreError) + " " + e.Policy.String()
 }
 
 // Line describes e in one line with its error and its count of suppressed
 // errors, for a host that logs plain lines.
-func (e *GuardEvent) Line(spell func(Field) string) string {
+func (e *GuardEvent) Line(spell *Spelling) string {
 	var line string
 	switch {
 	case e.Err == nil || e.OutOfMemory():
 		line = e.Message(spell)
 	default:
-		line = "redis store failed: " + e.Err.Error() + "; requests decided by " + spell(FieldOnStoreError) + " " + e.Policy.String()
+		line = "redis store failed: " + e.Err.Error() + "; requests decided by " + spell.Name(FieldOnStoreError) + " " + e.Policy.String()
 	}
 	if e.Suppressed > 0 {
 		line += "; " + strconv.FormatInt(e.Suppressed, 10) + " more errors since the last line"

@@ -76,7 +76,7 @@ func TestNewRedisGuardLogs(t *testing.T) {
 	if len(events) != 2 {
 		t.Fatalf("events %+v, want a failure and a recovery", events)
 	}
-	spell := func(f Field) string { return "<" + f.String() + ">" }
+	spell := &Spelling{FieldOnStoreError: "<OnError>"}
 	failed, back := events[0], events[1]
 	if !errors.Is(failed.Err, errDown) || failed.Policy != FailDeny || failed.OutOfMemory() {
 		t.Errorf("failure event %+v", failed)
@@ -94,7 +94,7 @@ func TestNewRedisGuardLogs(t *testing.T) {
 
 func TestGuardEventOutOfMemory(t *testing.T) {
 	e := GuardEvent{Err: ErrOutOfMemory, Suppressed: 3, Policy: FailLocal}
-	spell := func(f Field) string { return "<" + f.String() + ">" }
+	spell := &Spelling{FieldOnStoreError: "<OnError>"}
 	if !e.OutOfMemory() {
 		t.Fatal("ErrOutOfMemory is not out of memory")
 	}

@@ -110,18 +110,21 @@ func TestNewZoneErrors(t *testing.T) {
 	}
 }
 
-func TestSpellField(t *testing.T) {
-	spell := func(f Field) string { return "spelt-" + f.String() }
-	err := SpellField(&FieldError{Field: FieldSubWindow, Msg: "bad"}, spell)
-	if got := err.Error(); got != "spelt-SubWindow: bad" {
+func TestSpelling(t *testing.T) {
+	spell := &Spelling{FieldSubWindow: "spelt"}
+	err := spell.Error(&FieldError{Field: FieldSubWindow, Msg: "bad"})
+	if got := err.Error(); got != "spelt: bad" {
 		t.Errorf("spelled error = %q", got)
 	}
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != FieldSubWindow {
 		t.Errorf("spelled error does not unwrap to its *FieldError: %#v", err)
 	}
+	if got := spell.Error(&FieldError{Field: FieldLimit, Msg: "bad"}).Error(); got != "Limit: bad" {
+		t.Errorf("a field without a spelling: %q, want its Go name", got)
+	}
 	other := errors.New("other")
-	if SpellField(other, spell) != other {
+	if spell.Error(other) != other {
 		t.Error("an error that is not a *FieldError was changed")
 	}
 	for f := Field(1); int(f) < NumFields; f++ {
