@@ -84,7 +84,7 @@ func TestUnmarshalCaddyfileRedisErrors(t *testing.T) {
 		{"addresses missing", "store redis {\n\t\taddresses\n\t}", "wrong argument count"},
 		{"sentinel short", "store redis {\n\t\tsentinel mymaster\n\t}", "sentinel: want a master name and at least one sentinel address"},
 		{"two targets", "store redis {\n\t\taddress a:1\n\t\turl redis://b:1\n\t}", "set one of address, url, addresses (cluster) and sentinel"},
-		{"cluster db", "store redis {\n\t\taddresses a:1 b:1\n\t\tdb 1\n\t}", "a Redis Cluster has only db 0"},
+		{"cluster db", "store redis {\n\t\taddresses a:1 b:1\n\t\tdb 1\n\t}", "db: a Redis Cluster has only db 0"},
 		{"username missing", "store redis {\n\t\tusername\n\t}", "wrong argument count"},
 		{"password two", "store redis {\n\t\tpassword a b\n\t}", "wrong argument count"},
 		{"db word", "store redis {\n\t\tdb one\n\t}", `db: want a database number of at least 0, got "one"`},
@@ -93,7 +93,7 @@ func TestUnmarshalCaddyfileRedisErrors(t *testing.T) {
 		{"timeout zero", "store redis {\n\t\ttimeout 0s\n\t}", "timeout: want a positive duration"},
 		{"pool_size zero", "store redis {\n\t\tpool_size 0\n\t}", "pool_size: want a positive integer"},
 		{"pool_size huge", "store redis {\n\t\tpool_size 99999999\n\t}", "pool_size: 99999999 is too large"},
-		{"key_prefix braces", "store redis {\n\t\tkey_prefix {x}\n\t}", "must not contain braces"},
+		{"key_prefix braces", "store redis {\n\t\tkey_prefix {x}\n\t}", `key_prefix: "{x}" must not contain braces`},
 		{"tls argument", "store redis {\n\t\ttls on\n\t}", "wrong argument count"},
 		{"tls unknown", "store redis {\n\t\ttls {\n\t\t\tverify no\n\t\t}\n\t}", `tls: unknown subdirective "verify"`},
 		{"tls duplicate", "store redis {\n\t\ttls {\n\t\t\tca a\n\t\t\tca b\n\t\t}\n\t}", "tls: duplicate ca"},
@@ -217,8 +217,9 @@ func TestProvisionRedisErrors(t *testing.T) {
 		{`{"rate_limits":{"a":{"window":"1m","limit":1}},"redis":{},"on_store_error":"maybe"}`, "on_store_error: unknown store failure policy"},
 		{`{"rate_limits":{"a":{"window":"1m","limit":1}},"redis":{"address":"a:1","url":"redis://b:1"}}`, "store redis: set one of"},
 		{`{"rate_limits":{"a":{"window":"1m","limit":1}},"redis":{"password":"{env.WL_TEST_UNSET_VARIABLE}"}}`, "store redis: password:"},
-		{`{"rate_limits":{"a{b}":{"window":"1m","limit":1}},"redis":{}}`, "must not have braces"},
-		{`{"rate_limits":{"a":{"window":"1500ns","limit":1,"algorithm":"fixed"}},"redis":{}}`, "whole microseconds"},
+		{`{"rate_limits":{"a{b}":{"window":"1m","limit":1}},"redis":{}}`, `zone name: "a{b}" must not have braces`},
+		{`{"rate_limits":{"a":{"window":"1500ns","limit":1,"algorithm":"fixed"}},"redis":{}}`, "window: 1.5µs must be whole microseconds"},
+		{`{"rate_limits":{"a":{"window":"10us","sub_window":"2500ns","limit":1}},"redis":{}}`, "sub_window: 2.5µs must be whole microseconds"},
 	}
 	for _, tt := range tests {
 		expectProvisionError(t, tt.config, tt.want)

@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/windowlimit/windowlimit/shared/httplimit"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -60,9 +61,7 @@ type statusRecorder struct {
 }
 
 func (rec *statusRecorder) WriteHeader(code int) {
-	if rec.status == 0 && code >= 200 || code == http.StatusSwitchingProtocols {
-		rec.status = code
-	}
+	rec.status = httplimit.FinalStatus(rec.status, code)
 	rec.ResponseWriterWrapper.WriteHeader(code)
 }
 

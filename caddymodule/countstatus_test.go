@@ -160,3 +160,26 @@ func TestCountStatusCaddyfile(t *testing.T) {
 		t.Fatalf("count_status %v, want [401 403 5]", got)
 	}
 }
+
+// The recorder keeps the first final status: an informational response
+// before it, or a superfluous WriteHeader after it, changes nothing.
+func TestStatusRecorderKeepsFinalStatus(t *testing.T) {
+	tests := []struct {
+		codes []int
+		want  int
+	}{
+		{[]int{http.StatusOK, http.StatusSwitchingProtocols}, http.StatusOK},
+		{[]int{http.StatusEarlyHints, http.StatusUnauthorized}, http.StatusUnauthorized},
+		{[]int{http.StatusSwitchingProtocols, http.StatusOK}, http.StatusSwitchingProtocols},
+		{[]int{http.StatusUnauthorized, http.StatusOK}, http.StatusUnauthorized},
+	}
+	for _, tt := range tests {
+		rec := &statusRecorder{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: httptest.NewRecorder()}}
+		for _, code := range tt.codes {
+			rec.WriteHeader(code)
+		}
+		if rec.status != tt.want {
+			t.Errorf("WriteHeader %v: status %d, want %d", tt.codes, rec.status, tt.want)
+		}
+	}
+}

@@ -184,7 +184,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if redisSetup != nil {
 		for _, z := range h.zones {
 			if err := ratelimit.CheckRedisRule(z.name, z.zone.Rule()); err != nil {
-				return fmt.Errorf("store redis: %w", err)
+				return fmt.Errorf("store redis: zone %q: %w", z.name, spelling.Error(err))
 			}
 		}
 		key, guard, err := acquireRedis(redisSetup, caddy.Log().Named("http.handlers.rate_limit"))

@@ -388,7 +388,7 @@ func TestProvisionErrors(t *testing.T) {
 		{`{"rate_limits":{"a":{"limit":1}}}`, `zone "a": window is required`},
 		{`{"rate_limits":{"a":{"window":"1m"}}}`, `zone "a": limit is required`},
 		{`{"rate_limits":{"a":{"window":"1m","limit":1,"max_events":1}}}`, "limit and max_events are the same setting"},
-		{`{"rate_limits":{"a":{"window":"1m","limit":-1}}}`, "limit must be positive"},
+		{`{"rate_limits":{"a":{"window":"1m","limit":-1}}}`, "limit: must be positive"},
 		{`{"rate_limits":{"a":{"window":"1m","limit":1,"algorithm":"token"}}}`, `unknown algorithm "token"`},
 		{`{"rate_limits":{"a":{"window":"1m","limit":1,"ipv4_prefix":40}}}`, "ipv4_prefix"},
 		{`{"rate_limits":{"a":{"window":"1m","limit":1,"ipv6_prefix":129}}}`, "ipv6_prefix"},

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"net/http"
 	"strconv"
 	"testing"
 	"time"
@@ -34,32 +35,15 @@ func redisBlockSite(port int, store, policy string) (config, prefix string) {
 	}`), prefix
 }
 
-// expectLimitedThroughRedis sends 6 requests for who: the first 5 pass and
-// the 6th is refused by the limit, not by on_store_error (which answers
-// Retry-After 1); then the zone's key must be in srv, read over TLS.
+// expectLimitedThroughRedis checks that zone "ired" limits who to 5 per
+// minute through srv (see redistest.ExpectLimited).
 func expectLimitedThroughRedis(t *testing.T, tc *caddytest.Tester, srv *redistest.Server, port int, prefix, who string) {
 	t.Helper()
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/?who=" + who
-	for i := 1; i <= 6; i++ {
+	redistest.ExpectLimited(t, srv, prefix+"ired:{"+who+"}", func() (int, http.Header) {
 		resp, _ := get(t, tc, url)
-		want := 200
-		if i == 6 {
-			want = 429
-		}
-		if resp.StatusCode != want {
-			t.Fatalf("request %d: %d (Retry-After %q), want %d", i, resp.StatusCode, resp.Header.Get("Retry-After"), want)
-		}
-		if remaining := resp.Header.Get("X-RateLimit-Remaining"); i <= 5 && remaining != strconv.Itoa(5-i) {
-			t.Errorf("request %d: X-RateLimit-Remaining %q", i, remaining)
-		}
-		if i == 6 && (resp.Header.Get("Retry-After") == "1" || resp.Header.Get("Retry-After") == "") {
-			t.Errorf("request 6: Retry-After %q: refused by on_store_error, not by the limit", resp.Header.Get("Retry-After"))
-		}
-	}
-	key := prefix + "ired:{" + who + "}"
-	if ttl, err := strconv.ParseInt(srv.Do(t, "PTTL", key)[0], 10, 64); err != nil || ttl <= 0 || ttl > 66000 {
-		t.Errorf("PTTL %s over TLS: %d %v, want the key to expire within window + sub-window", key, ttl, err)
-	}
+		return resp.StatusCode, resp.Header
+	})
 }
 
 // expectPolicy sends requests for who and checks that on_store_error

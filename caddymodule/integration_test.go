@@ -203,7 +203,7 @@ func TestIntegrationRejectsBadConfig(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "sub_window 7s does not divide window 1m0s") {
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "sub_window: 7s does not divide the window 1m0s") {
 		t.Fatalf("loading a bad config: %d %s; want 400 naming the bad sub_window", resp.StatusCode, body)
 	}
 	// The running config is untouched and still limits.

@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
 
@@ -12,9 +11,8 @@ import (
 // zones holds the in-memory state of every zone in the loaded configs. A
 // reload provisions the new config before it cleans up the old one, so a
 // zone present in both is only ever shared, never rebuilt: its counts
-// survive. The pool key holds the zone's name and every setting that shapes
-// its state, so a changed zone starts afresh instead of being read with
-// another rule.
+// survive. The pool key is the zone's ratelimit.ZoneID, so a changed zone
+// starts afresh instead of being read with another rule.
 var zones = caddy.NewUsagePool()
 
 // pooledZone lets the pool close a zone when its last user goes.
@@ -28,28 +26,15 @@ func (p pooledZone) Destruct() error {
 	return nil
 }
 
-// zoneKey identifies a zone's state: its name and the normalized settings
-// that shape it.
-func zoneKey(name string, rule ratelimit.Rule, opts ratelimit.Options) string {
-	return strconv.Quote(name) +
-		" window=" + rule.Window.String() +
-		" sub_window=" + rule.SubWindow.String() +
-		" limit=" + strconv.FormatInt(rule.Limit, 10) +
-		" cost=" + strconv.FormatInt(rule.Cost, 10) +
-		" algorithm=" + rule.Algorithm.String() +
-		" max_keys=" + strconv.Itoa(opts.MaxKeys) +
-		" sweep_interval=" + opts.SweepInterval.String()
-}
-
 // acquireZone returns the zone of this name and settings, creating it if no
 // loaded config has it, and its pool key for releaseZone.
 func acquireZone(name string, rule ratelimit.Rule, opts ratelimit.Options) (string, *ratelimit.Zone, error) {
-	key := zoneKey(name, rule, opts)
+	key := ratelimit.ZoneID(name, rule, opts)
 	v, _, err := zones.LoadOrNew(key, func() (caddy.Destructor, error) {
 		opts.Evicting = fullZoneLog(caddy.Log().Named("http.handlers.rate_limit"), name, opts.MaxKeys)
 		z, err := ratelimit.NewZone(name, rule, opts)
 		if err != nil {
-			return nil, err
+			return nil, spelling.Error(err)
 		}
 		return pooledZone{z}, nil
 	})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,14 +39,20 @@ type RedisConfig struct {
 	URL string `json:"url,omitempty"`
 	// Addresses are host:port nodes of a Redis Cluster.
 	Addresses []string `json:"addresses,omitempty"`
-	// SentinelMaster is the master name watched by Redis Sentinel, whose
-	// host:port addresses are SentinelAddresses.
-	SentinelMaster    string   `json:"sentinel_master,omitempty"`
+	// SentinelMaster is the name of the master watched by Redis
+	// Sentinel. Set it with SentinelAddresses to reach Redis through its
+	// sentinels.
+	SentinelMaster string `json:"sentinel_master,omitempty"`
+	// SentinelAddresses are the host:port addresses of the sentinels that
+	// watch SentinelMaster. At least one is required with SentinelMaster.
 	SentinelAddresses []string `json:"sentinel_addresses,omitempty"`
-	// SentinelUsername and SentinelPassword authenticate to the sentinels
-	// themselves (their requirepass or ACL), which may differ from
-	// Username and Password, sent to the Redis servers.
+	// SentinelUsername is the ACL user that authenticates to the
+	// sentinels themselves, which may differ from Username, sent to the
+	// Redis servers. It applies only with SentinelMaster.
 	SentinelUsername string `json:"sentinel_username,omitempty"`
+	// SentinelPassword authenticates to the sentinels themselves (their
+	// requirepass or ACL), which may differ from Password, sent to the
+	// Redis servers. It applies only with SentinelMaster.
 	SentinelPassword string `json:"sentinel_password,omitempty"`
 	// Username is the ACL user; empty means the default user.
 	Username string `json:"username,omitempty"`
@@ -74,9 +79,12 @@ type RedisTLS struct {
 	// CA is the certificate authority of the Redis servers; empty means
 	// the system's.
 	CA string `json:"ca,omitempty"`
-	// Cert and Key are a client certificate and its key, both or neither.
+	// Cert is the file of a client certificate, presented to the Redis
+	// servers. Set it with Key, or neither.
 	Cert string `json:"cert,omitempty"`
-	Key  string `json:"key,omitempty"`
+	// Key is the file of the private key of Cert. Set it with Cert, or
+	// neither.
+	Key string `json:"key,omitempty"`
 	// ServerName overrides the name checked in the server's certificate.
 	ServerName string `json:"server_name,omitempty"`
 	// InsecureSkipVerify turns off the verification of the servers'
@@ -102,25 +110,19 @@ func (c *RedisConfig) check() error {
 	if (c.SentinelUsername != "" || c.SentinelPassword != "") && c.SentinelMaster == "" {
 		return errors.New("sentinel_username and sentinel_password apply only with sentinel")
 	}
-	if c.DB < 0 {
-		return fmt.Errorf("db: must not be negative, got %d", c.DB)
-	}
-	if c.DB != 0 && len(c.Addresses) > 0 {
-		return fmt.Errorf("db: a Redis Cluster has only db 0, got %d", c.DB)
-	}
 	if c.DialTimeout < 0 || c.Timeout < 0 {
 		return errors.New("dial_timeout and timeout must not be negative")
 	}
-	if c.PoolSize < 0 {
-		return fmt.Errorf("pool_size: must not be negative, got %d", c.PoolSize)
+	return spelling.Error(c.shared().Check())
+}
+
+// shared returns the settings of c that the core checks.
+func (c *RedisConfig) shared() *ratelimit.RedisSettings {
+	s := &ratelimit.RedisSettings{KeyPrefix: c.KeyPrefix, DB: c.DB, Cluster: len(c.Addresses) > 0, PoolSize: c.PoolSize}
+	if t := c.TLS; t != nil {
+		s.TLSCert, s.TLSKey = t.Cert, t.Key
 	}
-	if strings.ContainsAny(c.KeyPrefix, "{}") {
-		return fmt.Errorf("key_prefix %q must not contain braces (they would change the Redis Cluster hash tag)", c.KeyPrefix)
-	}
-	if t := c.TLS; t != nil && (t.Cert == "") != (t.Key == "") {
-		return errors.New("tls: cert and key must be given together")
-	}
-	return nil
+	return s
 }
 
 // redisSetup is a RedisConfig with placeholders replaced and defaults
@@ -153,8 +155,8 @@ func (c *RedisConfig) resolve(policy ratelimit.FailurePolicy) (*redisSetup, erro
 	addr := func(field, s string) string {
 		s = replace(field, s, true)
 		if err == nil {
-			if _, port, serr := net.SplitHostPort(s); serr != nil || port == "" {
-				err = fmt.Errorf("%s: %q is not host:port", field, s)
+			if aerr := ratelimit.CheckRedisAddress(s); aerr != nil {
+				err = fmt.Errorf("%s: %w", field, aerr)
 			}
 		}
 		return s
@@ -320,27 +322,8 @@ func acquireRedis(s *redisSetup, logger *zap.Logger) (string, *ratelimit.Guard, 
 			runner.Close()
 			return nil, err
 		}
-		addrs := strings.Join(s.opts.Addrs, ",")
-		guard, err := ratelimit.NewGuard(store, ratelimit.GuardOptions{
-			OnError: s.policy,
-			Probe: func(ctx context.Context) error {
-				return runner.probe(ctx, newClient, storeOpts)
-			},
-			LogError: func(err error, suppressed int64) {
-				if errors.Is(err, ratelimit.ErrOutOfMemory) {
-					logger.Warn("redis is out of memory (maxmemory reached): requests it would admit cannot be counted and are decided by on_store_error; raise maxmemory or see the sizing guide",
-						zap.String("redis", addrs), zap.String("on_store_error", s.policy.String()),
-						zap.Int64("not_logged", suppressed))
-					return
-				}
-				logger.Warn("redis store failed; requests decided by on_store_error",
-					zap.String("redis", addrs), zap.String("on_store_error", s.policy.String()),
-					zap.Int64("errors_not_logged", suppressed), zap.Error(err))
-			},
-			LogRecovered: func(down time.Duration) {
-				logger.Info("redis store answers again", zap.String("redis", addrs), zap.Duration("unavailable", down))
-			},
-		})
+		probe := func(ctx context.Context) error { return runner.probe(ctx, newClient, storeOpts) }
+		guard, err := ratelimit.NewRedisGuard(store, s.policy, probe, guardLog(logger, s))
 		if err != nil {
 			runner.Close()
 			return nil, err
@@ -351,6 +334,23 @@ func acquireRedis(s *redisSetup, logger *zap.Logger) (string, *ratelimit.Guard, 
 		return "", nil, err
 	}
 	return key, v.(*pooledRedis).guard, nil
+}
+
+// guardLog returns the log function of the guard of s: failures and Redis
+// out of memory at WARN, recoveries at INFO.
+func guardLog(logger *zap.Logger, s *redisSetup) func(ratelimit.GuardEvent) {
+	addrs := zap.String("redis", strings.Join(s.opts.Addrs, ","))
+	return func(e ratelimit.GuardEvent) {
+		msg := e.Message(spelling)
+		switch {
+		case e.Err == nil:
+			logger.Info(msg, addrs, zap.Duration("unavailable", e.Down))
+		case e.OutOfMemory():
+			logger.Warn(msg, addrs, zap.String("on_store_error", e.Policy.String()), zap.Int64("not_logged", e.Suppressed))
+		default:
+			logger.Warn(msg, addrs, zap.String("on_store_error", e.Policy.String()), zap.Int64("errors_not_logged", e.Suppressed), zap.Error(e.Err))
+		}
+	}
 }
 
 // releaseRedis drops one use of the client under key.

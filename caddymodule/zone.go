@@ -139,7 +139,7 @@ func (z *Zone) rule() (ratelimit.Rule, error) {
 		Cost:      z.Cost,
 	}
 	if err := r.Normalize(); err != nil {
-		return ratelimit.Rule{}, err
+		return ratelimit.Rule{}, spelling.Error(err)
 	}
 	if _, err := z.overrides(r); err != nil {
 		return ratelimit.Rule{}, err

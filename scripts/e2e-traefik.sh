@@ -156,7 +156,7 @@ wl_redis_kill_under_load "$WEB_A"
 wl_pass "$WL_SUMMARY"
 wl_redis_restart "$WEB_A" "$WEB_B" 1 'chaos:chaos-limit@file:{after}'
 grep -q "windowlimit: redis 127.0.0.1:$REDIS: .*onStoreError allow" "$WL_WORK/a/traefik.log" || wl_die "instance a logged no redis error"
-grep -q "windowlimit: redis 127.0.0.1:$REDIS: answering again" "$WL_WORK/a/traefik.log" || wl_die "instance a logged no recovery"
+grep -q "windowlimit: redis 127.0.0.1:$REDIS: redis store answers again" "$WL_WORK/a/traefik.log" || wl_die "instance a logged no recovery"
 wl_pass "$WL_SUMMARY"
 
 # Cluster part, on the same two instances: cluster-limit by address, then

@@ -3,18 +3,25 @@ package traefikplugin
 // Config is the middleware's dynamic configuration. Traefik decodes it with
 // mapstructure in weakly typed mode, so every value may also be given as a
 // string (Docker and Kubernetes labels); the mapstructure tags make its
-// decoding errors name fields as the configuration spells them. Durations are strings such as
-// "1m" or "10s"; a bare number is seconds.
+// decoding errors name fields as the configuration spells them. Durations
+// are strings such as "1m" or "10s"; a bare number is seconds.
 type Config struct {
-	// Window is the interval the limit applies to, such as "1m". Required.
+	// Window is the interval the limit applies to, such as "1m". It is
+	// required.
 	Window string `json:"window,omitempty" yaml:"window,omitempty" mapstructure:"window"`
 	// SubWindow is the resolution of the counters and must divide Window.
 	// Empty means Window/10 (Window itself for the fixed and log
 	// algorithms).
 	SubWindow string `json:"subWindow,omitempty" yaml:"subWindow,omitempty" mapstructure:"subWindow"`
-	// Limit is the most requests admitted per Window and key. Required.
+	// Limit is the most requests admitted per Window and key. It is
+	// required.
 	Limit int64 `json:"limit,omitempty" yaml:"limit,omitempty" mapstructure:"limit"`
-	// Algorithm is sliding (the default), strict, fixed or log.
+	// Algorithm is how requests are counted: sliding (the default)
+	// weights the sub-window leaving the window by the part of it still
+	// inside; strict counts that sub-window whole and so never admits more
+	// than Limit in any interval of length Window; fixed counts in windows
+	// aligned to multiples of Window; log keeps the time of every admitted
+	// request, exact for small limits (at most 1024).
 	Algorithm string `json:"algorithm,omitempty" yaml:"algorithm,omitempty" mapstructure:"algorithm"`
 	// Cost is what one request consumes of Limit. Zero means 1.
 	Cost int64 `json:"cost,omitempty" yaml:"cost,omitempty" mapstructure:"cost"`
@@ -114,9 +121,12 @@ type RedisTLS struct {
 	// CA is the certificate authority of the Redis servers; empty means
 	// the system's.
 	CA string `json:"ca,omitempty" yaml:"ca,omitempty" mapstructure:"ca"`
-	// Cert and Key are a client certificate and its key, both or neither.
+	// Cert is the file of a client certificate, presented to the Redis
+	// servers. Set it with Key, or neither.
 	Cert string `json:"cert,omitempty" yaml:"cert,omitempty" mapstructure:"cert"`
-	Key  string `json:"key,omitempty" yaml:"key,omitempty" mapstructure:"key"`
+	// Key is the file of the private key of Cert. Set it with Cert, or
+	// neither.
+	Key string `json:"key,omitempty" yaml:"key,omitempty" mapstructure:"key"`
 	// InsecureSkipVerify turns off the verification of the servers'
 	// certificates. For tests only.
 	InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty" yaml:"insecureSkipVerify,omitempty" mapstructure:"insecureSkipVerify"`

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowlimit/windowlimit/internal/spelltest"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -81,6 +82,44 @@ func TestNewRejectsBadValues(t *testing.T) {
 		if !strings.Contains(msg, tt.field+":") || !strings.Contains(msg, `"bad@file"`) {
 			t.Errorf("%s: error %q does not name the field and the middleware", tt.field, msg)
 		}
+		if s := spelltest.Find(msg, spelltest.Caddy); s != "" {
+			t.Errorf("%s: error %q spells a field as Caddy does: %s", tt.field, msg, s)
+		}
+	}
+}
+
+// Every field the core can name has a spelling of the dynamic
+// configuration, in camel case.
+func TestFieldSpellings(t *testing.T) {
+	spelltest.Check(t, spelling, spelltest.Caddy)
+	for f := ratelimit.Field(1); int(f) < ratelimit.NumFields; f++ {
+		if name := spelling.Name(f); strings.Contains(name, "_") {
+			t.Errorf("field %v is spelled %q", f, name)
+		}
+	}
+}
+
+// The core's own checks, reached through New, speak the plugin's
+// spelling: the middleware's name for a Redis key, subWindow for the
+// sub-window in Redis.
+func TestNewSpellsCoreErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(c *Config)
+		want   string
+	}{
+		{"braces{x}", func(c *Config) { c.Redis = &RedisConfig{} }, `middleware name: "braces{x}" must not have braces`},
+		{"nanos", func(c *Config) { c.Window = "10us"; c.SubWindow = "2500ns"; c.Redis = &RedisConfig{} }, "subWindow: 2.5µs must be whole microseconds"},
+		{"divide", func(c *Config) { c.SubWindow = "7s" }, "subWindow: 7s does not divide the window 1m0s"},
+	}
+	for _, tt := range tests {
+		c := validConfig()
+		tt.modify(c)
+		_, err := New(context.Background(), http.NotFoundHandler(), c, tt.name)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || spelltest.Find(err.Error(), spelltest.Caddy) != "" {
+			t.Errorf("%s: got %v, want an error containing %q", tt.name, err, tt.want)
+		}
+		forget(tt.name)
 	}
 }
 

@@ -66,9 +66,7 @@ type statusRecorder struct {
 }
 
 func (rec *statusRecorder) WriteHeader(code int) {
-	if rec.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
-		rec.status = code
-	}
+	rec.status = httplimit.FinalStatus(rec.status, code)
 	rec.ResponseWriter.WriteHeader(code)
 }
 

@@ -1,9 +1,33 @@
 package traefikplugin
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+)
 
 // fieldError returns the error of a bad setting, named as in the dynamic
 // configuration.
 func fieldError(field, msg string) error {
 	return errors.New(field + ": " + msg)
+}
+
+// spelling names the fields of the core's errors as the dynamic
+// configuration does.
+var spelling = &ratelimit.Spelling{
+	ratelimit.FieldWindow:    "window",
+	ratelimit.FieldSubWindow: "subWindow",
+	ratelimit.FieldLimit:     "limit",
+	ratelimit.FieldCost:      "cost",
+	ratelimit.FieldAlgorithm: "algorithm",
+	ratelimit.FieldMaxKeys:   "maxKeys",
+	// The plugin has no such setting and always passes the default; the
+	// spelling is there so that no error can name a field another way.
+	ratelimit.FieldSweepInterval: "sweepInterval",
+	ratelimit.FieldName:          "middleware name",
+	ratelimit.FieldKeyPrefix:     "redis.keyPrefix",
+	ratelimit.FieldDB:            "redis.db",
+	ratelimit.FieldPoolSize:      "redis.poolSize",
+	ratelimit.FieldTLS:           "redis.tls",
+	ratelimit.FieldOnStoreError:  "onStoreError",
 }

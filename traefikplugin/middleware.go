@@ -72,12 +72,12 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 	}
 	if s.redis != nil {
 		if err := ratelimit.CheckRedisRule(name, s.rule); err != nil {
-			return nil, wrapError(name, fieldError("redis", err.Error()))
+			return nil, wrapError(name, spelling.Error(err))
 		}
 	}
 	z, err := zoneFor(name, s.rule, s.maxKeys)
 	if err != nil {
-		return nil, wrapError(name, err)
+		return nil, wrapError(name, spelling.Error(err))
 	}
 	store, err := redisStoreFor(name, s.redis)
 	if err != nil {

@@ -1,13 +1,10 @@
 package traefikplugin
 
 import (
-	"context"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 	"github.com/windowlimit/windowlimit/shared/resp"
@@ -97,28 +94,15 @@ func newSharedRedis(rs *redisSettings) (*sharedRedis, error) {
 	})
 	if err != nil {
 		client.Close()
-		return nil, fieldError("redis", err.Error())
+		return nil, spelling.Error(err)
 	}
-	where := "windowlimit: redis " + strings.Join(rs.client.Addrs, ",")
-	guard, err := ratelimit.NewGuard(store, ratelimit.GuardOptions{
-		OnError: rs.policy,
-		Probe: func(ctx context.Context) error {
-			return store.Ping(ctx)
-		},
-		LogError: func(err error, suppressed int64) {
-			line := where + ": " + err.Error() + " (requests decided by onStoreError " + rs.policy.String() + ")"
-			if suppressed > 0 {
-				line += "; " + strconv.FormatInt(suppressed, 10) + " more errors since the last line"
-			}
-			io.WriteString(storeLog, line+"\n")
-		},
-		LogRecovered: func(down time.Duration) {
-			io.WriteString(storeLog, where+": answering again after "+down.String()+"\n")
-		},
+	where := "windowlimit: redis " + strings.Join(rs.client.Addrs, ",") + ": "
+	guard, err := ratelimit.NewRedisGuard(store, rs.policy, nil, func(e ratelimit.GuardEvent) {
+		io.WriteString(storeLog, where+e.Line(spelling)+"\n")
 	})
 	if err != nil {
 		client.Close()
-		return nil, fieldError("onStoreError", err.Error())
+		return nil, spelling.Error(err)
 	}
 	return &sharedRedis{client: client, guard: guard}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/windowlimit/windowlimit/internal/redistest"
+	"github.com/windowlimit/windowlimit/internal/spelltest"
 	"github.com/windowlimit/windowlimit/shared/resp"
 )
 
@@ -70,7 +71,7 @@ func TestRedisRejectsBadValues(t *testing.T) {
 		{"redis.tls", func(r *RedisConfig, c *Config) {
 			r.TLS = &RedisTLS{Cert: notPEM, Key: notPEM}
 		}},
-		{"redis", func(r *RedisConfig, c *Config) { c.Window = "1500ns"; c.SubWindow = "1500ns"; c.Algorithm = "fixed" }},
+		{"window", func(r *RedisConfig, c *Config) { c.Window = "1500ns"; c.SubWindow = "1500ns"; c.Algorithm = "fixed" }},
 	}
 	for _, tt := range tests {
 		c := validConfig()
@@ -87,6 +88,9 @@ func TestRedisRejectsBadValues(t *testing.T) {
 		}
 		if msg := err.Error(); !strings.Contains(msg, tt.field+":") || !strings.Contains(msg, `"bad@file"`) {
 			t.Errorf("%s: error %q does not name the field and the middleware", tt.field, msg)
+		}
+		if s := spelltest.Find(err.Error(), spelltest.Caddy); s != "" {
+			t.Errorf("%s: error %q spells a field as Caddy does: %s", tt.field, err, s)
 		}
 	}
 	// onStoreError without redis would be silently ignored: refused.
@@ -237,7 +241,7 @@ func TestRedisDownPolicies(t *testing.T) {
 		}
 	}
 	// One line per client: the breaker opened, later requests did not try.
-	if lines := strings.Count(log.String(), "\n"); lines != len(tests) || !strings.Contains(log.String(), "connection refused (requests decided by onStoreError local)") {
+	if lines := strings.Count(log.String(), "\n"); lines != len(tests) || !strings.Contains(log.String(), "connection refused; requests decided by onStoreError local") {
 		t.Errorf("store log, want one line per middleware:\n%s", log.String())
 	}
 }

@@ -1,7 +1,6 @@
 package traefikplugin
 
 import (
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -45,28 +44,27 @@ func (c *Config) redisSettings() (*redisSettings, error) {
 	if rs.keyPrefix == "" {
 		rs.keyPrefix = defaultKeyPrefix
 	}
-	if strings.ContainsAny(rs.keyPrefix, "{}") {
-		return nil, fieldError("redis.keyPrefix", strconv.Quote(r.KeyPrefix)+" must not contain braces (they would change the Redis Cluster hash tag)")
-	}
 	o := &rs.client
 	for i, e := range r.Endpoints {
 		e = strings.TrimSpace(e)
-		if _, port, err := net.SplitHostPort(e); err != nil || port == "" {
-			return nil, fieldError("redis.endpoints["+strconv.Itoa(i)+"]", strconv.Quote(e)+` is not host:port (e.g. "redis:6379")`)
+		if err := ratelimit.CheckRedisAddress(e); err != nil {
+			return nil, fieldError("redis.endpoints["+strconv.Itoa(i)+"]", err.Error())
 		}
 		o.Addrs = append(o.Addrs, e)
 	}
 	if len(o.Addrs) == 0 {
 		o.Addrs = []string{defaultRedisEndpoint}
 	}
+	// Several endpoints are a Redis Cluster.
+	shared := ratelimit.RedisSettings{KeyPrefix: rs.keyPrefix, DB: r.DB, Cluster: len(o.Addrs) > 1, PoolSize: r.PoolSize}
+	if t := r.TLS; t != nil {
+		shared.TLSCert, shared.TLSKey = t.Cert, t.Key
+	}
+	if err := shared.Check(); err != nil {
+		return nil, spelling.Error(err)
+	}
 	o.Username = r.Username
 	o.Password = r.Password
-	if r.DB < 0 {
-		return nil, fieldError("redis.db", "must not be negative, got "+strconv.Itoa(r.DB))
-	}
-	if r.DB != 0 && len(o.Addrs) > 1 {
-		return nil, fieldError("redis.db", "a Redis Cluster (several endpoints) has only db 0, got "+strconv.Itoa(r.DB))
-	}
 	o.DB = r.DB
 	if o.DialTimeout, err = redisTimeout("redis.dialTimeout", r.DialTimeout); err != nil {
 		return nil, err
@@ -76,9 +74,6 @@ func (c *Config) redisSettings() (*redisSettings, error) {
 	}
 	if o.WriteTimeout, err = redisTimeout("redis.writeTimeout", r.WriteTimeout); err != nil {
 		return nil, err
-	}
-	if r.PoolSize < 0 {
-		return nil, fieldError("redis.poolSize", "must not be negative, got "+strconv.Itoa(r.PoolSize))
 	}
 	o.PoolSize = r.PoolSize
 	if r.MaxActiveConns < 0 {
@@ -97,9 +92,6 @@ func (c *Config) redisSettings() (*redisSettings, error) {
 	}
 	o.AutoPipeline = true
 	if t := r.TLS; t != nil {
-		if (t.Cert == "") != (t.Key == "") {
-			return nil, fieldError("redis.tls", "cert and key must be given together")
-		}
 		if o.TLS, err = resp.LoadTLS(t.CA, t.Cert, t.Key, t.InsecureSkipVerify); err != nil {
 			return nil, fieldError("redis.tls", err.Error())
 		}

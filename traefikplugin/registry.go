@@ -1,7 +1,6 @@
 package traefikplugin
 
 import (
-	"strconv"
 	"sync"
 
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
@@ -17,20 +16,21 @@ var (
 	registry   = make(map[string]*registered)
 )
 
-// registered is a zone and the rule it was made for.
+// registered is a zone and the ratelimit.ZoneID it was made for.
 type registered struct {
-	fingerprint string
-	zone        *ratelimit.Zone
+	id   string
+	zone *ratelimit.Zone
 }
 
 // zoneFor returns the zone of the middleware name for rule and maxKeys,
 // reusing the registered one when they match.
 func zoneFor(name string, rule ratelimit.Rule, maxKeys int) (*ratelimit.Zone, error) {
-	fp := fingerprint(rule, maxKeys)
+	opts := ratelimit.Options{MaxKeys: maxKeys}
+	id := ratelimit.ZoneID(name, rule, opts)
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if r := registry[name]; r != nil {
-		if r.fingerprint == fp {
+		if r.id == id {
 			return r.zone, nil
 		}
 		// Handlers of the previous configuration may still be serving:
@@ -38,22 +38,13 @@ func zoneFor(name string, rule ratelimit.Rule, maxKeys int) (*ratelimit.Zone, er
 		r.zone.Close()
 		delete(registry, name)
 	}
-	z, err := ratelimit.NewZone(name, rule, ratelimit.Options{MaxKeys: maxKeys, Evicting: fullZoneLog(name, maxKeys)})
+	opts.Evicting = fullZoneLog(name, maxKeys)
+	z, err := ratelimit.NewZone(name, rule, opts)
 	if err != nil {
 		return nil, err
 	}
-	registry[name] = &registered{fingerprint: fp, zone: z}
+	registry[name] = &registered{id: id, zone: z}
 	return z, nil
-}
-
-// fingerprint identifies what a zone's state depends on.
-func fingerprint(rule ratelimit.Rule, maxKeys int) string {
-	return rule.Algorithm.String() +
-		" w=" + strconv.FormatInt(int64(rule.Window), 10) +
-		" t=" + strconv.FormatInt(int64(rule.SubWindow), 10) +
-		" n=" + strconv.FormatInt(rule.Limit, 10) +
-		" c=" + strconv.FormatInt(rule.Cost, 10) +
-		" k=" + strconv.Itoa(maxKeys)
 }
 
 // registeredZones returns how many zones the registry holds (tests).

@@ -3,7 +3,6 @@ package traefikplugin
 import (
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/windowlimit/windowlimit/shared/httplimit"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
@@ -74,7 +73,7 @@ func (c *Config) validate() (settings, error) {
 		return s, fieldError("algorithm", err.Error())
 	}
 	if err := s.rule.Normalize(); err != nil {
-		return s, ruleError(err)
+		return s, spelling.Error(err)
 	}
 	if c.MaxKeys < 0 {
 		return s, fieldError("maxKeys", "must not be negative, got "+strconv.Itoa(c.MaxKeys))
@@ -147,21 +146,4 @@ func prefixed(prefix string, err error) error {
 		return fieldError(prefix+"."+fe.Field, fe.Msg)
 	}
 	return fieldError(prefix, err.Error())
-}
-
-// ruleError names the field of an error from ratelimit.Rule.Normalize,
-// whose messages speak of window, sub_window, limit and cost, in this
-// configuration's spelling.
-func ruleError(err error) error {
-	msg := strings.ReplaceAll(err.Error(), "sub_window", "subWindow")
-	field := "window"
-	switch {
-	case strings.Contains(msg, "subWindow"):
-		field = "subWindow"
-	case strings.HasPrefix(msg, "limit"):
-		field = "limit"
-	case strings.HasPrefix(msg, "cost"):
-		field = "cost"
-	}
-	return fieldError(field, msg)
 }

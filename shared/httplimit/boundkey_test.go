@@ -25,7 +25,7 @@ func TestBoundFormComesOnlyFromHashing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := func(v string) string { return s.Key(&http.Request{Header: http.Header{"X-Key": {v}}}) }
+	key := func(v string) string { return KeyOf(s, &http.Request{Header: http.Header{"X-Key": {v}}}) }
 	if a, b := key(long), key(forged); a == b {
 		t.Errorf("header %q and the %d-byte header share the key %q", forged, len(long), a)
 	}

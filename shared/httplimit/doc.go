@@ -7,4 +7,11 @@
 // It imports only the standard library, because Traefik loads it through
 // the yaegi interpreter. The per-request functions avoid fmt and allocate
 // as little as possible: values that never change are computed once.
+//
+// The per-request calls are plain functions taking their receiver as the
+// first argument (KeyOf, WriteHeaders, WriteRejection) rather than
+// methods: under yaegi a method call costs several function calls, and
+// the Traefik plugin makes these calls on every request. Compiled Go pays
+// nothing for the plain form. Policy.SetHeaders, the method form of
+// WriteHeaders, remains for the Caddy module.
 package httplimit

@@ -42,7 +42,7 @@ func FuzzKeyOf(f *testing.F) {
 			if len(k) > MaxKeyLength && len(k) > bounded {
 				t.Fatalf("source %d: key of %d bytes", i, len(k))
 			}
-			if again := s.Key(r); again != k {
+			if again := KeyOf(s, r); again != k {
 				t.Fatalf("source %d: key %q, then %q", i, k, again)
 			}
 		}

@@ -176,13 +176,10 @@ func retrySeconds(d ratelimit.Decision) int64 {
 	return CeilSeconds(d.RetryAfter)
 }
 
-// Reject writes a complete rejection of a request denied by d: the
-// rate-limit headers, Retry-After, the status and body as plain text.
-func (p *Policy) Reject(w http.ResponseWriter, d ratelimit.Decision, status int, body string) {
-	WriteRejection(p, w, d, status, body)
-}
-
-// WriteRejection is Reject as a plain function, for the Traefik plugin.
+// WriteRejection writes a complete rejection of a request denied by d:
+// the rate-limit headers, Retry-After, the status and body as plain text.
+// It is a plain function, not a method, for the Traefik plugin (see the
+// package documentation).
 func WriteRejection(p *Policy, w http.ResponseWriter, d ratelimit.Decision, status int, body string) {
 	h := w.Header()
 	WriteHeaders(p, h, d)

@@ -108,7 +108,7 @@ func TestHeadersAreNotShared(t *testing.T) {
 		rec := httptest.NewRecorder()
 		p.SetHeaders(rec.Header(), d)
 		SetRetryAfter(rec.Header(), d)
-		p.Reject(rec, d, http.StatusTooManyRequests, "no")
+		WriteRejection(p, rec, d, http.StatusTooManyRequests, "no")
 		return rec.Header()
 	}
 	p := NewPolicy("api", time.Minute, 100, HeadersBoth)
@@ -169,7 +169,7 @@ func TestReject(t *testing.T) {
 		p := NewPolicy("api", time.Minute, 20, mode)
 		rec := httptest.NewRecorder()
 		d := ratelimit.Decision{Limit: 20, RetryAfter: 2500 * time.Millisecond, ResetAfter: time.Minute}
-		p.Reject(rec, d, http.StatusTooManyRequests, "Too Many Requests\n")
+		WriteRejection(p, rec, d, http.StatusTooManyRequests, "Too Many Requests\n")
 		res := rec.Result()
 		if res.StatusCode != http.StatusTooManyRequests {
 			t.Errorf("%v: status %d", mode, res.StatusCode)
@@ -239,7 +239,7 @@ func TestIETFDenial(t *testing.T) {
 		}
 		p := NewPolicy("api", time.Minute, 100, HeadersBoth)
 		rec := httptest.NewRecorder()
-		p.Reject(rec, tt.d, http.StatusTooManyRequests, "no")
+		WriteRejection(p, rec, tt.d, http.StatusTooManyRequests, "no")
 		check("Reject", rec.Header(), "RateLimit-Policy", "RateLimit", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After")
 		h := http.Header{}
 		p.SetHeaders(h, tt.d)
@@ -251,7 +251,7 @@ func TestIETFDenial(t *testing.T) {
 
 func TestRejectEmptyBody(t *testing.T) {
 	rec := httptest.NewRecorder()
-	NewPolicy("api", time.Minute, 1, HeadersLegacy).Reject(rec, ratelimit.Decision{Limit: 1}, 503, "")
+	WriteRejection(NewPolicy("api", time.Minute, 1, HeadersLegacy), rec, ratelimit.Decision{Limit: 1}, 503, "")
 	if rec.Code != 503 || rec.Body.Len() != 0 || rec.Header().Get("Content-Length") != "0" {
 		t.Errorf("got %d, body %q, Content-Length %q", rec.Code, rec.Body, rec.Header().Get("Content-Length"))
 	}
@@ -277,7 +277,7 @@ func BenchmarkReject(b *testing.B) {
 	w := &discardWriter{h: http.Header{}}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		p.Reject(w, d, http.StatusTooManyRequests, "Too Many Requests\n")
+		WriteRejection(p, w, d, http.StatusTooManyRequests, "Too Many Requests\n")
 	}
 }
 

@@ -54,7 +54,7 @@ func TestIPv6GroupedByDefault(t *testing.T) {
 				if strings.Contains(ip, ":") {
 					host = "[" + ip + "]"
 				}
-				return s.Key(&http.Request{RemoteAddr: host + ":4711", Header: http.Header{"X-Forwarded-For": {ip}}})
+				return KeyOf(s, &http.Request{RemoteAddr: host + ":4711", Header: http.Header{"X-Forwarded-For": {ip}}})
 			}
 			ka, kb := key(tt.a), key(tt.b)
 			if (ka == kb) != tt.shared {

@@ -97,11 +97,9 @@ func (s *Source) IPv6Prefix() int {
 	return s.ip.v6Bits
 }
 
-// Key returns the key of r, at most MaxKeyLength bytes long.
-func (s *Source) Key(r *http.Request) string { return KeyOf(s, r) }
-
-// KeyOf is Key as a plain function, for the Traefik plugin: under yaegi a
-// method call costs several times a function call.
+// KeyOf returns the key of r, at most MaxKeyLength bytes long. It is a
+// plain function, not a method, for the Traefik plugin (see the package
+// documentation).
 func KeyOf(s *Source, r *http.Request) string {
 	var k string
 	switch s.kind {

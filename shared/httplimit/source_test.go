@@ -36,7 +36,7 @@ func TestSourceKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := s.Key(tt.req); got != tt.want {
+			if got := KeyOf(s, tt.req); got != tt.want {
 				t.Errorf("Key = %q, want %q", got, tt.want)
 			}
 		})
@@ -129,7 +129,7 @@ func TestSourceRandomInput(t *testing.T) {
 			"X-Key":           {junk()},
 		}}
 		for _, s := range sources {
-			if k := s.Key(r); len(k) > MaxKeyLength {
+			if k := KeyOf(s, r); len(k) > MaxKeyLength {
 				t.Fatalf("key of %d bytes", len(k))
 			}
 		}
@@ -144,7 +144,7 @@ func BenchmarkSourceKey(b *testing.B) {
 	r := &http.Request{RemoteAddr: "203.0.113.7:4711", Header: http.Header{}}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		s.Key(r)
+		KeyOf(s, r)
 	}
 }
 

@@ -16,7 +16,7 @@ type accuracy struct {
 
 // measure replays times (sorted) through a fresh zone for rule.
 func measure(t testing.TB, rule Rule, times []int64) accuracy {
-	z := newTestZone(t, rule, Options{})
+	z := newZone(t, "test", rule, Options{})
 	var admitted []int64
 	for _, at := range times {
 		if z.Take("k", time.Unix(0, at)).Allowed {

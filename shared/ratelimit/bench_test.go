@@ -18,7 +18,7 @@ func benchZone(b *testing.B, alg Algorithm, maxKeys int) *Zone {
 	if alg == Log {
 		rule.Limit = MaxLogLimit
 	}
-	return newTestZone(b, rule, Options{MaxKeys: maxKeys})
+	return newZone(b, "test", rule, Options{MaxKeys: maxKeys})
 }
 
 // BenchmarkTakeHotKey is one key, admitted, in its current sub-window: the
@@ -47,7 +47,7 @@ func BenchmarkTakeHotKeyParallel(b *testing.B) {
 
 // BenchmarkTakeDenied is one key over its limit: the attack steady state.
 func BenchmarkTakeDenied(b *testing.B) {
-	z := newTestZone(b, Rule{Window: time.Minute, Limit: 10}, Options{})
+	z := newZone(b, "test", Rule{Window: time.Minute, Limit: 10}, Options{})
 	for i := 0; i < 10; i++ {
 		z.Take("203.0.113.7", start)
 	}
@@ -96,7 +96,7 @@ func BenchmarkTakeMillionKeysParallel(b *testing.B) {
 }
 
 func BenchmarkTakeLog(b *testing.B) {
-	z := newTestZone(b, Rule{Window: time.Minute, Limit: 100, Algorithm: Log}, Options{})
+	z := newZone(b, "test", Rule{Window: time.Minute, Limit: 100, Algorithm: Log}, Options{})
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -77,7 +77,7 @@ func TestClockBackMatchesScript(t *testing.T) {
 	for _, rule := range scriptRules {
 		for seed := int64(1); seed <= 6; seed++ {
 			rng := rand.New(rand.NewSource(seed))
-			z := newTestZone(t, rule, Options{})
+			z := newZone(t, "test", rule, Options{})
 			ref := newScriptReference(rule)
 			w := int64(rule.Window)
 			rate := float64(rule.Limit) / rule.Window.Seconds() * (0.5 + rng.Float64()*3)
@@ -104,8 +104,8 @@ func TestClockBackMatchesScript(t *testing.T) {
 // sub-window, or a clock that then goes back counts the next admission in
 // the wrong sub-window, and it stays counted a sub-window too long.
 func TestDeniedRequestWritesNothing(t *testing.T) {
-	a := newTestZone(t, Rule{Window: 10 * time.Second, SubWindow: time.Second, Limit: 2, Algorithm: Strict}, Options{})
-	b := newTestZone(t, Rule{Window: 10 * time.Second, Limit: 1, Algorithm: Fixed}, Options{})
+	a := newZone(t, "test", Rule{Window: 10 * time.Second, SubWindow: time.Second, Limit: 2, Algorithm: Strict}, Options{})
+	b := newZone(t, "test", Rule{Window: 10 * time.Second, Limit: 1, Algorithm: Fixed}, Options{})
 	ref := newScriptReference(a.Rule())
 	out := make([]Decision, 2)
 	both := []Item{{Zone: a, Key: "k"}, {Zone: b, Key: "k"}}
@@ -133,7 +133,7 @@ func TestDeniedRequestWritesNothing(t *testing.T) {
 // since changed the count.
 func TestCachedDenialAfterAdmission(t *testing.T) {
 	rule := Rule{Window: 10 * time.Second, SubWindow: time.Second, Limit: 10}
-	z := newTestZone(t, rule, Options{})
+	z := newZone(t, "test", rule, Options{})
 	ref := newScriptReference(rule)
 	steps := []time.Duration{ms(500), ms(500), ms(500), ms(500), ms(500), ms(500), ms(500), ms(500), ms(500), ms(500),
 		ms(10050), // denied until 10.1s
@@ -164,7 +164,7 @@ func TestDecisionBoundsUnderClockSteps(t *testing.T) {
 	for _, rule := range rules {
 		for seed := int64(1); seed <= 3; seed++ {
 			rng := rand.New(rand.NewSource(seed))
-			z := newTestZone(t, rule, Options{MaxKeys: 2})
+			z := newZone(t, "test", rule, Options{MaxKeys: 2})
 			r := z.Rule()
 			bound := r.Window + r.SubWindow
 			w := int64(r.Window)
@@ -203,7 +203,7 @@ func TestWindowBound(t *testing.T) {
 		t.Fatalf("a 60-year window: %v", err)
 	}
 	for _, alg := range allAlgorithms {
-		z := newTestZone(t, Rule{Window: MaxWindow, Limit: 1, Algorithm: alg}, Options{})
+		z := newZone(t, "test", Rule{Window: MaxWindow, Limit: 1, Algorithm: alg}, Options{})
 		for _, at := range []int64{time.Now().UnixNano(), 0, -1, math.MaxInt64} {
 			TakeAt(z, "k", at)
 			TakeAt(z, "k", at) // denied
@@ -216,7 +216,7 @@ func TestWindowBound(t *testing.T) {
 // admitted on the fast path meet others that move the key to the next
 // sub-window; run with -race.
 func TestTakeAtRace(t *testing.T) {
-	z := newTestZone(t, Rule{Window: 10 * time.Millisecond, SubWindow: time.Millisecond, Limit: MaxLimit}, Options{})
+	z := newZone(t, "test", Rule{Window: 10 * time.Millisecond, SubWindow: time.Millisecond, Limit: MaxLimit}, Options{})
 	var tick atomic.Int64
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {

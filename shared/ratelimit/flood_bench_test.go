@@ -12,7 +12,7 @@ func BenchmarkTakeFlood(b *testing.B) {
 	const maxKeys = 10000
 	for _, alg := range []Algorithm{Sliding, Log} {
 		b.Run(alg.String(), func(b *testing.B) {
-			z := newTestZone(b, Rule{Window: time.Minute, Limit: 5, Algorithm: alg}, Options{MaxKeys: maxKeys})
+			z := newZone(b, "test", Rule{Window: time.Minute, Limit: 5, Algorithm: alg}, Options{MaxKeys: maxKeys})
 			names := make([]string, 1<<20)
 			for i := range names {
 				names[i] = ipKey(i)

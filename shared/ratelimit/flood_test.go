@@ -83,7 +83,7 @@ func TestFloodCannotFreeALimitedClient(t *testing.T) {
 				name := alg.String() + "/max_keys=" + strconv.Itoa(tt.maxKeys) + "/requests_per_key=" + strconv.Itoa(perKey)
 				t.Run(name, func(t *testing.T) {
 					rule := Rule{Window: time.Minute, Limit: 5, Algorithm: alg}
-					z := newTestZone(t, rule, Options{MaxKeys: tt.maxKeys})
+					z := newZone(t, "test", rule, Options{MaxKeys: tt.maxKeys})
 					// 25,000 fresh keys a second.
 					r := flood(t, z, start.UnixNano(), 100*tt.maxKeys, perKey, int64(40*time.Microsecond))
 					if r.slipped != 0 {
@@ -110,7 +110,7 @@ func TestModerateFlood(t *testing.T) {
 	for _, alg := range allAlgorithms {
 		for _, perKey := range []int{1, 5} {
 			t.Run(alg.String()+"/requests_per_key="+strconv.Itoa(perKey), func(t *testing.T) {
-				z := newTestZone(t, Rule{Window: time.Minute, Limit: 5, Algorithm: alg}, Options{MaxKeys: 1000})
+				z := newZone(t, "test", Rule{Window: time.Minute, Limit: 5, Algorithm: alg}, Options{MaxKeys: 1000})
 				// 10,000 keys in 50 s: under ten times max_keys a window.
 				r := flood(t, z, start.UnixNano(), 10000, perKey, int64(5*time.Millisecond))
 				if r.slipped != 0 || r.maxLen > 1000 {

@@ -24,7 +24,7 @@ func TestAgainstReference(t *testing.T) {
 		rule := rule
 		for seed := int64(1); seed <= 4; seed++ {
 			rng := rand.New(rand.NewSource(seed))
-			z := newTestZone(t, rule, Options{})
+			z := newZone(t, "test", rule, Options{})
 			ref := newReference(rule)
 			// Rates from a third of the limit to four times it, with bursts.
 			rate := float64(rule.Limit) / rule.Window.Seconds() * (0.3 + rng.Float64()*3.7)
@@ -66,7 +66,7 @@ func TestStrictNeverExceedsLimit(t *testing.T) {
 			if alg == Log {
 				rule.SubWindow = 0
 			}
-			z := newTestZone(t, rule, Options{})
+			z := newZone(t, "test", rule, Options{})
 			rate := float64(rule.Limit) * (1 + rng.Float64()*5)
 			var admitted []int64
 			for _, at := range trace(rng, start.UnixNano(), 5000, rate, 1+rng.Intn(8)) {
@@ -98,7 +98,7 @@ func TestBoundaryAttack(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.alg.String(), func(t *testing.T) {
 			rule := Rule{Window: 10 * time.Second, Limit: n, Algorithm: tt.alg}
-			z := newTestZone(t, rule, Options{})
+			z := newZone(t, "test", rule, Options{})
 			var admitted []int64
 			end := start.Add(10*time.Second - time.Millisecond) // last ms of the first window
 			for _, at := range []time.Time{end, end.Add(2 * time.Millisecond)} {

@@ -60,9 +60,18 @@ func newStore(t testing.TB, addr string) (*RedisStore, *resp.Client) {
 	return s, c
 }
 
-func newZone(t testing.TB, name string, r Rule) *Zone {
+// newZone returns the zone name of rule r, closed when the test ends. It
+// has no sweeper unless opts, given at most once, set a SweepInterval.
+func newZone(t testing.TB, name string, r Rule, opts ...Options) *Zone {
 	t.Helper()
-	z, err := NewZone(name, r, Options{SweepInterval: -1})
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.SweepInterval == 0 {
+		o.SweepInterval = -1
+	}
+	z, err := NewZone(name, r, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,8 +70,8 @@ func NewRedisStore(run ScriptRunner, opts RedisOptions) (*RedisStore, error) {
 	if run == nil {
 		return nil, errors.New("redis store: no script runner")
 	}
-	if strings.ContainsAny(opts.KeyPrefix, "{}") {
-		return nil, fmt.Errorf("redis key prefix %q must not contain braces (they would change the cluster hash tag)", opts.KeyPrefix)
+	if err := checkKeyPrefix(opts.KeyPrefix); err != nil {
+		return nil, err
 	}
 	s := &RedisStore{run: run, prefix: opts.KeyPrefix, cluster: opts.Cluster}
 	s.args.Store(new(sync.Map))
@@ -91,14 +91,17 @@ const maxCachedRules = 1024
 
 // CheckRedisRule reports whether a normalized rule can be kept in Redis,
 // whose script counts time in whole microseconds, and whether zone is a
-// usable name in a Redis key. Normalize has bounded the window by
+// usable name in a Redis key; the error is a *FieldError. Normalize has bounded the window by
 // MaxWindow, whose microseconds Lua's doubles hold exactly.
 func CheckRedisRule(zone string, r Rule) error {
 	if strings.ContainsAny(zone, "{}") {
-		return fmt.Errorf("zone %q: a zone kept in redis must not have braces in its name", zone)
+		return fieldError(FieldName, strconv.Quote(zone)+" must not have braces to be kept in redis")
 	}
-	if r.Window%time.Microsecond != 0 || r.SubWindow%time.Microsecond != 0 {
-		return fmt.Errorf("zone %q: window %v and sub_window %v must be whole microseconds to be kept in redis", zone, r.Window, r.SubWindow)
+	if r.Window%time.Microsecond != 0 {
+		return fieldError(FieldWindow, r.Window.String()+" must be whole microseconds to be kept in redis")
+	}
+	if r.SubWindow%time.Microsecond != 0 {
+		return fieldError(FieldSubWindow, r.SubWindow.String()+" must be whole microseconds to be kept in redis")
 	}
 	return nil
 }

@@ -254,11 +254,19 @@ func TestRedisConfigErrors(t *testing.T) {
 	if _, err := NewRedisStore(&countingRunner{}, RedisOptions{KeyPrefix: "{x}"}); err == nil {
 		t.Error("prefix with braces accepted")
 	}
-	if err := CheckRedisRule("a{b", Rule{Window: time.Second, SubWindow: time.Second}); err == nil {
-		t.Error("zone with braces accepted")
-	}
-	if err := CheckRedisRule("z", Rule{Window: time.Second + time.Nanosecond, SubWindow: time.Second + time.Nanosecond}); err == nil {
-		t.Error("sub-microsecond window accepted")
+	for _, tc := range []struct {
+		zone  string
+		rule  Rule
+		field Field
+	}{
+		{"a{b", Rule{Window: time.Second, SubWindow: time.Second}, FieldName},
+		{"z", Rule{Window: time.Second + time.Nanosecond, SubWindow: time.Second + time.Nanosecond}, FieldWindow},
+		{"z", Rule{Window: 10 * time.Microsecond, SubWindow: 2500 * time.Nanosecond}, FieldSubWindow},
+	} {
+		err := CheckRedisRule(tc.zone, tc.rule)
+		if fe, ok := err.(*FieldError); !ok || fe.Field != tc.field {
+			t.Errorf("CheckRedisRule(%q, %+v) = %#v, want a *FieldError of %v", tc.zone, tc.rule, err, tc.field)
+		}
 	}
 }
 

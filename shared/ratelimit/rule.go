@@ -1,7 +1,6 @@
 package ratelimit
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -87,65 +86,66 @@ type Rule struct {
 	Cost int64
 }
 
-// Normalize fills the defaults into r and reports the first bad value.
+// Normalize fills the defaults into r and reports the first bad value as
+// a *FieldError.
 func (r *Rule) Normalize() error {
 	if r.Window <= 0 {
-		return fmt.Errorf("window must be positive, got %v", r.Window)
+		return fieldError(FieldWindow, "must be positive, got "+r.Window.String())
 	}
 	if r.Window > MaxWindow {
-		return fmt.Errorf("window %v is too long (at most %v, 10 years)", r.Window, MaxWindow)
+		return fieldError(FieldWindow, r.Window.String()+" is too long (at most "+MaxWindow.String()+", 10 years)")
 	}
 	if r.Algorithm > Log {
-		return fmt.Errorf("unknown algorithm %v", r.Algorithm)
+		return fieldError(FieldAlgorithm, "unknown algorithm "+r.Algorithm.String())
 	}
 	if r.Limit <= 0 {
-		return fmt.Errorf("limit must be positive, got %d", r.Limit)
+		return fieldError(FieldLimit, "must be positive, got "+strconv.FormatInt(r.Limit, 10))
 	}
 	if r.Cost == 0 {
 		r.Cost = 1
 	}
 	if r.Cost < 0 {
-		return fmt.Errorf("cost must be positive, got %d", r.Cost)
+		return fieldError(FieldCost, "must be positive, got "+strconv.FormatInt(r.Cost, 10))
 	}
 	if r.Cost > r.Limit {
-		return fmt.Errorf("cost %d exceeds limit %d: no request could ever pass", r.Cost, r.Limit)
+		return fieldError(FieldCost, strconv.FormatInt(r.Cost, 10)+" exceeds the limit "+strconv.FormatInt(r.Limit, 10)+": no request could ever pass")
 	}
 	switch r.Algorithm {
 	case Log:
 		if r.Limit > MaxLogLimit {
-			return fmt.Errorf("limit %d is too large for the log algorithm (at most %d; use sliding or strict)", r.Limit, MaxLogLimit)
+			return fieldError(FieldLimit, strconv.FormatInt(r.Limit, 10)+" is too large for the log algorithm (at most "+strconv.Itoa(MaxLogLimit)+"; use sliding or strict)")
 		}
 		if r.SubWindow != 0 && r.SubWindow != r.Window {
-			return errors.New("sub_window does not apply to the log algorithm")
+			return fieldError(FieldSubWindow, "does not apply to the log algorithm")
 		}
 		r.SubWindow = r.Window
 		return nil
 	case Fixed:
 		if r.SubWindow != 0 && r.SubWindow != r.Window {
-			return errors.New("sub_window does not apply to the fixed algorithm")
+			return fieldError(FieldSubWindow, "does not apply to the fixed algorithm")
 		}
 		r.SubWindow = r.Window
 	}
 	if r.Limit > MaxLimit {
-		return fmt.Errorf("limit %d is too large (at most %d)", r.Limit, MaxLimit)
+		return fieldError(FieldLimit, strconv.FormatInt(r.Limit, 10)+" is too large (at most "+strconv.Itoa(MaxLimit)+")")
 	}
 	if r.SubWindow == 0 {
-		r.SubWindow = r.Window / DefaultBuckets
 		if r.Window%DefaultBuckets != 0 {
-			return fmt.Errorf("window %v cannot be split into %d sub-windows; set sub_window", r.Window, DefaultBuckets)
+			return fieldError(FieldSubWindow, "required: the window "+r.Window.String()+" cannot be split into "+strconv.Itoa(DefaultBuckets)+" sub-windows")
 		}
+		r.SubWindow = r.Window / DefaultBuckets
 	}
 	if r.SubWindow < 0 {
-		return fmt.Errorf("sub_window must be positive, got %v", r.SubWindow)
+		return fieldError(FieldSubWindow, "must be positive, got "+r.SubWindow.String())
 	}
 	if r.SubWindow > r.Window {
-		return fmt.Errorf("sub_window %v is longer than window %v", r.SubWindow, r.Window)
+		return fieldError(FieldSubWindow, r.SubWindow.String()+" is longer than the window "+r.Window.String())
 	}
 	if r.Window%r.SubWindow != 0 {
-		return fmt.Errorf("sub_window %v does not divide window %v", r.SubWindow, r.Window)
+		return fieldError(FieldSubWindow, r.SubWindow.String()+" does not divide the window "+r.Window.String())
 	}
 	if n := r.Window / r.SubWindow; n > MaxBuckets {
-		return fmt.Errorf("window %v / sub_window %v is %d sub-windows (at most %d)", r.Window, r.SubWindow, n, MaxBuckets)
+		return fieldError(FieldSubWindow, r.SubWindow.String()+" splits the window "+r.Window.String()+" into "+strconv.FormatInt(int64(n), 10)+" sub-windows (at most "+strconv.Itoa(MaxBuckets)+")")
 	}
 	return nil
 }

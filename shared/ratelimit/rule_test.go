@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -36,32 +37,35 @@ func TestRuleNormalizeDefaults(t *testing.T) {
 
 func TestRuleNormalizeErrors(t *testing.T) {
 	tests := []struct {
-		rule Rule
-		want string
+		rule  Rule
+		field Field
+		want  string
 	}{
-		{Rule{Limit: 1}, "window must be positive"},
-		{Rule{Window: -time.Second, Limit: 1}, "window must be positive"},
-		{Rule{Window: time.Minute}, "limit must be positive"},
-		{Rule{Window: time.Minute, Limit: -3}, "limit must be positive"},
-		{Rule{Window: time.Minute, Limit: 5, Cost: -1}, "cost must be positive"},
-		{Rule{Window: time.Minute, Limit: 5, Cost: 6}, "cost 6 exceeds limit 5"},
-		{Rule{Window: time.Minute, SubWindow: -time.Second, Limit: 5}, "sub_window must be positive"},
-		{Rule{Window: time.Minute, SubWindow: 7 * time.Second, Limit: 5}, "does not divide"},
-		{Rule{Window: time.Minute, SubWindow: 2 * time.Minute, Limit: 5}, "longer than window"},
-		{Rule{Window: time.Minute, SubWindow: 100 * time.Millisecond, Limit: 5}, "600 sub-windows (at most 128)"},
-		{Rule{Window: 15 * time.Nanosecond, Limit: 5}, "cannot be split into 10"},
-		{Rule{Window: time.Minute, Limit: MaxLimit + 1}, "too large"},
-		{Rule{Window: time.Minute, Limit: MaxLogLimit + 1, Algorithm: Log}, "too large for the log algorithm"},
-		{Rule{Window: time.Minute, SubWindow: time.Second, Limit: 5, Algorithm: Log}, "does not apply to the log"},
-		{Rule{Window: time.Minute, SubWindow: time.Second, Limit: 5, Algorithm: Fixed}, "does not apply to the fixed"},
-		{Rule{Window: time.Minute, Limit: 5, Algorithm: Algorithm(9)}, "unknown algorithm"},
+		{Rule{Limit: 1}, FieldWindow, "must be positive, got 0s"},
+		{Rule{Window: -time.Second, Limit: 1}, FieldWindow, "must be positive"},
+		{Rule{Window: time.Minute}, FieldLimit, "must be positive, got 0"},
+		{Rule{Window: time.Minute, Limit: -3}, FieldLimit, "must be positive"},
+		{Rule{Window: time.Minute, Limit: 5, Cost: -1}, FieldCost, "must be positive"},
+		{Rule{Window: time.Minute, Limit: 5, Cost: 6}, FieldCost, "6 exceeds the limit 5"},
+		{Rule{Window: time.Minute, SubWindow: -time.Second, Limit: 5}, FieldSubWindow, "must be positive"},
+		{Rule{Window: time.Minute, SubWindow: 7 * time.Second, Limit: 5}, FieldSubWindow, "7s does not divide the window 1m0s"},
+		{Rule{Window: time.Minute, SubWindow: 2 * time.Minute, Limit: 5}, FieldSubWindow, "longer than the window"},
+		{Rule{Window: time.Minute, SubWindow: 100 * time.Millisecond, Limit: 5}, FieldSubWindow, "600 sub-windows (at most 128)"},
+		{Rule{Window: 15 * time.Nanosecond, Limit: 5}, FieldSubWindow, "cannot be split into 10"},
+		{Rule{Window: time.Minute, Limit: MaxLimit + 1}, FieldLimit, "too large"},
+		{Rule{Window: time.Minute, Limit: MaxLogLimit + 1, Algorithm: Log}, FieldLimit, "too large for the log algorithm"},
+		{Rule{Window: time.Minute, SubWindow: time.Second, Limit: 5, Algorithm: Log}, FieldSubWindow, "does not apply to the log"},
+		{Rule{Window: time.Minute, SubWindow: time.Second, Limit: 5, Algorithm: Fixed}, FieldSubWindow, "does not apply to the fixed"},
+		{Rule{Window: time.Minute, Limit: 5, Algorithm: Algorithm(9)}, FieldAlgorithm, "unknown algorithm"},
+		{Rule{Window: MaxWindow + 1, Limit: 5}, FieldWindow, "too long"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
 			r := tt.rule
 			err := r.Normalize()
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("Normalize(%+v) = %v, want an error containing %q", tt.rule, err, tt.want)
+			fe, ok := err.(*FieldError)
+			if !ok || fe.Field != tt.field || !strings.Contains(fe.Msg, tt.want) {
+				t.Fatalf("Normalize(%+v) = %#v, want a *FieldError of %v containing %q", tt.rule, err, tt.field, tt.want)
 			}
 		})
 	}
@@ -86,10 +90,46 @@ func TestParseAlgorithm(t *testing.T) {
 }
 
 func TestNewZoneErrors(t *testing.T) {
-	if _, err := NewZone("api", Rule{Window: time.Minute}, Options{}); err == nil || !strings.Contains(err.Error(), `zone "api"`) {
-		t.Errorf("bad rule: got %v, want an error naming the zone", err)
+	tests := []struct {
+		rule  Rule
+		opts  Options
+		field Field
+	}{
+		{Rule{Window: time.Minute}, Options{}, FieldLimit},
+		{Rule{Window: time.Minute, Limit: 1}, Options{MaxKeys: -1}, FieldMaxKeys},
+		{Rule{Window: time.Minute, Limit: 1}, Options{SweepInterval: time.Millisecond}, FieldSweepInterval},
 	}
-	if _, err := NewZone("api", Rule{Window: time.Minute, Limit: 1}, Options{MaxKeys: -1}); err == nil {
-		t.Error("negative max keys accepted")
+	for _, tt := range tests {
+		z, err := NewZone("api", tt.rule, tt.opts)
+		if fe, ok := err.(*FieldError); !ok || fe.Field != tt.field {
+			t.Errorf("NewZone(%+v, %+v) = %#v, want a *FieldError of %v", tt.rule, tt.opts, err, tt.field)
+		}
+		if z != nil {
+			z.Close()
+		}
+	}
+}
+
+func TestSpelling(t *testing.T) {
+	spell := &Spelling{FieldSubWindow: "spelt"}
+	err := spell.Error(&FieldError{Field: FieldSubWindow, Msg: "bad"})
+	if got := err.Error(); got != "spelt: bad" {
+		t.Errorf("spelled error = %q", got)
+	}
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != FieldSubWindow {
+		t.Errorf("spelled error does not unwrap to its *FieldError: %#v", err)
+	}
+	if got := spell.Error(&FieldError{Field: FieldLimit, Msg: "bad"}).Error(); got != "Limit: bad" {
+		t.Errorf("a field without a spelling: %q, want its Go name", got)
+	}
+	other := errors.New("other")
+	if spell.Error(other) != other {
+		t.Error("an error that is not a *FieldError was changed")
+	}
+	for f := Field(1); int(f) < NumFields; f++ {
+		if strings.HasPrefix(f.String(), "field(") {
+			t.Errorf("field %d has no name", f)
+		}
 	}
 }

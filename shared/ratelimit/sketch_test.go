@@ -44,7 +44,7 @@ func TestSketchNeverUnderestimates(t *testing.T) {
 	for _, rule := range rules {
 		t.Run(rule.Algorithm.String()+"/cost="+strconv.Itoa(int(rule.Cost)), func(t *testing.T) {
 			rng := rand.New(rand.NewSource(7))
-			z := newTestZone(t, rule, Options{MaxKeys: 40})
+			z := newZone(t, "test", rule, Options{MaxKeys: 40})
 			const keys = 400
 			admitted := make([][]int64, keys)
 			at := start.UnixNano()
@@ -96,8 +96,8 @@ func TestSeededCountExpiresOnTime(t *testing.T) {
 			if alg == Fixed || alg == Log {
 				rule.SubWindow = 0
 			}
-			tight := newTestZone(t, rule, Options{MaxKeys: 1})
-			twin := newTestZone(t, rule, Options{MaxKeys: 100})
+			tight := newZone(t, "test", rule, Options{MaxKeys: 1})
+			twin := newZone(t, "test", rule, Options{MaxKeys: 100})
 			// The other key must not share both sketch cells with the
 			// victim, or its later end could stretch the victim's.
 			width, shift := sketchWidth(tight.perShard)
@@ -139,7 +139,7 @@ func TestSeededCountExpiresOnTime(t *testing.T) {
 // smallest), allocated only once a shard evicts a live key.
 func TestSketchMemory(t *testing.T) {
 	for _, maxKeys := range []int{1, 10, 1000, 4096, 100000} {
-		z := newTestZone(t, Rule{Window: time.Minute, Limit: 1}, Options{MaxKeys: maxKeys})
+		z := newZone(t, "test", Rule{Window: time.Minute, Limit: 1}, Options{MaxKeys: maxKeys})
 		per := sketchBytes(z.perShard)
 		if per > 96*z.perShard && per > 384 {
 			t.Errorf("max_keys %d: %d bytes per shard of %d keys", maxKeys, per, z.perShard)

@@ -13,7 +13,7 @@ import (
 func TestConcurrentTakeAdmitsExactlyLimit(t *testing.T) {
 	for _, alg := range []Algorithm{Sliding, Strict, Fixed, Log} {
 		t.Run(alg.String(), func(t *testing.T) {
-			z := newTestZone(t, Rule{Window: time.Minute, Limit: 1000, Algorithm: alg}, Options{})
+			z := newZone(t, "test", Rule{Window: time.Minute, Limit: 1000, Algorithm: alg}, Options{})
 			var admitted atomic.Int64
 			var wg sync.WaitGroup
 			for g := 0; g < 8; g++ {
@@ -37,9 +37,9 @@ func TestConcurrentTakeAdmitsExactlyLimit(t *testing.T) {
 }
 
 func TestTakeAllConsumesOnlyIfAllAllow(t *testing.T) {
-	minute := newTestZone(t, Rule{Window: time.Minute, Limit: 1, Algorithm: Strict}, Options{})
-	hour := newTestZone(t, Rule{Window: time.Hour, Limit: 5, Algorithm: Strict}, Options{})
-	day := newTestZone(t, Rule{Window: 24 * time.Hour, Limit: 10, Algorithm: Strict}, Options{})
+	minute := newZone(t, "test", Rule{Window: time.Minute, Limit: 1, Algorithm: Strict}, Options{})
+	hour := newZone(t, "test", Rule{Window: time.Hour, Limit: 5, Algorithm: Strict}, Options{})
+	day := newZone(t, "test", Rule{Window: 24 * time.Hour, Limit: 10, Algorithm: Strict}, Options{})
 	items := []Item{{Zone: minute, Key: "+15550100"}, {Zone: hour, Key: "+15550100"}, {Zone: day, Key: "+15550100"}}
 	out := make([]Decision, len(items))
 
@@ -65,8 +65,8 @@ func TestTakeAllConsumesOnlyIfAllAllow(t *testing.T) {
 // TestTakeAllNoDeadlock takes overlapping zone sets in opposite orders
 // from many goroutines; locks are taken in one global order, so it ends.
 func TestTakeAllNoDeadlock(t *testing.T) {
-	a := newTestZone(t, Rule{Window: time.Minute, Limit: 1 << 20}, Options{})
-	b := newTestZone(t, Rule{Window: time.Minute, Limit: 1 << 20}, Options{})
+	a := newZone(t, "test", Rule{Window: time.Minute, Limit: 1 << 20}, Options{})
+	b := newZone(t, "test", Rule{Window: time.Minute, Limit: 1 << 20}, Options{})
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
@@ -119,7 +119,7 @@ func TestMaxKeysUnderFlood(t *testing.T) {
 	for _, alg := range []Algorithm{Sliding, Log} {
 		t.Run(alg.String(), func(t *testing.T) {
 			const maxKeys = 5000
-			z := newTestZone(t, Rule{Window: time.Minute, Limit: 3, Algorithm: alg}, Options{MaxKeys: maxKeys})
+			z := newZone(t, "test", Rule{Window: time.Minute, Limit: 3, Algorithm: alg}, Options{MaxKeys: maxKeys})
 			for i := 0; i < 50*maxKeys; i++ {
 				z.Take("flood-"+strconv.Itoa(i), start.Add(time.Duration(i)*time.Microsecond))
 				if i%1000 == 0 && z.Len() > maxKeys {
@@ -134,7 +134,7 @@ func TestMaxKeysUnderFlood(t *testing.T) {
 }
 
 func TestEvictionPrefersExpiredKeys(t *testing.T) {
-	z := newTestZone(t, Rule{Window: time.Second, Limit: 1, Algorithm: Strict}, Options{MaxKeys: 100})
+	z := newZone(t, "test", Rule{Window: time.Second, Limit: 1, Algorithm: Strict}, Options{MaxKeys: 100})
 	for i := 0; i < 100; i++ {
 		z.Take("old-"+strconv.Itoa(i), start)
 	}
@@ -156,7 +156,7 @@ func TestEvictionPrefersExpiredKeys(t *testing.T) {
 func TestSweepRemovesIdleKeys(t *testing.T) {
 	for _, alg := range []Algorithm{Sliding, Fixed, Log} {
 		t.Run(alg.String(), func(t *testing.T) {
-			z := newTestZone(t, Rule{Window: 10 * time.Second, Limit: 5, Algorithm: alg}, Options{})
+			z := newZone(t, "test", Rule{Window: 10 * time.Second, Limit: 5, Algorithm: alg}, Options{})
 			for i := 0; i < 100; i++ {
 				z.Take(strconv.Itoa(i), start)
 			}

@@ -9,19 +9,6 @@ var start = time.Unix(1699999200, 0) // a multiple of every sub-window used here
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
-func newTestZone(t testing.TB, rule Rule, opts Options) *Zone {
-	t.Helper()
-	if opts.SweepInterval == 0 {
-		opts.SweepInterval = -1
-	}
-	z, err := NewZone("test", rule, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(z.Close)
-	return z
-}
-
 // step is one request of a scripted trace and the decision it must get.
 type step struct {
 	at    time.Duration // since start
@@ -82,7 +69,7 @@ func TestTakeScripted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			z := newTestZone(t, tt.rule, Options{})
+			z := newZone(t, "test", tt.rule, Options{})
 			for i, s := range tt.steps {
 				n := s.n
 				if n == 0 {

@@ -1,9 +1,9 @@
 package ratelimit
 
 import (
-	"fmt"
 	"hash/maphash"
 	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,17 +100,17 @@ type Zone struct {
 	stopOnce sync.Once
 }
 
-// NewZone validates rule and returns a zone with an empty store. Call Close
-// to stop its sweeper.
+// NewZone validates rule and returns a zone with an empty store, or the
+// first bad value as a *FieldError. Call Close to stop its sweeper.
 func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 	if err := rule.Normalize(); err != nil {
-		return nil, fmt.Errorf("zone %q: %w", name, err)
+		return nil, err
 	}
 	if opts.MaxKeys < 0 {
-		return nil, fmt.Errorf("zone %q: max_keys must not be negative, got %d", name, opts.MaxKeys)
+		return nil, fieldError(FieldMaxKeys, "must not be negative, got "+strconv.Itoa(opts.MaxKeys))
 	}
 	if opts.SweepInterval > 0 && opts.SweepInterval < MinSweepInterval {
-		return nil, fmt.Errorf("zone %q: sweep_interval %v is too short (at least %v)", name, opts.SweepInterval, MinSweepInterval)
+		return nil, fieldError(FieldSweepInterval, opts.SweepInterval.String()+" is too short (at least "+MinSweepInterval.String()+")")
 	}
 	maxKeys := opts.MaxKeys
 	if maxKeys == 0 {
