@@ -73,12 +73,12 @@ func (c *Client) DoKey(ctx context.Context, key string, args ...string) (Reply, 
 
 // EvalSha runs the script cached under sha and returns its integer array.
 func (c *Client) EvalSha(ctx context.Context, sha string, keys, args []string) ([]int64, error) {
-	return eval(c, ctx, "EVALSHA", sha, keys, args)
+	return evalInts(c, ctx, keys, encodeEval("EVALSHA", sha, keys, args))
 }
 
 // Eval runs script, which the server caches for later EvalSha calls.
 func (c *Client) Eval(ctx context.Context, script string, keys, args []string) ([]int64, error) {
-	return eval(c, ctx, "EVAL", script, keys, args)
+	return evalInts(c, ctx, keys, encodeEval("EVAL", script, keys, args))
 }
 
 // ScriptLoad caches script on the server (on every master of a cluster)
@@ -108,13 +108,22 @@ func (c *Client) ScriptLoad(ctx context.Context, script string) (string, error) 
 // call costs several times a function call (scripts/yaegitest,
 // BenchmarkInterpretedCosts and BenchmarkRespInterpreted).
 
-func eval(c *Client, ctx context.Context, cmd, body string, keys, args []string) ([]int64, error) {
-	b := encodeEval(cmd, body, keys, args)
+// evalInts runs cmd, an encoded EVAL or EVALSHA on keys, and returns the
+// script's integers. A standalone server's pipelined connection, the
+// plugin's case, takes the short way (sharedInts).
+func evalInts(c *Client, ctx context.Context, keys []string, cmd string) ([]int64, error) {
+	if p := c.single; p != nil && c.opts.AutoPipeline {
+		ints, err, retry := sharedInts(ctx, p, cmd, false)
+		if retry {
+			ints, err, _ = sharedInts(ctx, p, cmd, true)
+		}
+		return ints, err
+	}
 	key, hasKey := "", len(keys) > 0
 	if hasKey {
 		key = keys[0]
 	}
-	rep, err := exec(c, ctx, key, hasKey, true, b)
+	rep, err := exec(c, ctx, key, hasKey, true, cmd)
 	if err != nil {
 		return nil, err
 	}
