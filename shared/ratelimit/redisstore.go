@@ -119,9 +119,22 @@ func CheckRedisRule(zone string, r Rule) error {
 
 // Take implements Store.
 func (s *RedisStore) Take(ctx context.Context, now time.Time, items []Item, out []Decision) (bool, error) {
+	return redisTake(s, ctx, now, items, out)
+}
+
+// redisTake is Take as a plain function, which Guard calls: under yaegi
+// a method call costs several function calls. The common request goes to
+// takeOne, the rest to takeMany, so that this frame stays small.
+func redisTake(s *RedisStore, ctx context.Context, now time.Time, items []Item, out []Decision) (bool, error) {
 	if len(items) == 1 && items[0].Limit <= 0 && s.prep != nil && !s.callerTime {
 		return takeOne(s, ctx, now, items, out)
 	}
+	return s.takeMany(ctx, now, items, out)
+}
+
+// takeMany is Take through the general path: call, per hash tag in
+// Cluster mode.
+func (s *RedisStore) takeMany(ctx context.Context, now time.Time, items []Item, out []Decision) (bool, error) {
 	keys := make([]string, len(items))
 	for i := range items {
 		keys[i] = RedisKey(s.prefix, items[i].Zone.Name(), items[i].Key)
