@@ -27,9 +27,6 @@ type Middleware struct {
 	// guard is store when it is a *ratelimit.Guard (Redis), called as a
 	// plain function on the common request (see takeFromStore).
 	guard *ratelimit.Guard
-	// remote is set when serveRemote serves the requests: guard is set,
-	// and but for the source the inline path's conditions hold.
-	remote bool
 	// source is nil for the default source, the remote address, whose
 	// IPv6 addresses are grouped by v6Bits.
 	source *httplimit.Source
@@ -112,7 +109,6 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 	}
 	if store != nil {
 		useStore(m, store)
-		m.remote = m.guard != nil && s.mode == httplimit.HeadersLegacy && !s.dryRun && table != nil && s.countStatus == nil && s.overrides == nil
 		m.charger, _ = store.(ratelimit.Charger)
 	}
 	return m, nil

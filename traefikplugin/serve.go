@@ -39,11 +39,7 @@ const (
 // Everything else is in serveOther.
 func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if m.slow {
-		if m.remote {
-			serveRemote(m, w, r)
-		} else {
-			serveOther(m, w, r)
-		}
+		serveOther(m, w, r)
 		return
 	}
 	key, _, err := net.SplitHostPort(r.RemoteAddr)
