@@ -100,7 +100,16 @@ func (c *Client) EvalShaPrepared(ctx context.Context, head, key, tail string) ([
 	} else {
 		bulk = "$" + strconv.Itoa(len(key))
 	}
-	return evalInts(c, ctx, key, true, head+bulk+"\r\n"+key+"\r\n"+tail)
+	cmd := head + bulk + "\r\n" + key + "\r\n" + tail
+	if p := c.single; p != nil && c.opts.AutoPipeline {
+		// evalInts, inlined: one call less on every decision.
+		ints, err, retry := sharedInts(ctx, p, cmd, false)
+		if retry {
+			ints, err, _ = sharedInts(ctx, p, cmd, true)
+		}
+		return ints, err
+	}
+	return evalInts(c, ctx, key, true, cmd)
 }
 
 // firstKey returns the first of keys, which a cluster routes by.
