@@ -141,7 +141,11 @@ func await(ctx context.Context, m *muxConn, cl *call) error {
 }
 
 func (m *muxConn) writeLoop() {
+	// Every variable is declared once, out of the loop: under yaegi a
+	// declaration allocates each time it runs.
 	var batch []*call
+	var b []byte
+	var err error
 	for range m.wake {
 		// Let the callers that the last replies woke queue their next
 		// command first, so that it joins this write instead of costing
@@ -159,20 +163,18 @@ func (m *muxConn) writeLoop() {
 		if len(batch) == 0 {
 			continue
 		}
-		b := m.c.wbuf[:0]
-		for _, cl := range batch {
-			if cl.asking {
+		b = m.c.wbuf[:0]
+		for i := range batch {
+			if batch[i].asking {
 				b = append(b, askingCmd...)
 			}
-			b = append(b, cl.cmd...)
+			b = append(b, batch[i].cmd...)
+			batch[i] = nil
 		}
 		m.c.wbuf = b
-		if err := send(m.c, time.Now().Add(m.opts.WriteTimeout), b); err != nil {
+		if err = send(m.c, time.Now().Add(m.opts.WriteTimeout), b); err != nil {
 			m.fail(err)
 			return
-		}
-		for i := range batch {
-			batch[i] = nil
 		}
 	}
 }
@@ -183,28 +185,34 @@ func (m *muxConn) writeLoop() {
 // before the next command. Its work per reply is inline: under yaegi the
 // loop's locals are allocated once, a call's on every call.
 func (m *muxConn) readLoop() {
+	// Every variable is declared once, out of the loop: under yaegi a
+	// declaration allocates each time it runs.
 	var asked *call // the call whose ASKING reply was read
+	var cl *call
+	var rep Reply
+	var vals []int64
+	var err, rerr error
+	var line []byte
+	var isReply bool
 	for {
 		// Wait for a reply to begin, then let the oldest pending call say
 		// how to read it: a reply comes only after its command was
 		// written, so it is pending by then, and only the reader removes
 		// it. A reply with none pending breaks the connection.
-		if _, err := m.c.br.Peek(1); err != nil {
+		if _, err = m.c.br.Peek(1); err != nil {
 			m.fail(err)
 			return
 		}
 		m.mu.Lock()
-		var cl *call
+		cl = nil
 		if len(m.pending) > 0 {
 			cl = m.pending[0]
 		}
 		m.mu.Unlock()
-		var rep Reply
-		var vals []int64
-		var err error
+		err = nil
 		if cl != nil && cl.ints && (!cl.asking || asked == cl) {
 			// readInts, inlined: one call less on every reply.
-			line, rerr := m.c.br.ReadSlice('\n')
+			line, rerr = m.c.br.ReadSlice('\n')
 			if rerr != nil || len(line) != 4 || line[0] != '*' || line[1] < '1' || line[1] > '9' || line[2] != '\r' {
 				vals, err = readIntsHead(m.c.br, line, rerr)
 			} else if vals = bufferedInts(m.c.br, int(line[1]-'0')); vals == nil {
@@ -213,7 +221,7 @@ func (m *muxConn) readLoop() {
 		} else if rep, err = readReply(m.c.br); err == nil && rep.Kind == '-' {
 			err = &Error{Msg: rep.Str}
 		}
-		if _, isReply := err.(*Error); err != nil && !isReply {
+		if _, isReply = err.(*Error); err != nil && !isReply {
 			m.fail(err)
 			return
 		}
@@ -237,10 +245,11 @@ func (m *muxConn) readLoop() {
 		m.pending = m.pending[1:]
 		m.replies++
 		m.mu.Unlock()
-		if !cl.ints {
+		if cl.ints {
+			cl.vals = vals
+		} else {
 			cl.rep = rep
 		}
-		cl.vals = vals
 		if err != nil {
 			cl.err = afterAsking(cl.askErr, err)
 		}

@@ -222,21 +222,16 @@ func bufferedInts(r *bufio.Reader, n int) []int64 {
 	if len(lines) <= n {
 		return nil
 	}
+	// Few temporaries: under yaegi this frame is allocated on every reply.
 	ints := make([]int64, n)
-	for i := 0; i < n; i++ {
-		line := lines[i]
-		if len(line) == 2 && line[0] == ':' && line[1] >= '0' && line[1] <= '9' {
-			ints[i] = int64(line[1] - '0')
-			continue
-		}
-		if len(line) < 2 || len(line) > 21 || line[0] != ':' || line[1] == '+' {
+	var err error
+	for i := range ints {
+		if len(lines[i]) < 2 || len(lines[i]) > 21 || lines[i][0] != ':' || lines[i][1] == '+' {
 			return nil
 		}
-		v, err := strconv.ParseInt(line[1:], 10, 64)
-		if err != nil {
+		if ints[i], err = strconv.ParseInt(lines[i][1:], 10, 64); err != nil {
 			return nil
 		}
-		ints[i] = v
 	}
 	r.Discard(len(buf) - len(lines[n]))
 	return ints
