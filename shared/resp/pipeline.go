@@ -172,7 +172,11 @@ func (m *muxConn) writeLoop() {
 			batch[i] = nil
 		}
 		m.c.wbuf = b
-		if err = send(m.c, time.Now().Add(m.opts.WriteTimeout), b); err != nil {
+		// send, inlined: one call less on every write.
+		if err = m.c.nc.SetWriteDeadline(time.Now().Add(m.opts.WriteTimeout)); err == nil {
+			_, err = m.c.nc.Write(b)
+		}
+		if err != nil {
 			m.fail(err)
 			return
 		}
