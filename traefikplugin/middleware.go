@@ -24,6 +24,9 @@ type Middleware struct {
 	// store, when set, takes the decisions instead of zone (a remote
 	// store); nil keeps the in-memory zone, the fastest path.
 	store ratelimit.Store
+	// guard is store when it is a *ratelimit.Guard (Redis), called as a
+	// plain function on the common request (see takeFromStore).
+	guard *ratelimit.Guard
 	// source is nil for the default source, the remote address, whose
 	// IPv6 addresses are grouped by v6Bits.
 	source *httplimit.Source

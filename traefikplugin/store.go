@@ -12,6 +12,7 @@ import (
 // in-memory zone's TakeAt, no longer applies.
 func useStore(m *Middleware, s ratelimit.Store) {
 	m.store = s
+	m.guard, _ = s.(*ratelimit.Guard)
 	m.slow = true
 }
 
@@ -19,7 +20,18 @@ func useStore(m *Middleware, s ratelimit.Store) {
 // that applies the onStoreError policy itself when Redis fails, so its
 // error is always nil; should another store fail, the request is let
 // through as the default policy would.
+//
+// A Guard, the Redis store's, is called through ratelimit.TakeRemote: under
+// yaegi an interface's method call costs several function calls.
 func takeFromStore(ctx context.Context, m *Middleware, key string) ratelimit.Decision {
+	if m.guard != nil {
+		return ratelimit.TakeRemote(m.guard, ctx, m.zone, key, time.Now())
+	}
+	return takeFromOther(ctx, m, key)
+}
+
+// takeFromOther is takeFromStore through another store.
+func takeFromOther(ctx context.Context, m *Middleware, key string) ratelimit.Decision {
 	items := []ratelimit.Item{{Zone: m.zone, Key: key}}
 	out := make([]ratelimit.Decision, 1)
 	if _, err := m.store.Take(ctx, time.Now(), items, out); err != nil {

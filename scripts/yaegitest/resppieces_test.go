@@ -126,26 +126,24 @@ func readInts(r *bufio.Reader) []int64 {
 }
 
 func bufferedInts(r *bufio.Reader, n int) []int64 {
-	buf, _ := r.Peek(r.Buffered())
+	size := r.Buffered()
+	if size > n*24 {
+		size = n * 24
+	}
+	buf, _ := r.Peek(size)
 	lines := strings.SplitN(string(buf), "\r\n", n+1)
 	if len(lines) <= n {
 		return nil
 	}
 	ints := make([]int64, n)
-	for i := 0; i < n; i++ {
-		line := lines[i]
-		if len(line) == 2 && line[0] == ':' && line[1] >= '0' && line[1] <= '9' {
-			ints[i] = int64(line[1] - '0')
-			continue
-		}
-		if len(line) < 2 || len(line) > 21 || line[0] != ':' || line[1] == '+' {
+	var err error
+	for i := range ints {
+		if len(lines[i]) < 2 || len(lines[i]) > 21 || lines[i][0] != ':' || lines[i][1] == '+' {
 			return nil
 		}
-		v, err := strconv.ParseInt(line[1:], 10, 64)
-		if err != nil {
+		if ints[i], err = strconv.ParseInt(lines[i][1:], 10, 64); err != nil {
 			return nil
 		}
-		ints[i] = v
 	}
 	r.Discard(len(buf) - len(lines[n]))
 	return ints

@@ -51,6 +51,7 @@ type GuardOptions struct {
 // Its Take never returns an error.
 type Guard struct {
 	remote  Store
+	redis   *RedisStore // remote, when it is one
 	policy  FailurePolicy
 	breaker *breaker
 	denials *denyCache
@@ -106,6 +107,7 @@ func NewGuard(remote Store, opts GuardOptions) (*Guard, error) {
 		opts.DenyCacheSize = DefaultDenyCacheSize
 	}
 	g := &Guard{remote: remote, policy: opts.OnError}
+	g.redis, _ = remote.(*RedisStore)
 	g.errs = errorLog{emit: opts.LogError, interval: opts.ErrorInterval}
 	g.oomErrs = errorLog{emit: opts.LogError, interval: opts.ErrorInterval}
 	if opts.Probe != nil {
@@ -120,38 +122,70 @@ func NewGuard(remote Store, opts GuardOptions) (*Guard, error) {
 // Take implements Store. The error is always nil: failures are logged and
 // answered by the policy.
 func (g *Guard) Take(ctx context.Context, now time.Time, items []Item, out []Decision) (bool, error) {
-	if g.denials != nil && g.denials.check(now, items, out) {
+	return guardTake(g, ctx, now, items, out), nil
+}
+
+// TakeRemote decides one request on key in z at now through g, as Take
+// of one item would, as a plain function. It is the call the Traefik
+// plugin makes on every request with a redis block: under yaegi a call
+// allocates every local and temporary of the callee, a method call costs
+// several function calls and an interface's more, so the common request
+// goes from here to the Redis client through a few small functions.
+func TakeRemote(g *Guard, ctx context.Context, z *Zone, key string, now time.Time) Decision {
+	items := []Item{{Zone: z, Key: key}}
+	out := make([]Decision, 1)
+	guardTake(g, ctx, now, items, out)
+	return out[0]
+}
+
+// guardTake is Take as a plain function. A RedisStore is called as a
+// function (redisTake) rather than through the Store interface; a failure
+// goes on in guardFailed.
+func guardTake(g *Guard, ctx context.Context, now time.Time, items []Item, out []Decision) bool {
+	if g.denials != nil && checkDenials(g.denials, now, items, out) {
 		atomic.AddUint64(&g.cacheHits, 1)
-		return false, nil
+		return false
 	}
-	if g.breaker != nil && g.breaker.open() {
+	if g.breaker != nil && atomic.LoadInt32(&g.breaker.isOpen) == 1 { // open(), inlined
 		atomic.AddUint64(&g.fallbacks, 1)
-		return g.policy.decide(now, items, out), nil
+		return g.policy.decide(now, items, out)
 	}
-	allowed, err := g.remote.Take(ctx, now, items, out)
-	if err != nil && allowed && errors.Is(err, ErrOutOfMemory) {
+	var allowed bool
+	var err error
+	if g.redis != nil {
+		allowed, err = redisTake(g.redis, ctx, now, items, out)
+	} else {
+		allowed, err = g.remote.Take(ctx, now, items, out)
+	}
+	if err != nil {
+		return guardFailed(g, ctx, now, items, out, allowed, err)
+	}
+	if !allowed && g.denials != nil {
+		g.denials.record(now, items, out)
+	}
+	return allowed
+}
+
+// guardFailed applies the failure policy to a request the remote store
+// answered with err (and allowed).
+func guardFailed(g *Guard, ctx context.Context, now time.Time, items []Item, out []Decision, allowed bool, err error) bool {
+	if allowed && errors.Is(err, ErrOutOfMemory) {
 		// The store answered and would admit, but cannot count: the
 		// policy decides and the breaker stays closed (the next request
 		// may be countable). Its denials came back without this error.
 		atomic.AddUint64(&g.outOfMemory, 1)
 		atomic.AddUint64(&g.fallbacks, 1)
 		g.oomErrs.report(err, now)
-		return g.policy.decide(now, items, out), nil
+		return g.policy.decide(now, items, out)
 	}
-	if err != nil {
-		atomic.AddUint64(&g.failures, 1)
-		atomic.AddUint64(&g.fallbacks, 1)
-		// A request abandoned by its client says nothing about the store.
-		if g.breaker != nil && ctx.Err() == nil {
-			g.breaker.trip()
-		}
-		g.errs.report(err, now)
-		return g.policy.decide(now, items, out), nil
+	atomic.AddUint64(&g.failures, 1)
+	atomic.AddUint64(&g.fallbacks, 1)
+	// A request abandoned by its client says nothing about the store.
+	if g.breaker != nil && ctx.Err() == nil {
+		g.breaker.trip()
 	}
-	if !allowed && g.denials != nil {
-		g.denials.record(now, items, out)
-	}
-	return allowed, nil
+	g.errs.report(err, now)
+	return g.policy.decide(now, items, out)
 }
 
 // Stats returns the guard's counters.

@@ -18,10 +18,16 @@ const MaxRedisKeyPart = 128
 // request on the same key lands in one slot and one script call.
 func RedisKey(prefix, zone, key string) string {
 	if len(key) > MaxRedisKeyPart || strings.HasPrefix(key, "#") {
-		sum := sha256.Sum256([]byte(key))
-		key = "#" + hex.EncodeToString(sum[:])
+		key = hashedKeyPart(key)
 	}
 	return prefix + zone + ":{" + key + "}"
+}
+
+// hashedKeyPart is what stands for a long key, or one that starts with
+// '#', in a Redis key: '#' and the hex SHA-256 of the key.
+func hashedKeyPart(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "#" + hex.EncodeToString(sum[:])
 }
 
 // HashTag returns the part of a Redis key that Redis Cluster hashes: the

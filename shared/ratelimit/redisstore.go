@@ -35,6 +35,18 @@ var ErrOutOfMemory = errors.New("redis is out of memory (maxmemory reached): req
 // memory.
 const redisNotCounted = 1
 
+// preparedRunner is a ScriptRunner that encodes a call's arguments once
+// for many keys: shared/resp's Client. Through one, RedisStore decides a
+// request of one item, the Traefik plugin's every request, with
+// arguments encoded once per zone (takeOne).
+type preparedRunner interface {
+	// PrepareEvalSha encodes an EVALSHA of sha on one key with args, in
+	// the parts before and after the key.
+	PrepareEvalSha(sha string, args []string) (head, tail string)
+	// EvalShaPrepared runs the EVALSHA that head and tail enclose on key.
+	EvalShaPrepared(ctx context.Context, head, key, tail string) ([]int64, error)
+}
+
 // RedisOptions configure a RedisStore.
 type RedisOptions struct {
 	// KeyPrefix is prepended to every key the store writes (see RedisKey).
@@ -52,6 +64,7 @@ type RedisOptions struct {
 // clock. It reports Redis failures; Guard applies the failure policy.
 type RedisStore struct {
 	run     ScriptRunner
+	prep    preparedRunner // run, when it is one
 	prefix  string
 	cluster bool
 	// args caches the six script arguments of each zone, by zone name and
@@ -74,6 +87,7 @@ func NewRedisStore(run ScriptRunner, opts RedisOptions) (*RedisStore, error) {
 		return nil, err
 	}
 	s := &RedisStore{run: run, prefix: opts.KeyPrefix, cluster: opts.Cluster}
+	s.prep, _ = run.(preparedRunner)
 	s.args.Store(new(sync.Map))
 	return s, nil
 }
@@ -108,6 +122,22 @@ func CheckRedisRule(zone string, r Rule) error {
 
 // Take implements Store.
 func (s *RedisStore) Take(ctx context.Context, now time.Time, items []Item, out []Decision) (bool, error) {
+	return redisTake(s, ctx, now, items, out)
+}
+
+// redisTake is Take as a plain function, which Guard calls: under yaegi
+// a method call costs several function calls. The common request goes to
+// takeOne, the rest to takeMany, so that this frame stays small.
+func redisTake(s *RedisStore, ctx context.Context, now time.Time, items []Item, out []Decision) (bool, error) {
+	if len(items) == 1 && items[0].Limit <= 0 && s.prep != nil && !s.callerTime {
+		return takeOne(s, ctx, now, items, out)
+	}
+	return s.takeMany(ctx, now, items, out)
+}
+
+// takeMany is Take through the general path: call, per hash tag in
+// Cluster mode.
+func (s *RedisStore) takeMany(ctx context.Context, now time.Time, items []Item, out []Decision) (bool, error) {
 	keys := make([]string, len(items))
 	for i := range items {
 		keys[i] = RedisKey(s.prefix, items[i].Zone.Name(), items[i].Key)
@@ -231,6 +261,88 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 		return allowed, ErrOutOfMemory
 	}
 	return allowed, nil
+}
+
+// preparedCall is a zone's script call on one key, encoded once by a
+// store's preparedRunner: the parts around the key, with the tail of each
+// mode, and the key's beginning.
+type preparedCall struct {
+	store       *RedisStore
+	keyHead     string // prefix, zone name and ":{" (see RedisKey)
+	head        string
+	take, check string
+}
+
+// takeOne is Take of one item at its rule's limit, the Traefik plugin's
+// every request: one script call with the arguments prepareCall encoded,
+// in few locals, since under yaegi a call allocates each of its callee's
+// locals and temporaries. A rule Redis cannot keep goes to call, which
+// reports it; a NOSCRIPT reply or an error to takeOneOther.
+func takeOne(s *RedisStore, ctx context.Context, now time.Time, items []Item, out []Decision) (bool, error) {
+	it := &items[0]
+	pc, _ := it.Zone.redisCall.Load().(*preparedCall)
+	if pc == nil || pc.store != s {
+		if pc = prepareCall(s, it.Zone); pc == nil {
+			// call reports the rule's error.
+			keys := []string{RedisKey(s.prefix, it.Zone.name, it.Key)}
+			return s.call(ctx, now, items, keys, nil, out, false)
+		}
+	}
+	key := it.Key
+	if len(key) > MaxRedisKeyPart || len(key) > 0 && key[0] == '#' {
+		key = hashedKeyPart(key)
+	}
+	tail := pc.take
+	if it.Deferred {
+		tail = pc.check
+	}
+	res, err := s.prep.EvalShaPrepared(ctx, pc.head, pc.keyHead+key+"}", tail)
+	if err != nil || len(res) != 4 && (len(res) != 5 || res[4] != redisNotCounted) {
+		return takeOneOther(s, ctx, now, items, out, res, err)
+	}
+	out[0] = Decision{
+		Allowed:    res[0] == 1,
+		Limit:      it.Zone.rule.Limit,
+		Remaining:  res[1],
+		RetryAfter: time.Duration(res[2]) * time.Microsecond,
+		ResetAfter: time.Duration(res[3]) * time.Microsecond,
+	}
+	if len(res) == 5 {
+		return out[0].Allowed, ErrOutOfMemory
+	}
+	return out[0].Allowed, nil
+}
+
+// takeOneOther finishes takeOne when its call failed with err or returned
+// res, the wrong number of integers. For NOSCRIPT, which ran nothing,
+// call sends the script's text.
+func takeOneOther(s *RedisStore, ctx context.Context, now time.Time, items []Item, out []Decision, res []int64, err error) (bool, error) {
+	if err != nil && isNoScript(err) {
+		keys := []string{RedisKey(s.prefix, items[0].Zone.Name(), items[0].Key)}
+		return s.call(ctx, now, items, keys, nil, out, false)
+	}
+	if err != nil {
+		return false, fmt.Errorf("redis limiter script: %w", err)
+	}
+	return false, fmt.Errorf("redis limiter script: got %d integers for %d keys", len(res), 1)
+}
+
+// prepareCall encodes z's script call on one key through s's
+// preparedRunner, with the arguments call would send for an item of z at
+// its rule's limit, and keeps it in z. It returns nil when z's rule
+// cannot be kept in Redis.
+func prepareCall(s *RedisStore, z *Zone) *preparedCall {
+	spec, err := s.ruleArgs(z)
+	if err != nil {
+		return nil
+	}
+	args := append(append([]string{"0"}, spec...), modeTake)
+	pc := &preparedCall{store: s, keyHead: s.prefix + z.name + ":{"}
+	pc.head, pc.take = s.prep.PrepareEvalSha(redisScriptSHA, args)
+	args[len(args)-1] = modeCheck
+	_, pc.check = s.prep.PrepareEvalSha(redisScriptSHA, args)
+	z.redisCall.Store(pc)
+	return pc
 }
 
 // The script's modes of an item (see redisScript).

@@ -98,6 +98,10 @@ type Zone struct {
 
 	stop     chan struct{}
 	stopOnce sync.Once
+
+	// redisCall holds the *preparedCall of the RedisStore that last
+	// decided one of the zone's items alone (takeOne).
+	redisCall atomic.Value
 }
 
 // NewZone validates rule and returns a zone with an empty store, or the

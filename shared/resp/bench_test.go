@@ -92,3 +92,45 @@ func BenchmarkEvalSha(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEvalShaPrepared: the same EVALSHA with its arguments prepared
+// once (the limiter's call), pipelined, from one goroutine and from 50.
+func BenchmarkEvalShaPrepared(b *testing.B) {
+	addr := decisionServer(b)
+	sha := "0123456789abcdef0123456789abcdef01234567"
+	key := "bench:{throughput:203.0.113.7}"
+	args := []string{"0", "0", "60000000", "0", "9007199254740991", "1", "-61441024", "0"}
+	for _, callers := range []int{1, 50} {
+		b.Run("pipelined-"+strconv.Itoa(callers), func(b *testing.B) {
+			c, err := New(Options{Addrs: []string{addr}, AutoPipeline: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			ctx := context.Background()
+			head, tail := c.PrepareEvalSha(sha, args)
+			if _, err := c.EvalShaPrepared(ctx, head, key, tail); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			if callers == 1 {
+				for i := 0; i < b.N; i++ {
+					if _, err := c.EvalShaPrepared(ctx, head, key, tail); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return
+			}
+			b.SetParallelism(callers / runtime.GOMAXPROCS(0))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := c.EvalShaPrepared(ctx, head, key, tail); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

@@ -73,12 +73,51 @@ func (c *Client) DoKey(ctx context.Context, key string, args ...string) (Reply, 
 
 // EvalSha runs the script cached under sha and returns its integer array.
 func (c *Client) EvalSha(ctx context.Context, sha string, keys, args []string) ([]int64, error) {
-	return eval(c, ctx, "EVALSHA", sha, keys, args)
+	key, hasKey := firstKey(keys)
+	return evalInts(c, ctx, key, hasKey, encodeEval("EVALSHA", sha, keys, args))
 }
 
 // Eval runs script, which the server caches for later EvalSha calls.
 func (c *Client) Eval(ctx context.Context, script string, keys, args []string) ([]int64, error) {
-	return eval(c, ctx, "EVAL", script, keys, args)
+	key, hasKey := firstKey(keys)
+	return evalInts(c, ctx, key, hasKey, encodeEval("EVAL", script, keys, args))
+}
+
+// PrepareEvalSha encodes an EVALSHA of the script cached under sha, on
+// one key and with args, in the two parts that enclose the key, for
+// EvalShaPrepared: a caller that runs one script with the same arguments
+// on many keys (the limiter, per rule) encodes them once.
+func (c *Client) PrepareEvalSha(sha string, args []string) (head, tail string) {
+	return encodePrepared(sha, args)
+}
+
+// EvalShaPrepared runs the EVALSHA that head and tail, from
+// PrepareEvalSha, enclose, on key, and returns its integer array.
+func (c *Client) EvalShaPrepared(ctx context.Context, head, key, tail string) ([]int64, error) {
+	bulk := ""
+	if len(key) < len(bulkHeads) {
+		bulk = bulkHeads[len(key)]
+	} else {
+		bulk = "$" + strconv.Itoa(len(key))
+	}
+	cmd := head + bulk + "\r\n" + key + "\r\n" + tail
+	if p := c.single; p != nil && c.opts.AutoPipeline {
+		// evalInts, inlined: one call less on every decision.
+		ints, err, retry := sharedInts(ctx, p, cmd, false)
+		if retry {
+			ints, err, _ = sharedInts(ctx, p, cmd, true)
+		}
+		return ints, err
+	}
+	return evalInts(c, ctx, key, true, cmd)
+}
+
+// firstKey returns the first of keys, which a cluster routes by.
+func firstKey(keys []string) (string, bool) {
+	if len(keys) == 0 {
+		return "", false
+	}
+	return keys[0], true
 }
 
 // ScriptLoad caches script on the server (on every master of a cluster)
@@ -108,13 +147,19 @@ func (c *Client) ScriptLoad(ctx context.Context, script string) (string, error) 
 // call costs several times a function call (scripts/yaegitest,
 // BenchmarkInterpretedCosts and BenchmarkRespInterpreted).
 
-func eval(c *Client, ctx context.Context, cmd, body string, keys, args []string) ([]int64, error) {
-	b := encodeEval(cmd, body, keys, args)
-	key, hasKey := "", len(keys) > 0
-	if hasKey {
-		key = keys[0]
+// evalInts runs cmd, an encoded EVAL or EVALSHA whose first key is key
+// (none when hasKey is false), and returns the script's integers. A
+// standalone server's pipelined connection, the plugin's case, takes the
+// short way (sharedInts).
+func evalInts(c *Client, ctx context.Context, key string, hasKey bool, cmd string) ([]int64, error) {
+	if p := c.single; p != nil && c.opts.AutoPipeline {
+		ints, err, retry := sharedInts(ctx, p, cmd, false)
+		if retry {
+			ints, err, _ = sharedInts(ctx, p, cmd, true)
+		}
+		return ints, err
 	}
-	rep, err := exec(c, ctx, key, hasKey, true, b)
+	rep, err := exec(c, ctx, key, hasKey, true, cmd)
 	if err != nil {
 		return nil, err
 	}

@@ -342,3 +342,44 @@ func TestTLS(t *testing.T) {
 		}
 	})
 }
+
+// TestEvalShaPrepared: a prepared EVALSHA runs the script as EvalSha does
+// on keys of any length (past the header tables too) and with no
+// arguments, and reports NOSCRIPT as EvalSha does.
+func TestEvalShaPrepared(t *testing.T) {
+	modes(t, func(t *testing.T, pipelined bool) {
+		m := miniredis.RunT(t)
+		c := newTestClient(t, Options{AutoPipeline: pipelined, Addrs: []string{m.Addr()}})
+		ctx := context.Background()
+		sha, err := c.ScriptLoad(ctx, "return {#KEYS, #ARGV, string.len(KEYS[1]), tonumber(ARGV[1] or '-1')}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{nil, {"7"}, {"7", strings.Repeat("a", 600)}} {
+			head, tail := c.PrepareEvalSha(sha, args)
+			for _, key := range []string{"", "k", strings.Repeat("k", 511), strings.Repeat("k", 512), strings.Repeat("k", 4000)} {
+				got, err := c.EvalShaPrepared(ctx, head, key, tail)
+				want, werr := c.EvalSha(ctx, sha, []string{key}, args)
+				if err != nil || werr != nil || len(got) != 4 || got[0] != 1 || got[2] != int64(len(key)) || !equalInts(got, want) {
+					t.Fatalf("args %d, key of %d: prepared %v %v, EvalSha %v %v", len(args), len(key), got, err, want, werr)
+				}
+			}
+		}
+		head, tail := c.PrepareEvalSha("0000000000000000000000000000000000000000", []string{"1"})
+		if _, err := c.EvalShaPrepared(ctx, head, "k", tail); err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			t.Fatalf("prepared EVALSHA of an unknown script: %v, want NOSCRIPT", err)
+		}
+	})
+}
+
+func equalInts(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

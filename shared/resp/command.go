@@ -15,11 +15,12 @@ import (
 // askingCmd is the ASKING command that precedes one redirected by ASK.
 const askingCmd = "*1\r\n$6\r\nASKING\r\n"
 
-// arrayHeads and bulkHeads hold "*n" and "$n" for small n.
-var arrayHeads, bulkHeads = heads("*"), heads("$")
+// arrayHeads and bulkHeads hold "*n" and "$n" for small n: for bulk
+// strings, up to the length of most keys.
+var arrayHeads, bulkHeads = heads("*", 64), heads("$", 512)
 
-func heads(kind string) [64]string {
-	var t [64]string
+func heads(kind string, n int) []string {
+	t := make([]string, n)
 	for n := range t {
 		t[n] = kind + strconv.Itoa(n)
 	}
@@ -69,4 +70,15 @@ func appendBulks(parts []string, ss []string) []string {
 		}
 	}
 	return parts
+}
+
+// encodePrepared encodes an EVALSHA of sha on one key with args in the
+// parts before and after the key's bulk string (see
+// Client.PrepareEvalSha).
+func encodePrepared(sha string, args []string) (head, tail string) {
+	head = strings.Join([]string{arrayHead(4 + len(args)), "$7", "EVALSHA", "$" + strconv.Itoa(len(sha)), sha, "$1", "1", ""}, "\r\n")
+	if len(args) > 0 {
+		tail = strings.Join(append(appendBulks(nil, args), ""), "\r\n")
+	}
+	return head, tail
 }

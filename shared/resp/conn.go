@@ -107,13 +107,18 @@ func receive(c *conn, by time.Time, ints bool) (Reply, error) {
 		c.broken = true
 		return Reply{}, err
 	}
-	var rep Reply
-	var err error
 	if ints {
-		rep, err = readInts(c.br)
-	} else {
-		rep, err = readReply(c.br)
+		vals, err := readInts(c.br)
+		if err == nil {
+			return Reply{Kind: '*', ints: vals}, nil
+		}
+		if e, ok := err.(*Error); ok {
+			return Reply{Kind: '-', Str: e.Msg}, e
+		}
+		c.broken = true
+		return Reply{}, err
 	}
+	rep, err := readReply(c.br)
 	if err != nil {
 		c.broken = true
 		return Reply{}, err

@@ -30,10 +30,12 @@ type call struct {
 	cmd    string // encoded
 	asking bool   // preceded by ASKING, whose reply is read first
 	askErr error  // ASKING's error reply, if it got one
-	ints   bool   // the reply is read by readInts
-	// rep holds the Reply. It is an interface rather than a Reply
-	// because yaegi mis-builds a struct that holds the recursive Reply.
+	ints   bool   // the reply is an array of integers, read by readInts
+	// rep holds the Reply of a command other than ints. It is an
+	// interface rather than a Reply because yaegi mis-builds a struct
+	// that holds the recursive Reply.
 	rep  interface{}
+	vals []int64 // the reply of an ints command
 	err  error
 	done chan struct{}
 }
@@ -53,9 +55,7 @@ func newMux(c *conn, opts *Options) *muxConn {
 	return m
 }
 
-// muxDo queues cmd and waits for the reply, at most the read timeout (or
-// the context's deadline, if sooner). A command that times out breaks the
-// connection: a server that slow is treated like a dead one.
+// muxDo queues cmd and waits for the reply (see await).
 func muxDo(m *muxConn, ctx context.Context, asking, ints bool, cmd string) (Reply, error) {
 	cl := &call{cmd: cmd, asking: asking, ints: ints, done: make(chan struct{})}
 	m.mu.Lock()
@@ -70,6 +70,56 @@ func muxDo(m *muxConn, ctx context.Context, asking, ints bool, cmd string) (Repl
 	case m.wake <- struct{}{}:
 	default:
 	}
+	err := await(ctx, m, cl)
+	if ints && err == nil {
+		return Reply{Kind: '*', ints: cl.vals}, nil
+	}
+	rep, _ := cl.rep.(Reply)
+	return rep, err
+}
+
+// sharedInts runs cmd, whose reply is an array of integers, on p's
+// pipelined connection: onShared and muxDo in one, without a Reply, for
+// the command of every decision. It reports, as onShared does, whether
+// the command should be tried again on a new connection. A missing or
+// broken connection goes to sharedIntsDial.
+func sharedInts(ctx context.Context, p *pool, cmd string, fresh bool) ([]int64, error, bool) {
+	p.muxMu.Lock()
+	m := p.mux
+	p.muxMu.Unlock()
+	if m == nil {
+		return sharedIntsDial(ctx, p, cmd, fresh)
+	}
+	cl := &call{cmd: cmd, ints: true, done: make(chan struct{})}
+	m.mu.Lock()
+	ok, served := m.err == nil, m.replies > 0
+	if ok {
+		m.queue = append(m.queue, cl)
+	}
+	m.mu.Unlock()
+	if !ok {
+		return sharedIntsDial(ctx, p, cmd, fresh)
+	}
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+	err := await(ctx, m, cl)
+	return cl.vals, err, err != nil && served && !fresh && idleClosed(err) && muxBroken(m)
+}
+
+// sharedIntsDial is sharedInts through onShared, which dials a new
+// connection when there is none or the last one broke.
+func sharedIntsDial(ctx context.Context, p *pool, cmd string, fresh bool) ([]int64, error, bool) {
+	rep, err, retry := onShared(ctx, p, false, true, cmd, fresh)
+	return rep.ints, err, retry
+}
+
+// await waits for the reply of cl, queued on m, at most the write and
+// read timeouts (or until the context's deadline, if sooner). A command
+// that times out breaks the connection: a server that slow is treated
+// like a dead one.
+func await(ctx context.Context, m *muxConn, cl *call) error {
 	wait := m.opts.WriteTimeout + m.opts.ReadTimeout
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
 		wait = time.Until(d)
@@ -79,20 +129,23 @@ func muxDo(m *muxConn, ctx context.Context, asking, ints bool, cmd string) (Repl
 	select {
 	case <-cl.done:
 		t.Stop()
-		rep, _ := cl.rep.(Reply)
-		return rep, cl.err
+		return cl.err
 	case <-t.C:
 		m.fail(timeoutError{})
 		<-cl.done
-		return Reply{}, timeoutError{}
+		return timeoutError{}
 	case <-ctx.Done():
 		t.Stop()
-		return Reply{}, ctx.Err()
+		return ctx.Err()
 	}
 }
 
 func (m *muxConn) writeLoop() {
+	// Every variable is declared once, out of the loop: under yaegi a
+	// declaration allocates each time it runs.
 	var batch []*call
+	var b []byte
+	var err error
 	for range m.wake {
 		// Let the callers that the last replies woke queue their next
 		// command first, so that it joins this write instead of costing
@@ -110,20 +163,22 @@ func (m *muxConn) writeLoop() {
 		if len(batch) == 0 {
 			continue
 		}
-		b := m.c.wbuf[:0]
-		for _, cl := range batch {
-			if cl.asking {
+		b = m.c.wbuf[:0]
+		for i := range batch {
+			if batch[i].asking {
 				b = append(b, askingCmd...)
 			}
-			b = append(b, cl.cmd...)
+			b = append(b, batch[i].cmd...)
+			batch[i] = nil
 		}
 		m.c.wbuf = b
-		if err := send(m.c, time.Now().Add(m.opts.WriteTimeout), b); err != nil {
+		// send, inlined: one call less on every write.
+		if err = m.c.nc.SetWriteDeadline(time.Now().Add(m.opts.WriteTimeout)); err == nil {
+			_, err = m.c.nc.Write(b)
+		}
+		if err != nil {
 			m.fail(err)
 			return
-		}
-		for i := range batch {
-			batch[i] = nil
 		}
 	}
 }
@@ -131,48 +186,76 @@ func (m *muxConn) writeLoop() {
 // readLoop reads replies as they come (without a deadline: callers time
 // themselves out) and completes the oldest pending call with each. A
 // closed connection ends it at once, so a restarted server is noticed
-// before the next command.
+// before the next command. Its work per reply is inline: under yaegi the
+// loop's locals are allocated once, a call's on every call.
 func (m *muxConn) readLoop() {
+	// Every variable is declared once, out of the loop: under yaegi a
+	// declaration allocates each time it runs.
+	var asked *call // the call whose ASKING reply was read
+	var cl *call
+	var rep Reply
+	var vals []int64
+	var err, rerr error
+	var line []byte
+	var isReply bool
 	for {
-		// The oldest pending call says how to read; with none pending a
-		// reply is unexpected, read generically to notice a closed conn.
-		m.mu.Lock()
-		ints := len(m.pending) > 0 && m.pending[0].ints && !m.pending[0].asking
-		m.mu.Unlock()
-		var rep Reply
-		var err error
-		if ints {
-			rep, err = readInts(m.c.br)
-		} else {
-			rep, err = readReply(m.c.br)
-		}
-		if err != nil {
+		// Wait for a reply to begin, then let the oldest pending call say
+		// how to read it: a reply comes only after its command was
+		// written, so it is pending by then, and only the reader removes
+		// it. A reply with none pending breaks the connection.
+		if _, err = m.c.br.Peek(1); err != nil {
 			m.fail(err)
 			return
 		}
 		m.mu.Lock()
-		if len(m.pending) == 0 {
-			m.mu.Unlock()
+		cl = nil
+		if len(m.pending) > 0 {
+			cl = m.pending[0]
+		}
+		m.mu.Unlock()
+		err = nil
+		if cl != nil && cl.ints && (!cl.asking || asked == cl) {
+			// readInts, inlined: one call less on every reply.
+			line, rerr = m.c.br.ReadSlice('\n')
+			if rerr != nil || len(line) != 4 || line[0] != '*' || line[1] < '1' || line[1] > '9' || line[2] != '\r' {
+				vals, err = readIntsHead(m.c.br, line, rerr)
+			} else if vals = bufferedInts(m.c.br, int(line[1]-'0')); vals == nil {
+				vals, err = readIntsRest(m.c.br, int64(line[1]-'0'))
+			}
+		} else if rep, err = readReply(m.c.br); err == nil && rep.Kind == '-' {
+			err = &Error{Msg: rep.Str}
+		}
+		if _, isReply = err.(*Error); err != nil && !isReply {
+			m.fail(err)
+			return
+		}
+		if cl == nil {
 			m.fail(ErrProtocol) // a reply nobody asked for
 			return
 		}
-		cl := m.pending[0]
-		if cl.asking {
-			// That was ASKING's reply; the command's own follows.
-			cl.asking = false
-			if rep.Kind == '-' {
-				cl.askErr = &Error{Msg: rep.Str}
-			}
+		m.mu.Lock()
+		if len(m.pending) == 0 || m.pending[0] != cl {
+			// The connection failed meanwhile (a timeout), and so did cl.
 			m.mu.Unlock()
+			return
+		}
+		if cl.asking && asked != cl {
+			// That was ASKING's reply; the command's own follows.
+			m.mu.Unlock()
+			asked, cl.askErr = cl, err
 			continue
 		}
 		m.pending[0] = nil
 		m.pending = m.pending[1:]
 		m.replies++
 		m.mu.Unlock()
-		cl.rep = rep
-		if rep.Kind == '-' {
-			cl.err = afterAsking(cl.askErr, &Error{Msg: rep.Str})
+		if cl.ints {
+			cl.vals = vals
+		} else {
+			cl.rep = rep
+		}
+		if err != nil {
+			cl.err = afterAsking(cl.askErr, err)
 		}
 		close(cl.done)
 	}

@@ -118,58 +118,74 @@ func readDepth(r *bufio.Reader, depth int) (Reply, error) {
 
 // readInts reads a reply expected to be an array of integers, the
 // limiter script's, without a Reply per element: under yaegi that is many
-// times faster. A short array that is buffered whole is parsed by
-// bufferedInts in a few calls into the standard library; otherwise each
-// element costs one ReadSlice, and a number of more than one digit one
-// ParseInt. An error reply is returned as usual; anything else but
-// integers is a protocol error. It accepts exactly what readReply accepts
-// as such an array (FuzzReadInts).
-func readInts(r *bufio.Reader) (Reply, error) {
-	line, err := r.ReadSlice('\n') // readLine, inlined
+// times faster. An error reply is returned as *Error, which leaves the
+// connection usable; anything else but integers is a protocol error. It
+// accepts exactly what readReply accepts as such an array (FuzzReadInts).
+//
+// Under yaegi every call allocates a slot for each local and temporary of
+// the callee, branches taken or not, so the common case stays small: an
+// array of one to nine elements, buffered whole, costs readInts and
+// bufferedInts (a few calls into the standard library); anything else
+// goes on in readIntsHead.
+func readInts(r *bufio.Reader) ([]int64, error) {
+	line, err := r.ReadSlice('\n')
+	if err != nil || len(line) != 4 || line[0] != '*' || line[1] < '1' || line[1] > '9' || line[2] != '\r' {
+		return readIntsHead(r, line, err)
+	}
+	if ints := bufferedInts(r, int(line[1]-'0')); ints != nil {
+		return ints, nil
+	}
+	return readIntsRest(r, int64(line[1]-'0'))
+}
+
+// readIntsHead goes on with readInts after its first ReadSlice gave line
+// and err, other than a short array's header.
+func readIntsHead(r *bufio.Reader, line []byte, err error) ([]int64, error) {
 	if err != nil {
 		if err == bufio.ErrBufferFull {
 			err = ErrProtocol
 		}
-		return Reply{}, err
+		return nil, err
 	}
 	end := len(line) - 2
 	if end < 1 || line[end] != '\r' || (line[0] != '*' && line[0] != '-') {
-		return Reply{}, ErrProtocol
+		return nil, ErrProtocol
 	}
 	if line[0] == '-' {
-		return Reply{Kind: '-', Str: string(line[1:end])}, nil
+		return nil, &Error{Msg: string(line[1:end])}
 	}
-	n, ok := int64(0), false
-	if end == 2 && line[1] >= '0' && line[1] <= '9' {
-		n, ok = int64(line[1]-'0'), true
-	} else {
-		n, ok = parseInt(line[1:end])
-	}
+	n, ok := parseInt(line[1:end])
 	if !ok || n < 0 || n > maxElems {
-		return Reply{}, ErrProtocol
+		return nil, ErrProtocol
 	}
 	if n > 0 && n <= maxBufferedInts {
 		if ints := bufferedInts(r, int(n)); ints != nil {
-			return Reply{Kind: '*', ints: ints}, nil
+			return ints, nil
 		}
 	}
+	return readIntsRest(r, n)
+}
+
+// readIntsRest reads the n integer lines of an array one by one: each
+// costs one ReadSlice, and a number of more than one digit one ParseInt.
+func readIntsRest(r *bufio.Reader, n int64) ([]int64, error) {
 	size := n
 	if size > 64 {
 		size = 64
 	}
 	ints := make([]int64, 0, int(size))
 	for i := int64(0); i < n; i++ {
-		line, err = r.ReadSlice('\n')
+		line, err := r.ReadSlice('\n')
 		if err != nil {
 			if err == bufio.ErrBufferFull {
 				err = ErrProtocol
 			}
-			return Reply{}, err
+			return nil, err
 		}
 		// ":d\r\n" at least, d one or more characters.
 		end := len(line) - 2
 		if end < 2 || line[end] != '\r' || line[0] != ':' {
-			return Reply{}, ErrProtocol
+			return nil, ErrProtocol
 		}
 		if end == 2 && line[1] >= '0' && line[1] <= '9' {
 			ints = append(ints, int64(line[1]-'0'))
@@ -177,11 +193,11 @@ func readInts(r *bufio.Reader) (Reply, error) {
 		}
 		v, ok := parseInt(line[1:end])
 		if !ok {
-			return Reply{}, ErrProtocol
+			return nil, ErrProtocol
 		}
 		ints = append(ints, v)
 	}
-	return Reply{Kind: '*', ints: ints}, nil
+	return ints, nil
 }
 
 // maxBufferedInts is the longest array bufferedInts parses.
@@ -193,32 +209,36 @@ const maxBufferedInts = 16
 // readInts would accept it: readInts then reads them one by one and
 // reports the error. A line is a piece between CRLFs holding no other
 // byte than ':', a sign and digits, so that it is the line readInts
-// would read.
+// would read. It looks at no more of the buffer than n such lines can
+// take, so that a pipelined connection's buffer of many replies is not
+// copied for each.
 func bufferedInts(r *bufio.Reader, n int) []int64 {
-	buf, _ := r.Peek(r.Buffered())
+	size := r.Buffered()
+	if size > n*maxIntLine {
+		size = n * maxIntLine
+	}
+	buf, _ := r.Peek(size)
 	lines := strings.SplitN(string(buf), "\r\n", n+1)
 	if len(lines) <= n {
 		return nil
 	}
+	// Few temporaries: under yaegi this frame is allocated on every reply.
 	ints := make([]int64, n)
-	for i := 0; i < n; i++ {
-		line := lines[i]
-		if len(line) == 2 && line[0] == ':' && line[1] >= '0' && line[1] <= '9' {
-			ints[i] = int64(line[1] - '0')
-			continue
-		}
-		if len(line) < 2 || len(line) > 21 || line[0] != ':' || line[1] == '+' {
+	var err error
+	for i := range ints {
+		if len(lines[i]) < 2 || len(lines[i]) > 21 || lines[i][0] != ':' || lines[i][1] == '+' {
 			return nil
 		}
-		v, err := strconv.ParseInt(line[1:], 10, 64)
-		if err != nil {
+		if ints[i], err = strconv.ParseInt(lines[i][1:], 10, 64); err != nil {
 			return nil
 		}
-		ints[i] = v
 	}
 	r.Discard(len(buf) - len(lines[n]))
 	return ints
 }
+
+// maxIntLine is the longest integer line, ":" and 20 characters and CRLF.
+const maxIntLine = 24
 
 // readLine returns a line without its CRLF. The slice is valid until the
 // next read.

@@ -53,20 +53,33 @@ func TestReadReplyRejects(t *testing.T) {
 	}
 }
 
+// intsReply reads with readInts and returns what it read as a Reply, as
+// readReply would: an error reply is a Reply, not an error.
+func intsReply(r *bufio.Reader) (Reply, error) {
+	ints, err := readInts(r)
+	if e, ok := err.(*Error); ok {
+		return Reply{Kind: '-', Str: e.Msg}, nil
+	}
+	if err != nil {
+		return Reply{}, err
+	}
+	return Reply{Kind: '*', ints: ints}, nil
+}
+
 func TestReadInts(t *testing.T) {
 	for in, want := range map[string][]int64{"*0\r\n": {}, "*3\r\n:1\r\n:0\r\n:-5\r\n": {1, 0, -5}} {
-		r, err := readInts(bufio.NewReader(strings.NewReader(in)))
+		r, err := intsReply(bufio.NewReader(strings.NewReader(in)))
 		got, err2 := r.Ints()
 		if err != nil || err2 != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%q: %v, %v %v", in, got, err, err2)
 		}
 	}
-	r, err := readInts(bufio.NewReader(strings.NewReader("-NOSCRIPT x\r\n")))
+	r, err := intsReply(bufio.NewReader(strings.NewReader("-NOSCRIPT x\r\n")))
 	if _, err2 := r.Ints(); err != nil || err2 == nil || err2.Error() != "NOSCRIPT x" {
 		t.Errorf("error reply: %v, %v", err, err2)
 	}
 	for _, in := range []string{"", "+OK\r\n", ":1\r\n", "*-1\r\n", "*2\r\n:1\r\n", "*1\r\n$1\r\n1\r\n", "*1\r\n:x\r\n", "*99999999999\r\n"} {
-		if r, err := readInts(bufio.NewReader(strings.NewReader(in))); err == nil {
+		if r, err := intsReply(bufio.NewReader(strings.NewReader(in))); err == nil {
 			t.Errorf("%q: accepted as %+v", in, r)
 		}
 	}
@@ -80,13 +93,13 @@ func TestReadIntsInSequence(t *testing.T) {
 	for name, src := range map[string]io.Reader{"buffered": strings.NewReader(in), "bytewise": iotest.OneByteReader(strings.NewReader(in))} {
 		r := bufio.NewReader(src)
 		for i, want := range [][]int64{{1, 9007199254740990, 0, -59999874}, {7, -1}, nil, {12}} {
-			rep, err := readInts(r)
+			rep, err := intsReply(r)
 			got, err2 := rep.Ints()
 			if err != nil || (want == nil) != (err2 != nil) || (want != nil && !reflect.DeepEqual(got, want)) {
 				t.Errorf("%s reply %d: %v, %v %v", name, i, got, err, err2)
 			}
 		}
-		if _, err := readInts(r); err != io.EOF {
+		if _, err := intsReply(r); err != io.EOF {
 			t.Errorf("%s: after the last reply: %v", name, err)
 		}
 	}
@@ -138,7 +151,7 @@ func FuzzReadInts(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		ri := bufio.NewReaderSize(strings.NewReader(string(in)), 4096)
-		r, err := readInts(ri)
+		r, err := intsReply(ri)
 		if err != nil {
 			return
 		}
@@ -223,7 +236,7 @@ func TestLyingHeader(t *testing.T) {
 		if n > 1<<20 {
 			t.Errorf("%q: a truncated reply allocated %d bytes", in[:12], n)
 		}
-		n = allocated(func() { _, err = readInts(bufio.NewReaderSize(strings.NewReader(in), 4096)) })
+		n = allocated(func() { _, err = intsReply(bufio.NewReaderSize(strings.NewReader(in), 4096)) })
 		if err == nil {
 			t.Errorf("%q: readInts accepted it", in[:12])
 		}

@@ -260,3 +260,63 @@ func Throughput(addr string, pipelined bool, n int) (float64, error) {
 	}
 	return float64(n) / time.Since(start).Seconds(), nil
 }
+
+// Layer takes n decisions from one goroutine through one layer of the
+// Traefik plugin's Redis path against the server at addr: "client" runs
+// the script's EVALSHA with a decision's keys and arguments, "store"
+// RedisStore.Take, "guard" Guard.Take in front of it (denial cache and
+// breaker), as the plugin does. It returns the time taken. A benchmark
+// against a fake server that answers at compiled speed measures the
+// layers' own cost.
+func Layer(addr, layer string, pipelined bool, n int) (time.Duration, error) {
+	c, err := resp.New(resp.Options{Addrs: []string{addr}, ReadTimeout: 5 * time.Second, AutoPipeline: pipelined})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	store, err := ratelimit.NewRedisStore(c, ratelimit.RedisOptions{KeyPrefix: "yaegi-bench:"})
+	if err != nil {
+		return 0, err
+	}
+	g, err := ratelimit.NewGuard(store, ratelimit.GuardOptions{Probe: store.Ping})
+	if err != nil {
+		return 0, err
+	}
+	defer g.Close()
+	z, err := ratelimit.NewZone("layer", ratelimit.Rule{Window: time.Minute, Limit: ratelimit.MaxLimit}, ratelimit.Options{SweepInterval: -1})
+	if err != nil {
+		return 0, err
+	}
+	defer z.Close()
+	var s ratelimit.Store = store
+	if layer == "guard" {
+		s = g
+	}
+	ctx := context.Background()
+	items := []ratelimit.Item{{Zone: z, Key: "203.0.113.7"}}
+	out := make([]ratelimit.Decision, 1)
+	sha := "0123456789abcdef0123456789abcdef01234567"
+	keys := []string{ratelimit.RedisKey("yaegi-bench:", "layer", "203.0.113.7")}
+	args := []string{"0", "0", "60000000", "6000000", "9007199254740991", "1", "-61441024", "0"}
+	if _, err := s.Take(ctx, time.Now(), items, out); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	switch layer {
+	case "client":
+		for k := 0; k < n; k++ {
+			if _, err := c.EvalSha(ctx, sha, keys, args); err != nil {
+				return 0, err
+			}
+		}
+	case "store", "guard":
+		for k := 0; k < n; k++ {
+			if _, err := s.Take(ctx, time.Now(), items, out); err != nil {
+				return 0, err
+			}
+		}
+	default:
+		return 0, errors.New("unknown layer " + layer)
+	}
+	return time.Since(start), nil
+}
