@@ -53,6 +53,49 @@ end
 
 local function fmt(x) return string.format('%.0f', x) end
 
+-- Redis has the struct library; miniredis, the tests' in-process Redis,
+-- does not: there the same little-endian integers are packed in Lua.
+local spack, sunpack
+local lib = rawget(_G, 'struct')
+if lib then
+  spack, sunpack = lib.pack, lib.unpack
+else
+  local byte, char = string.byte, string.char
+  sunpack = function(f, s, pos)
+    pos = pos or 1
+    local out = {}
+    for kind, n in string.gmatch(f, '([iI])(%d+)') do
+      n = tonumber(n)
+      local x, neg = 0, kind == 'i' and byte(s, pos + n - 1) >= 128
+      for j = pos + n - 1, pos, -1 do
+        local b = byte(s, j)
+        if neg then b = 255 - b end
+        x = x * 256 + b
+      end
+      if neg then x = -x - 1 end
+      out[#out + 1] = x
+      pos = pos + n
+    end
+    out[#out + 1] = pos
+    return unpack(out)
+  end
+  spack = function(f, ...)
+    local args, parts, a = {...}, {}, 1
+    for _, n in string.gmatch(f, '([iI])(%d+)') do
+      local x, neg = args[a], args[a] < 0
+      if neg then x = -x - 1 end
+      for _ = 1, tonumber(n) do
+        local b = x % 256
+        if neg then b = 255 - b end
+        parts[#parts + 1] = char(b)
+        x = (x - x % 256) / 256
+      end
+      a = a + 1
+    end
+    return table.concat(parts)
+  end
+end
+
 -- The sliding count weights the leaving sub-window's count l by the part
 -- r/T of it still inside the window. Decisions use l*r/T rounded up or
 -- down in whole numbers, computed from integer products (exact below
@@ -64,65 +107,121 @@ local function ceilDiv(x, d)
 end
 local function floorDiv(x, d) return (x - x % d) / d end
 
--- cell returns the count of sub-window b in state s.
-local function cell(s, b)
-  if s.newest == nil or b > s.newest or b <= s.newest - s.m then return 0 end
-  return s.ring[b % s.m] or 0
+-- A bucket key is one string: the rule's shape (i8, see shapeField), the
+-- newest sub-window index written (i7), the total of its m = k+1 cells,
+-- then the cells, cell j holding the count of sub-window b with b mod m =
+-- j for the m newest sub-windows; the total and the cells are unsigned
+-- integers of w bytes, the fewest that hold the total. A request reads
+-- the head, the leaving cell and, to count, its own cell, and writes its
+-- cell and the total in place.
+local head = 16 -- the total's position; the cells follow it
+
+-- cellFormat is the struct format of an integer of w bytes.
+local function cellFormat(w)
+  if w == 1 then return '<I1' elseif w == 2 then return '<I2' elseif w == 3 then return '<I3'
+  elseif w == 4 then return '<I4' elseif w == 5 then return '<I5' end
+  return '<I6'
 end
 
-local function buckets(s, key, alg, W, T, N, cost, spec, t)
+-- width returns the bytes a total of x takes.
+local function width(x)
+  if x < 256 then return 1 elseif x < 65536 then return 2 elseif x < 16777216 then return 3
+  elseif x < 4294967296 then return 4 elseif x < 1099511627776 then return 5 end
+  return 6
+end
+
+-- The bucket key being decided, as the decision leaves it for its
+-- commit: locals rather than a table, so that a request of one item
+-- allocates none. V is the stored value (false if none or unusable), CW
+-- and CF the width and format of its integers, NEWEST the newest
+-- sub-window it holds (false if none), TOTAL its count from sub-window
+-- C-k on (the cells of older ones are gone at C), C the request's
+-- sub-window and TM its time, clamped to C when the clock went back.
+-- REWRITE says the key must be written whole (absent, of another rule or
+-- another type).
+local V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE = false, 0, '', false, 0, 0, 0, false
+
+-- cell returns the stored count of sub-window b, for a ring of m cells.
+local function cell(b, m)
+  if not NEWEST or b > NEWEST or b <= NEWEST - m then return 0 end
+  return (sunpack(CF, V, head + CW * (1 + b % m)))
+end
+
+-- fromHash reads a hash written by the previous version of this script
+-- (one field per cell and the shape field holding the newest index) as a
+-- value of today's layout, so that an upgrade keeps the counts; nil if
+-- the hash is another rule's.
+local function fromHash(key, shape, m)
+  local h = redis.call('HGETALL', key)
+  local newest, cells, total = nil, {}, 0
+  for j = 1, #h, 2 do
+    local f, x = tonumber(h[j]), tonumber(h[j + 1])
+    if f == shape then
+      newest = x
+    elseif f == nil or f < 0 or f >= m or x == nil then
+      return nil
+    else
+      cells[f + 1] = x
+      total = total + x
+    end
+  end
+  if newest == nil then return nil end
+  for j = 1, m do cells[j] = cells[j] or 0 end
+  return spack('<i8i7' .. string.rep(string.sub(cellFormat(width(total)), 2), m + 1), shape, newest, total, unpack(cells))
+end
+
+-- load reads the bucket key into V, CW, CF, NEWEST and TOTAL.
+local function load(key, shape, m)
+  V, NEWEST, TOTAL, REWRITE = false, false, 0, true
+  local v, converted = redis.pcall('GET', key), false
+  if type(v) == 'table' then
+    -- Another type: a hash of the previous version, or a log's sorted set.
+    if v.err and string.find(v.err, 'WRONGTYPE', 1, true) and redis.call('TYPE', key).ok == 'hash' then
+      v, converted = fromHash(key, shape, m), true
+    end
+    if type(v) ~= 'string' then return end
+  end
+  if not v then return end
+  local w = (#v - head + 1) / (m + 1)
+  if w < 1 or w > 6 or w ~= floor(w) then return end
+  local f = cellFormat(w)
+  local sh, newest = sunpack('<i8i7', v)
+  if sh ~= shape then return end
+  V, CW, CF, NEWEST, TOTAL, REWRITE = v, w, f, newest, (sunpack(f, v, head)), converted
+end
+
+local function buckets(key, alg, W, T, N, cost, shape, t)
   local k = W / T
   local m = k + 1
-  s.m, s.T, s.spec, s.cost = m, T, spec, cost
-  local reach = k + 1
+  local reach = m
   if alg == 1 then reach = 1 end
-  s.reach = reach
-  s.ring = {}
-  local h = redis.pcall('HGETALL', key)
-  if h.err then
-    s.stale = true
-  else
-    for j = 1, #h, 2 do
-      local cellIndex = tonumber(h[j])
-      if h[j] == spec then
-        s.newest = tonumber(h[j + 1])
-      elseif cellIndex == nil or cellIndex < 0 then
-        s.stale = true -- the newest field of another rule, or not ours
-      else
-        s.ring[cellIndex] = tonumber(h[j + 1])
-      end
-    end
-    if s.newest == nil and #h > 0 then s.stale = true end
-  end
-  if s.stale then
-    s.newest = nil
-    s.ring = {}
-  end
+  load(key, shape, m)
   local c = floor(t / T)
-  if s.newest ~= nil and c < s.newest then
-    c = s.newest -- the clock went back: stay in the newest sub-window
+  if NEWEST and c < NEWEST then
+    c = NEWEST -- the clock went back: stay in the newest sub-window
     t = c * T
   end
-  s.c, s.t = c, t
-  -- The window's sub-windows that hold a count: those within the m newest.
-  local sum = 0
-  local newest, ring = s.newest, s.ring
-  if newest ~= nil then
-    local lo, hi = c - k + 1, c
-    if lo <= newest - m then lo = newest - m + 1 end
-    if hi > newest then hi = newest end
-    for b = lo, hi do sum = sum + (ring[b % m] or 0) end
+  C, TM = c, t
+  -- At c the cells of sub-windows NEWEST-k..c-k-1 are gone.
+  local total = TOTAL
+  if NEWEST and c > NEWEST then
+    if c - NEWEST >= m then
+      total = 0
+    else
+      for b = NEWEST - k, c - k - 1 do total = total - cell(b, m) end
+    end
   end
+  TOTAL = total
+  -- The window's sub-windows c-k+1..c, and the one leaving it.
+  local leaving = cell(c - k, m)
+  local sum = total - leaving
   -- whole is the count rounded up: the sub-windows inside plus the
   -- leaving one, weighted (sliding) or whole (strict).
   local whole = sum
-  if reach > 1 then
-    local leaving = cell(s, c - k)
-    if alg == 0 then
-      whole = whole + ceilDiv(leaving * ((c + 1) * T - t), T)
-    else
-      whole = whole + leaving
-    end
+  if alg == 0 then
+    whole = whole + ceilDiv(leaving * ((c + 1) * T - t), T)
+  elseif alg == 2 then
+    whole = whole + leaving
   end
   if whole + cost <= N then
     return 1, N - cost - whole, 0, (c + reach) * T - t
@@ -134,8 +233,7 @@ local function buckets(s, key, alg, W, T, N, cost, spec, t)
     local cj = c + j
     local start = cj * T
     if j == 0 then start = t end
-    local leaving = 0
-    if reach > 1 then leaving = cell(s, cj - k) end
+    if reach > 1 then leaving = cell(cj - k, m) else leaving = 0 end
     if alg ~= 0 then
       if sum + leaving <= need then retry = start - t break end
     elseif sum + ceilDiv(leaving * ((cj + 1) * T - start), T) <= need then
@@ -146,11 +244,11 @@ local function buckets(s, key, alg, W, T, N, cost, spec, t)
       if at < start - t then at = start - t end
       retry = at break
     end
-    if j < k then sum = sum - cell(s, cj - k + 1) end
+    if j < k then sum = sum - cell(cj - k + 1, m) end
   end
   local reset = 0
   for b = c, c - reach + 1, -1 do
-    if cell(s, b) ~= 0 then reset = (b + reach) * T - t break end
+    if cell(b, m) ~= 0 then reset = (b + reach) * T - t break end
   end
   local remaining = N - whole
   if remaining < 0 then remaining = 0 end
@@ -179,42 +277,44 @@ local function write(guard, ...)
   return false
 end
 
+-- commitBuckets counts the request in the key load and buckets left in
+-- V..REWRITE; it reports true if Redis refused it.
+local function commitBuckets(key, T, cost, shape, m, reach, guard)
+  local c, total = C, TOTAL + cost
+  local slot = c % m
+  if not REWRITE and c == NEWEST and width(total) == CW then
+    -- The common case: the total and the request's cell, in place. The
+    -- key's expiry stays: it is that of sub-window c.
+    local p = head + CW * (1 + slot)
+    local cur = sunpack(CF, V, p) + cost
+    local span = spack(CF, total)
+    if p > head + CW then span = span .. string.sub(V, head + CW, p - 1) end
+    return write(guard, 'SETRANGE', key, head - 1, span .. spack(CF, cur))
+  end
+  -- Write the key whole: a new sub-window (its cell and those it reuses
+  -- emptied), a wider total, or a key that held nothing usable. It
+  -- expires when its newest sub-window stops counting; within the same
+  -- sub-window the expiry stays.
+  local cells = {}
+  for j = 0, m - 1 do cells[j + 1] = 0 end
+  if NEWEST then
+    for b = c - m + 1, c do cells[b % m + 1] = cell(b, m) end
+  end
+  cells[slot + 1] = cells[slot + 1] + cost
+  local w = width(total)
+  local v = spack('<i8i7' .. string.rep(string.sub(cellFormat(w), 2), m + 1), shape, c, total, unpack(cells))
+  if NEWEST and c == NEWEST and not REWRITE then
+    return write(guard, 'SET', key, v, 'KEEPTTL')
+  end
+  return write(guard, 'SET', key, v, 'PX', ceil(((c + reach) * T - TM) / 1000) + 1)
+end
+
 -- full asks, for a commit that must delete first, whether Redis refuses
 -- writes for memory: SETRANGE with nothing to write uses memory but
 -- changes no key (a key of another type answers WRONGTYPE, ignored).
 local function full(key)
   local r = redis.pcall('SETRANGE', key, 0, '')
   return type(r) == 'table' and r.err ~= nil and string.find(r.err, 'OOM', 1, true) ~= nil
-end
-
--- commitBuckets counts the request; it reports true if Redis refused it.
-local function commitBuckets(s, key, guard)
-  if s.stale then
-    if guard and full(key) then return true end
-    redis.call('DEL', key)
-    s.newest = nil
-  end
-  local c, m = s.c, s.m
-  local slot = c % m
-  if s.newest ~= nil and c == s.newest then
-    return write(guard, 'HSET', key, slot, (s.ring[slot] or 0) + s.cost)
-  end
-  -- A new sub-window: write it and the newest index, drop the other cells
-  -- it reuses, and expire the key when its newest sub-window stops
-  -- counting. Later writes in this sub-window need no PEXPIRE: their
-  -- counts stop counting at the same moment.
-  if write(guard, 'HSET', key, slot, s.cost, s.spec, fmt(c)) then return true end
-  if s.newest ~= nil then
-    local gone = {}
-    local last = c
-    if last > s.newest + m then last = s.newest + m end
-    for b = s.newest + 1, last do
-      if b % m ~= slot then gone[#gone + 1] = b % m end
-    end
-    if #gone > 0 then redis.call('HDEL', key, unpack(gone)) end
-  end
-  redis.call('PEXPIRE', key, ceil(((c + s.reach) * s.T - s.t) / 1000) + 1)
-  return false
 end
 
 local function logTake(s, key, W, N, cost, t)
@@ -261,44 +361,72 @@ local function commitLog(s, key, guard)
   return false
 end
 
-local out, states, modes, all = {}, {}, {}, true
-for i = 1, #KEYS do
-  local a = 2 + 7 * (i - 1)
-  local mode = tonumber(ARGV[a + 6])
-  modes[i] = mode
-  local alg = tonumber(ARGV[a])
+-- commit counts item i, whose arguments start at ARGV[a]; it reports
+-- true if Redis refused it.
+local function commit(i, a, s, guard)
+  if s then return commitLog(s, KEYS[i], guard) end
   local W, T = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-  local N, cost = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-  -- Every field that buckets, logTake and the commits set, so that the
-  -- table is sized once.
-  local s = {alg = alg, m = 0, T = 0, spec = false, cost = 0, reach = 0, ring = false,
-    newest = nil, c = 0, t = 0, stale = false, W = 0, n = 0, old = 0}
-  local ok, remaining, retry, reset
-  if alg == 3 then
-    ok, remaining, retry, reset = logTake(s, KEYS[i], W, N, cost, now)
-  else
-    ok, remaining, retry, reset = buckets(s, KEYS[i], alg, W, T, N, cost, ARGV[a + 5], now)
-  end
-  states[i] = s
-  if ok == 0 and mode ~= 2 then all = false end
-  out[#out + 1] = ok
-  out[#out + 1] = remaining
-  out[#out + 1] = retry
-  out[#out + 1] = reset
+  local m = W / T + 1
+  local reach = m
+  if ARGV[a] == '1' then reach = 1 end
+  return commitBuckets(KEYS[i], T, tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), m, reach, guard)
 end
--- The first write of the call is the one Redis may refuse for memory.
-local first = true
-for i = 1, #KEYS do
-  local mode = modes[i]
-  if mode == 2 or (mode == 0 and all) then
-    local s, oom = states[i], false
-    if s.alg == 3 then oom = commitLog(s, KEYS[i], first) else oom = commitBuckets(s, KEYS[i], first) end
-    first = false
-    if oom then
-      out[#out + 1] = 1 -- admitted but not counted: out of memory
-      break
+
+-- decide decides every item and counts the request; it returns the reply.
+local function decide()
+  local res, states, modes, all = {}, {}, {}, true
+  for i = 1, #KEYS do
+    local a = 2 + 7 * (i - 1)
+    local mode = tonumber(ARGV[a + 6])
+    modes[i] = mode
+    local alg = tonumber(ARGV[a])
+    local W, T = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+    local N, cost = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+    local ok, remaining, retry, reset
+    if alg == 3 then
+      local s = {t = 0, stale = false, W = 0, n = 0, old = 0, cost = 0}
+      ok, remaining, retry, reset = logTake(s, KEYS[i], W, N, cost, now)
+      states[i] = s
+    else
+      ok, remaining, retry, reset = buckets(KEYS[i], alg, W, T, N, cost, tonumber(ARGV[a + 5]), now)
+      states[i] = {V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE}
+    end
+    if ok == 0 and mode ~= 2 then all = false end
+    res[#res + 1] = ok
+    res[#res + 1] = remaining
+    res[#res + 1] = retry
+    res[#res + 1] = reset
+  end
+  -- The first write of the call is the one Redis may refuse for memory.
+  local first = true
+  for i = 1, #KEYS do
+    local mode = modes[i]
+    if mode == 2 or (mode == 0 and all) then
+      local a, s = 2 + 7 * (i - 1), states[i]
+      local logState = nil
+      if ARGV[a] == '3' then logState = s else V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE = unpack(s, 1, 8) end
+      local oom = commit(i, a, logState, first)
+      first = false
+      if oom then
+        res[#res + 1] = 1 -- admitted but not counted: out of memory
+        break
+      end
     end
   end
+  return res
+end
+
+local out
+if #KEYS == 1 and ARGV[2] ~= '3' and ARGV[8] == '0' then
+  -- The common request, one bucket item taken: no table but the reply.
+  local ok, remaining, retry, reset = buckets(KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]),
+    tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), now)
+  out = {ok, remaining, retry, reset}
+  if ok == 1 and commit(1, 2, nil, true) then
+    out[5] = 1 -- admitted but not counted: out of memory
+  end
+else
+  out = decide()
 end
 return out
 `
