@@ -11,32 +11,35 @@ import (
 //
 // KEYS[i] is the Redis key of item i. ARGV[1] is the time in microseconds,
 // or 0 for the server's TIME (the only value production passes; tests pass
-// a fixed time to compare against the in-memory zone). Item i then has seven
-// arguments from ARGV[2+7*(i-1)]: algorithm (0 sliding, 1 fixed, 2 strict,
-// 3 log), window and sub-window in microseconds, limit, cost, the name
-// of the field that holds the newest sub-window index, a negative integer
-// (see shapeField: it names the rule's sub-window and count of
-// sub-windows, so a rule with another sub-window or window starts afresh
-// instead of misreading old counters), and the item's mode: 0 take (decide,
-// and count if every decided item admits), 1 check (decide, never count:
-// a Deferred item), 2 charge (count whatever the count; its decision is
-// not part of the request's and its reply is the count before it).
+// a fixed time to compare against the in-memory zone). Item i then has two
+// arguments: ARGV[2i], its mode: 0 take (decide, and count if every
+// decided item admits), 1 check (decide, never count: a Deferred item), 2
+// charge (count whatever the count; its decision is not part of the
+// request's and its reply is the count before it); and ARGV[2i+1], its
+// rule packed by packRule: algorithm (0 sliding, 1 fixed, 2 strict, 3
+// log), window and sub-window in microseconds, limit, cost and shape (see
+// shapeField: it names the rule's sub-window and count of sub-windows, so
+// a rule with another sub-window or window starts afresh instead of
+// misreading old counters).
 //
-// Bucket rules keep a hash: field (b mod k+1) holds the count of
-// sub-window b for the k+1 newest sub-windows, the spec field holds the
-// newest index written. Log rules keep a sorted set of admitted
-// timestamps; member "<t>.<n>" is unique because, at one t, the count n
-// only grows. Keys are written only when the whole request is admitted
-// (its taken items; a charge is written whatever the count),
-// and the decisions write nothing (the timestamps that left a log's window
-// are removed when it is next written), so that Redis over its maxmemory
-// refuses the first write and the request is not counted at all.
-// A hash's TTL is set when a new sub-window is written, to the moment that
-// sub-window stops counting (at most W+T ahead); a sorted set's is set to W
-// on every write. Both get one millisecond more than the count needs:
-// Redis 7.0 sometimes deletes a key at once on PEXPIRE 1 inside a script.
-// Neither uses PEXPIRE NX, which would expire a busy key while it still
-// counts.
+// A bucket rule keeps one string per key (its layout is described in the
+// script): the shape, the newest sub-window index written and the counts
+// of the k+1 newest sub-windows with their total, packed with struct.pack
+// in as few bytes as the total needs. A hash written by the script's
+// previous version (testdata/redisscript-hash.lua) is read as such a
+// string and replaced by one on the key's next write, so an upgrade keeps
+// the counts. Log rules keep a sorted set of admitted timestamps; member
+// "<t>.<n>" is unique because, at one t, the count n only grows. Keys are
+// written only when the whole request is admitted (its taken items; a
+// charge is written whatever the count), and the decisions write nothing
+// (the timestamps that left a log's window are removed when it is next
+// written), so that Redis over its maxmemory refuses the first write and
+// the request is not counted at all. A bucket key's TTL is set when a new
+// sub-window is written, to the moment that sub-window stops counting (at
+// most W+T ahead); a sorted set's is set to W on every write. Both get one
+// millisecond more than the count needs: Redis 7.0 sometimes deletes a key
+// at once on PEXPIRE 1 inside a script. Neither uses PEXPIRE NX, which
+// would expire a busy key while it still counts.
 //
 // The reply holds four integers per item: allowed (1 or 0), remaining,
 // retry-after and reset-after in microseconds. When every item admits but
@@ -50,13 +53,113 @@ if now == 0 then
   local tm = redis.call('TIME')
   now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
 end
+local lib = rawget(_G, 'struct')
+local out = nil
 
+-- A bucket key is one string: the rule's shape (i8, see shapeField), the
+-- newest sub-window index written (i7), the total of its m = k+1 cells,
+-- then the cells, cell j holding the count of sub-window b with b mod m =
+-- j for the m newest sub-windows; the total and the cells are unsigned
+-- integers of w bytes, the fewest that hold the total (little-endian).
+--
+-- The common request, one bucket item taken and admitted, is decided and
+-- counted here in a straight line: no function is defined (each would be
+-- a closure made on every call) and no table made but the reply. It reads
+-- the head, the leaving cell and, on a new sub-window, the cells it
+-- reuses, and writes the total and its cell in place (SETRANGE), or, on a
+-- new sub-window, the whole value with its expiry (SET ... PX). Anything
+-- else (a denial, a wider total, a value it cannot read, another mode or
+-- algorithm, several items, no struct library) falls through to the
+-- general path below, which decides from the start with the same
+-- arithmetic: nothing has been written yet.
+if lib and #KEYS == 1 and ARGV[2] == '0' then
+  local sunpack, spack, key, t = lib.unpack, lib.pack, KEYS[1], now
+  local alg, W, T, N, cost, shape = sunpack('<i1i8i8i8i8i8', ARGV[3])
+  local v = false
+  if alg ~= 3 then v = redis.pcall('GET', key) end
+  local m = W / T + 1
+  local w, usable, newest, total = 0, type(v) ~= 'table', false, 0
+  if alg ~= 3 and usable then
+    if v then w = (#v - 15) / (m + 1) elseif cost < 256 then w = 1 elseif cost < 65536 then w = 2 else w = 6 end
+  end
+  local hf, cf, top = '', '', 0
+  if w == 1 then hf, cf, top = '<i8i7I1', '<I1', 256
+  elseif w == 2 then hf, cf, top = '<i8i7I2', '<I2', 65536
+  elseif w == 3 then hf, cf, top = '<i8i7I3', '<I3', 16777216
+  elseif w == 4 then hf, cf, top = '<i8i7I4', '<I4', 4294967296
+  elseif w == 5 then hf, cf, top = '<i8i7I5', '<I5', 1099511627776
+  elseif w == 6 then hf, cf, top = '<i8i7I6', '<I6', 281474976710656
+  else usable = false end
+  if usable and v then
+    local sh
+    sh, newest, total = sunpack(hf, v)
+    usable = sh == shape
+  end
+  if usable then
+    local c = floor(t / T)
+    if newest and c < newest then
+      c = newest -- the clock went back: stay in the newest sub-window
+      t = c * T
+    end
+    local base, gap, leaving = 16 + w, m, 0
+    if newest then gap = c - newest end
+    if gap >= m then
+      total = 0
+    else
+      -- The cells of sub-windows c-m+1.. are reused from c on: theirs
+      -- leave the total. The leaving sub-window c-k is still stored.
+      for b = newest + 1, c do total = total - sunpack(cf, v, base + w * (b % m)) end
+      leaving = sunpack(cf, v, base + w * ((c + 1) % m))
+    end
+    local whole = total - leaving
+    if alg == 0 then
+      local x = leaving * ((c + 1) * T - t)
+      local q = (x - x % T) / T
+      if x % T > 0 then q = q + 1 end
+      whole = whole + q
+    elseif alg == 2 then
+      whole = whole + leaving
+    end
+    local nt = total + cost
+    if whole + cost <= N and nt < top then
+      local slot = c % m
+      local p = base + w * slot
+      local r
+      if gap == 0 then
+        r = redis.pcall('SETRANGE', key, 15, spack(cf, nt) .. string.sub(v, base, p - 1) .. spack(cf, sunpack(cf, v, p) + cost))
+      else
+        local nv = spack(hf, shape, c, nt)
+        if gap >= m then
+          nv = nv .. string.rep('\0', w * slot) .. spack(cf, cost) .. string.rep('\0', w * (m - 1 - slot))
+        else
+          local a = (newest + 1) % m -- the first cell reused; slot is the last
+          if a <= slot then
+            nv = nv .. string.sub(v, base, base + w * a - 1) .. string.rep('\0', w * (slot - a)) .. spack(cf, cost) .. string.sub(v, p + w)
+          else
+            nv = nv .. string.rep('\0', w * slot) .. spack(cf, cost) .. string.sub(v, p + w, base + w * a - 1) .. string.rep('\0', w * (m - a))
+          end
+        end
+        local reach = m
+        if alg == 1 then reach = 1 end
+        r = redis.pcall('SET', key, nv, 'PX', ceil(((c + reach) * T - t) / 1000) + 1)
+      end
+      out = {1, N - cost - whole, 0, (c + (alg == 1 and 1 or m)) * T - t}
+      if type(r) == 'table' and r.err then
+        -- The script's first write: Redis over its maxmemory refuses it
+        -- (see refused below), and nothing was written.
+        if not string.find(r.err, 'OOM', 1, true) then error(r.err) end
+        out[5] = 1 -- admitted but not counted: out of memory
+      end
+    end
+  end
+end
+
+if out == nil then
 local function fmt(x) return string.format('%.0f', x) end
 
 -- Redis has the struct library; miniredis, the tests' in-process Redis,
 -- does not: there the same little-endian integers are packed in Lua.
 local spack, sunpack
-local lib = rawget(_G, 'struct')
 if lib then
   spack, sunpack = lib.pack, lib.unpack
 else
@@ -107,13 +210,7 @@ local function ceilDiv(x, d)
 end
 local function floorDiv(x, d) return (x - x % d) / d end
 
--- A bucket key is one string: the rule's shape (i8, see shapeField), the
--- newest sub-window index written (i7), the total of its m = k+1 cells,
--- then the cells, cell j holding the count of sub-window b with b mod m =
--- j for the m newest sub-windows; the total and the cells are unsigned
--- integers of w bytes, the fewest that hold the total. A request reads
--- the head, the leaving cell and, to count, its own cell, and writes its
--- cell and the total in place.
+-- The general path reads and writes bucket keys as the fast one does.
 local head = 16 -- the total's position; the cells follow it
 
 -- cellFormat is the struct format of an integer of w bytes.
@@ -361,37 +458,24 @@ local function commitLog(s, key, guard)
   return false
 end
 
--- commit counts item i, whose arguments start at ARGV[a]; it reports
--- true if Redis refused it.
-local function commit(i, a, s, guard)
-  if s then return commitLog(s, KEYS[i], guard) end
-  local W, T = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-  local m = W / T + 1
-  local reach = m
-  if ARGV[a] == '1' then reach = 1 end
-  return commitBuckets(KEYS[i], T, tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), m, reach, guard)
-end
-
 -- decide decides every item and counts the request; it returns the reply.
+-- Item i's arguments are ARGV[2i] (its mode) and ARGV[2i+1] (its rule).
 local function decide()
-  local res, states, modes, all = {}, {}, {}, true
+  local res, states, rules, all = {}, {}, {}, true
   for i = 1, #KEYS do
-    local a = 2 + 7 * (i - 1)
-    local mode = tonumber(ARGV[a + 6])
-    modes[i] = mode
-    local alg = tonumber(ARGV[a])
-    local W, T = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-    local N, cost = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+    local mode, rule = ARGV[2 * i], {sunpack('<i1i8i8i8i8i8', ARGV[2 * i + 1])}
+    rules[i] = rule
+    local alg, W, T, N, cost, shape = rule[1], rule[2], rule[3], rule[4], rule[5], rule[6]
     local ok, remaining, retry, reset
     if alg == 3 then
       local s = {t = 0, stale = false, W = 0, n = 0, old = 0, cost = 0}
       ok, remaining, retry, reset = logTake(s, KEYS[i], W, N, cost, now)
       states[i] = s
     else
-      ok, remaining, retry, reset = buckets(KEYS[i], alg, W, T, N, cost, tonumber(ARGV[a + 5]), now)
+      ok, remaining, retry, reset = buckets(KEYS[i], alg, W, T, N, cost, shape, now)
       states[i] = {V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE}
     end
-    if ok == 0 and mode ~= 2 then all = false end
+    if ok == 0 and mode ~= '2' then all = false end
     res[#res + 1] = ok
     res[#res + 1] = remaining
     res[#res + 1] = retry
@@ -400,12 +484,18 @@ local function decide()
   -- The first write of the call is the one Redis may refuse for memory.
   local first = true
   for i = 1, #KEYS do
-    local mode = modes[i]
-    if mode == 2 or (mode == 0 and all) then
-      local a, s = 2 + 7 * (i - 1), states[i]
-      local logState = nil
-      if ARGV[a] == '3' then logState = s else V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE = unpack(s, 1, 8) end
-      local oom = commit(i, a, logState, first)
+    local mode = ARGV[2 * i]
+    if mode == '2' or (mode == '0' and all) then
+      local s, rule, oom = states[i], rules[i], false
+      if rule[1] == 3 then
+        oom = commitLog(s, KEYS[i], first)
+      else
+        V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE = unpack(s, 1, 8)
+        local m = rule[2] / rule[3] + 1
+        local reach = m
+        if rule[1] == 1 then reach = 1 end
+        oom = commitBuckets(KEYS[i], rule[3], rule[5], rule[6], m, reach, first)
+      end
       first = false
       if oom then
         res[#res + 1] = 1 -- admitted but not counted: out of memory
@@ -416,17 +506,7 @@ local function decide()
   return res
 end
 
-local out
-if #KEYS == 1 and ARGV[2] ~= '3' and ARGV[8] == '0' then
-  -- The common request, one bucket item taken: no table but the reply.
-  local ok, remaining, retry, reset = buckets(KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]),
-    tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), now)
-  out = {ok, remaining, retry, reset}
-  if ok == 1 and commit(1, 2, nil, true) then
-    out[5] = 1 -- admitted but not counted: out of memory
-  end
-else
-  out = decide()
+out = decide()
 end
 return out
 `
