@@ -48,10 +48,12 @@ import (
 // was written.
 const redisScript = `
 local floor, ceil = math.floor, math.ceil
-local now = tonumber(ARGV[1])
-if now == 0 then
+local now
+if ARGV[1] == '0' then
   local tm = redis.call('TIME')
   now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+else
+  now = tonumber(ARGV[1])
 end
 local lib = rawget(_G, 'struct')
 local out = nil
@@ -82,13 +84,15 @@ if lib and #KEYS == 1 and ARGV[2] == '0' then
   if alg ~= 3 and usable then
     if v then w = (#v - 15) / (m + 1) elseif cost < 256 then w = 1 elseif cost < 65536 then w = 2 else w = 6 end
   end
-  local hf, cf, top = '', '', 0
-  if w == 1 then hf, cf, top = '<i8i7I1', '<I1', 256
-  elseif w == 2 then hf, cf, top = '<i8i7I2', '<I2', 65536
-  elseif w == 3 then hf, cf, top = '<i8i7I3', '<I3', 16777216
-  elseif w == 4 then hf, cf, top = '<i8i7I4', '<I4', 4294967296
-  elseif w == 5 then hf, cf, top = '<i8i7I5', '<I5', 1099511627776
-  elseif w == 6 then hf, cf, top = '<i8i7I6', '<I6', 281474976710656
+  -- The formats of the head, of one integer, and of the span from the
+  -- total to a cell (SETRANGE's argument).
+  local hf, cf, sf, top = '', '', '', 0
+  if w == 1 then hf, cf, sf, top = '<i8i7I1', '<I1', '<I1c0I1', 256
+  elseif w == 2 then hf, cf, sf, top = '<i8i7I2', '<I2', '<I2c0I2', 65536
+  elseif w == 3 then hf, cf, sf, top = '<i8i7I3', '<I3', '<I3c0I3', 16777216
+  elseif w == 4 then hf, cf, sf, top = '<i8i7I4', '<I4', '<I4c0I4', 4294967296
+  elseif w == 5 then hf, cf, sf, top = '<i8i7I5', '<I5', '<I5c0I5', 1099511627776
+  elseif w == 6 then hf, cf, sf, top = '<i8i7I6', '<I6', '<I6c0I6', 281474976710656
   else usable = false end
   if usable and v then
     local sh
@@ -126,7 +130,7 @@ if lib and #KEYS == 1 and ARGV[2] == '0' then
       local p = base + w * slot
       local r
       if gap == 0 then
-        r = redis.pcall('SETRANGE', key, 15, spack(cf, nt) .. string.sub(v, base, p - 1) .. spack(cf, sunpack(cf, v, p) + cost))
+        r = redis.pcall('SETRANGE', key, 15, spack(sf, nt, string.sub(v, base, p - 1), sunpack(cf, v, p) + cost))
       else
         local nv = spack(hf, shape, c, nt)
         if gap >= m then
