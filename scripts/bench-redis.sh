@@ -86,7 +86,7 @@ echo "$n decisions in $((($(date +%s%N) - start) / 1000000)) ms: $((n * 10000000
 # run, drawn from 10^8. The scripts take turns, round after round, so that
 # the machine's load falls on all of them alike.
 echo
-echo "== what one call costs Redis (usec_per_call of EVALSHA in INFO commandstats, -P 16, $rounds interleaved rounds)"
+echo "== what one call costs Redis (usec_per_call of EVALSHA in INFO commandstats, redis-cli --pipe, $rounds interleaved rounds)"
 usec() { cli info commandstats | tr -d '\r' | grep '^cmdstat_evalsha:' | grep -o 'usec_per_call=[0-9.]*' | cut -d= -f2; }
 sed '1{/^$/d}' shared/ratelimit/testdata/redisscript-hash.lua >"$dir/hash.lua"
 hashsha=$(cli script load "$(cat "$dir/hash.lua")")
@@ -109,9 +109,15 @@ cmds() {
 	fixed) gen "$1" "$2" "$3" "$5" EVALSHA "$fixedsha" 1 KEY 1000 ;;
 	fixed-always) gen "$1" "$2" "$3" "$5" EVALSHA "$alwayssha" 1 KEY 1000 ;;
 	empty) gen "$1" "$2" 1 "$5" EVALSHA "$empty" 0 ;;
+	floor) gen "$1" "$2" "$3" "$5" EVALSHA "$floorsha" 1 KEY 0 0 "@$6" ;;
 	esac
 }
 empty=$(cli script load 'return 1')
+# The floor of any script with ours's contract: the server's TIME, one
+# read, one write in place, a reply of four integers.
+floor="local tm = redis.call('TIME') local now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+redis.call('GET', KEYS[1]) redis.call('SETRANGE', KEYS[1], 15, 'abcd') return {1, 1, 1, 1}"
+floorsha=$(cli script load "$floor")
 cells="local v = redis.call('GET', KEYS[1]) local m, n = 11, 0
 if not v then return {0, 0} end
 local w = (#v - 15) / (m + 1)
@@ -176,10 +182,11 @@ if command -v valgrind >/dev/null && command -v callgrind_control >/dev/null; th
 	cgpid=$!
 	for _ in $(seq 200); do redis-cli -p "$cgport" ping >/dev/null 2>&1 && break; sleep 0.1; done
 	cg() { redis-cli -p "$cgport" "$@"; }
-	for s in "$sha" "$hashsha" "$fixedsha" "$alwayssha" "$empty"; do cg script load "$(case $s in
+	for s in "$sha" "$hashsha" "$fixedsha" "$alwayssha" "$empty" "$floorsha"; do cg script load "$(case $s in
 		"$sha") cat "$dir/script.lua" ;; "$hashsha") cat "$dir/hash.lua" ;;
 		"$fixedsha") echo "local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return n" ;;
 		"$alwayssha") echo "local n = redis.call('INCR', KEYS[1]) redis.call('PEXPIRE', KEYS[1], ARGV[1]) return n" ;;
+		"$floorsha") echo "$floor" ;;
 		*) echo 'return 1' ;; esac)" >/dev/null; done
 	packrule "$dir/slow" 0 10000000 1000000 1073741824 1 -1066 # shapeField: -(1 s * 1024 + 10 * 4 + 2 for s)
 	slow=(0 10000000 1000000 1073741824 1 -1066 0)
@@ -193,21 +200,21 @@ if command -v valgrind >/dev/null && command -v callgrind_control >/dev/null; th
 		echo $((ir / $2))
 	}
 	declare -A irs
-	for s in "${names[@]}" empty; do
+	for s in "${names[@]}" empty floor; do
 		key="bench:busy:$s:{203.0.N}"
 		cmds "$dir/cgfill" 2000 100 "$s" "$key" "$dir/slow" "${slow[*]}"
 		cmds "$dir/cgbusy" 10000 100 "$s" "$key" "$dir/slow" "${slow[*]}"
 		cmds "$dir/cgfresh" 5000 100000000 "$s" "bench:fresh:$s:{N}" "$dir/slow" "${slow[*]}"
 		start=$(date +%s%3N)
-		while [[ $s != empty ]] && (($(date +%s%3N) - start < 12000)); do pipe "$cgport" "$dir/cgfill"; done
+		while [[ $s != empty && $s != floor ]] && (($(date +%s%3N) - start < 12000)); do pipe "$cgport" "$dir/cgfill"; done
 		irs[busy_$s]=$(cgcount "$dir/cgbusy" 10000)
 		irs[fresh_$s]=$(cgcount "$dir/cgfresh" 5000)
 	done
 	for kind in busy fresh; do
-		for s in "${names[@]}" empty; do
+		for s in "${names[@]}" empty floor; do
 			printf '%-5s %-13s %7d instructions per call\n' "$kind" "$s" "${irs[${kind}_$s]}"
 		done
-		for s in ours hash; do
+		for s in ours hash floor; do
 			printf '%-5s %-13s %.2fx fixed, %.2fx fixed-always\n' "$kind" "$s/fixed" \
 				"$(echo "${irs[${kind}_$s]} / ${irs[${kind}_fixed]}" | bc -l)" "$(echo "${irs[${kind}_$s]} / ${irs[${kind}_fixed-always]}" | bc -l)"
 		done

@@ -80,6 +80,8 @@ if lib and #KEYS == 1 and ARGV[2] == '0' then
   local v = false
   if alg ~= 3 then v = redis.pcall('GET', key) end
   local m = W / T + 1
+  local reach = m
+  if alg == 1 then reach = 1 end
   local w, usable, newest, total = 0, type(v) ~= 'table', false, 0
   if alg ~= 3 and usable then
     if v then w = (#v - 15) / (m + 1) elseif cost < 256 then w = 1 elseif cost < 65536 then w = 2 else w = 6 end
@@ -143,11 +145,9 @@ if lib and #KEYS == 1 and ARGV[2] == '0' then
             nv = nv .. string.rep('\0', w * slot) .. spack(cf, cost) .. string.sub(v, p + w, base + w * a - 1) .. string.rep('\0', w * (m - a))
           end
         end
-        local reach = m
-        if alg == 1 then reach = 1 end
         r = redis.pcall('SET', key, nv, 'PX', ceil(((c + reach) * T - t) / 1000) + 1)
       end
-      out = {1, N - cost - whole, 0, (c + (alg == 1 and 1 or m)) * T - t}
+      out = {1, N - cost - whole, 0, (c + reach) * T - t}
       if type(r) == 'table' and r.err then
         -- The script's first write: Redis over its maxmemory refuses it
         -- (see refused below), and nothing was written.
