@@ -63,20 +63,20 @@ type diffFailure struct {
 	msg  string
 }
 
-// ttlScript is redisScript with its PEXPIREs taken out: they record their
-// argument instead, and the script returns, after its own reply, the TTL
-// it set on each key in this call, in milliseconds (-1 when it set none).
-// Redis would expire keys on its own clock, which has nothing to do with
-// the trace's; the harness expires them itself at the trace time the
-// script asked for, so that a TTL too short shows up as a wrong decision,
-// and checks every TTL against the time the zone still counts the key.
-// Nothing else changes: the decisions are the script's own.
+// ttlScript is redisScript with its expiries taken out: a local redis
+// table in front of Redis's records the TTL of each PEXPIRE and SET ... PX
+// instead of sending it, and the script returns, after its own reply, the
+// TTL it set on each key in this call, in milliseconds (-1 when it set
+// none). Redis would expire keys on its own clock, which has nothing to
+// do with the trace's; the harness expires them itself at the trace time
+// the script asked for, so that a TTL too short shows up as a wrong
+// decision, and checks every TTL against the time the zone still counts
+// the key. Nothing else changes: the decisions are the script's own.
 var ttlScript = func() string {
 	s := redisScript
-	if strings.Count(s, "redis.call('PEXPIRE', ") == 0 || strings.Count(s, "\nreturn out\n") != 1 {
+	if strings.Count(s, "'PX', ") == 0 || strings.Count(s, "\nreturn out\n") != 1 {
 		panic("redisScript changed: update ttlScript")
 	}
-	s = strings.ReplaceAll(s, "redis.call('PEXPIRE', ", "testPexpire(")
 	s = strings.Replace(s, "\nreturn out\n", `
 for i = 1, #KEYS do out[#out + 1] = testTTL[KEYS[i]] or -1 end
 return out
@@ -87,8 +87,26 @@ local function testPexpire(key, ms)
     error('PEXPIRE ' .. key .. ' ' .. tostring(ms) .. ': not a positive whole number of milliseconds')
   end
   testTTL[key] = ms
-  return 1
 end
+-- untimed runs cmd on Redis through send (redis.call or redis.pcall)
+-- without its expiry, which it records.
+local function untimed(send, ...)
+  local cmd, key, a, b, c = ...
+  if cmd == 'PEXPIRE' then
+    testPexpire(key, a)
+    return 1
+  end
+  if cmd == 'SET' and b == 'PX' then
+    testPexpire(key, c)
+    return send(cmd, key, a)
+  end
+  return send(...)
+end
+local realRedis = redis
+local redis = {
+  call = function(...) return untimed(realRedis.call, ...) end,
+  pcall = function(...) return untimed(realRedis.pcall, ...) end,
+}
 ` + s
 }()
 

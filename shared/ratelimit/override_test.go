@@ -118,8 +118,8 @@ func TestItemLimitRedis(t *testing.T) {
 					}
 					// The cached arguments stay the rule's.
 					spec, _ := s.ruleArgs(z)
-					if spec[specLimit] != "2" {
-						t.Fatalf("cached limit argument %q, want 2", spec[specLimit])
+					if spec[0] != packRule(z.Rule(), 2) {
+						t.Fatalf("cached rule argument %q, want the rule's limit 2", spec[0])
 					}
 				})
 			}

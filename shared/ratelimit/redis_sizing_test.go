@@ -28,6 +28,10 @@ func TestRedisSizing(t *testing.T) {
 	const keys = 10000
 	sliding := Rule{Window: time.Minute, SubWindow: 6 * time.Second, Limit: 1000}
 	logRule := Rule{Window: time.Minute, Limit: 1000, Algorithm: Log}
+	// busy counts 50 per request: 550 in a key's 11 sub-windows, whose
+	// counts then take two bytes each (see redisScript).
+	busy := sliding
+	busy.Cost = 50
 	// The longest forms: 15 and 24 bytes.
 	v4 := func(i int) string { return fmt.Sprintf("198.%d.%d.%d", 100+i/10000, 100+i/100%100, 100+i%100) }
 	v6 := func(i int) string {
@@ -43,8 +47,10 @@ func TestRedisSizing(t *testing.T) {
 	}{
 		{"sliding 10 sub-windows, IPv4, 1 request", sliding, v4, 1, 0},
 		{"sliding 10 sub-windows, IPv4, every sub-window", sliding, v4, 11, 6 * time.Second},
+		{"sliding 10 sub-windows, IPv4, 50 in every sub-window", busy, v4, 11, 6 * time.Second},
 		{"sliding 10 sub-windows, IPv6 /64, 1 request", sliding, v6, 1, 0},
 		{"sliding 10 sub-windows, IPv6 /64, every sub-window", sliding, v6, 11, 6 * time.Second},
+		{"sliding 10 sub-windows, IPv6 /64, 50 in every sub-window", busy, v6, 11, 6 * time.Second},
 		{"sliding 10 sub-windows, 40-byte API key, every sub-window", sliding, apiKey, 11, 6 * time.Second},
 		{"log, IPv4, 10 entries", logRule, v4, 10, time.Second},
 		{"log, IPv6 /64, 10 entries", logRule, v6, 10, time.Second},

@@ -10,8 +10,10 @@ import (
 // redisReadScript returns, without writing anything, what the limiter
 // script reads of one key: the time in microseconds (ARGV[1], or the
 // server's TIME when it is 0), then the key's kind (0 none, 1 hash, 2
-// sorted set, 3 anything the limiter script would start afresh), then for
-// a hash its fields and values as integers, for a sorted set its scores.
+// sorted set, 3 anything the limiter script would start afresh, 4
+// string), then for a hash (written by the script's previous version,
+// which the script converts) its fields and values as integers, for a
+// sorted set its scores, for a string its bytes.
 const redisReadScript = `
 local now = tonumber(ARGV[1])
 if now == 0 then
@@ -28,6 +30,10 @@ if kind == 'hash' then
     if n == nil or n ~= math.floor(n) then return {now, 3} end
     out[#out + 1] = n
   end
+elseif kind == 'string' then
+  out[2] = 4
+  local v = redis.call('GET', KEYS[1])
+  for j = 1, #v do out[#out + 1] = string.byte(v, j) end
 elseif kind == 'zset' then
   out[2] = 2
   local z = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
@@ -71,6 +77,10 @@ func (s *RedisStore) Inspect(ctx context.Context, z *Zone, key string, now time.
 		return inspectRedisLog(z.rule, t, data), nil
 	case z.rule.Algorithm != Log && kind == 1 && len(data)%2 == 0:
 		return inspectRedisBuckets(z.rule, t, data), nil
+	case z.rule.Algorithm != Log && kind == 4:
+		if fields, ok := unpackBuckets(z.rule, data); ok {
+			return inspectRedisBuckets(z.rule, t, fields), nil
+		}
 	}
 	return fresh, nil // none, or what the script would start afresh
 }
@@ -91,8 +101,8 @@ func inspectRedisBuckets(r Rule, t int64, fields []int64) KeyState {
 		switch {
 		case f == spec:
 			newest, haveNewest = v, true
-		case f < 0:
-			// Another rule's newest field: the script starts afresh.
+		case f < 0 || f > k:
+			// Another rule's: the script starts afresh.
 			return KeyState{Tracked: true, Remaining: r.Limit}
 		default:
 			ring[f] = v
@@ -135,6 +145,43 @@ func inspectRedisBuckets(r Rule, t int64, fields []int64) KeyState {
 		}
 	}
 	return st
+}
+
+// unpackBuckets reads the bytes of a bucket key (see redisScript) as the
+// fields of inspectRedisBuckets: the shape and the newest index, then each
+// cell's index and count. It reports false for a value the script would
+// not read as r's.
+func unpackBuckets(r Rule, b []int64) ([]int64, bool) {
+	m := int64(r.Window/r.SubWindow) + 1
+	const head = 15 // the shape (8 bytes) and the newest index (7)
+	w := (int64(len(b)) - head) / (m + 1)
+	if w < 1 || w > 6 || head+w*(m+1) != int64(len(b)) {
+		return nil, false
+	}
+	shape, newest := littleEndian(b[0:8], true), littleEndian(b[8:15], true)
+	if shape != shapeField(r) {
+		return nil, false
+	}
+	fields := make([]int64, 0, 2+2*m)
+	fields = append(fields, shape, newest)
+	for j := int64(0); j < m; j++ {
+		at := head + w*(1+j)
+		fields = append(fields, j, littleEndian(b[at:at+w], false))
+	}
+	return fields, true
+}
+
+// littleEndian returns the integer of the bytes b, least significant
+// first, signed or not.
+func littleEndian(b []int64, signed bool) int64 {
+	x := int64(0)
+	for j := len(b) - 1; j >= 0; j-- {
+		x = x<<8 | b[j]&0xff
+	}
+	if n := uint(len(b)) * 8; signed && n < 64 && x>>(n-1)&1 == 1 {
+		x -= 1 << n
+	}
+	return x
 }
 
 // inspectRedisLog is the limiter script's logTake at t (microseconds) on

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,15 +32,28 @@ func (r *recordingRunner) Eval(ctx context.Context, script string, keys, args []
 	return r.reply, nil
 }
 
+// PrepareEvalSha joins args quoted, one a line: the packed rule may hold
+// any byte.
 func (r *recordingRunner) PrepareEvalSha(sha string, args []string) (string, string) {
-	return sha, strings.Join(args, "\x00")
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = strconv.Quote(a)
+	}
+	return sha, strings.Join(quoted, "\n")
 }
 
 func (r *recordingRunner) EvalShaPrepared(ctx context.Context, head, key, tail string) ([]int64, error) {
 	if head != redisScriptSHA {
 		return nil, errors.New("prepared for another script")
 	}
-	r.keys, r.args, r.prepared = []string{key}, strings.Split(tail, "\x00"), true
+	r.keys, r.args, r.prepared = []string{key}, nil, true
+	for _, q := range strings.Split(tail, "\n") {
+		a, err := strconv.Unquote(q)
+		if err != nil {
+			return nil, err
+		}
+		r.args = append(r.args, a)
+	}
 	return r.reply, r.err
 }
 

@@ -11,32 +11,35 @@ import (
 //
 // KEYS[i] is the Redis key of item i. ARGV[1] is the time in microseconds,
 // or 0 for the server's TIME (the only value production passes; tests pass
-// a fixed time to compare against the in-memory zone). Item i then has seven
-// arguments from ARGV[2+7*(i-1)]: algorithm (0 sliding, 1 fixed, 2 strict,
-// 3 log), window and sub-window in microseconds, limit, cost, the name
-// of the field that holds the newest sub-window index, a negative integer
-// (see shapeField: it names the rule's sub-window and count of
-// sub-windows, so a rule with another sub-window or window starts afresh
-// instead of misreading old counters), and the item's mode: 0 take (decide,
-// and count if every decided item admits), 1 check (decide, never count:
-// a Deferred item), 2 charge (count whatever the count; its decision is
-// not part of the request's and its reply is the count before it).
+// a fixed time to compare against the in-memory zone). Item i then has two
+// arguments: ARGV[2i], its mode: 0 take (decide, and count if every
+// decided item admits), 1 check (decide, never count: a Deferred item), 2
+// charge (count whatever the count; its decision is not part of the
+// request's and its reply is the count before it); and ARGV[2i+1], its
+// rule packed by packRule: algorithm (0 sliding, 1 fixed, 2 strict, 3
+// log), window and sub-window in microseconds, limit, cost and shape (see
+// shapeField: it names the rule's sub-window and count of sub-windows, so
+// a rule with another sub-window or window starts afresh instead of
+// misreading old counters).
 //
-// Bucket rules keep a hash: field (b mod k+1) holds the count of
-// sub-window b for the k+1 newest sub-windows, the spec field holds the
-// newest index written. Log rules keep a sorted set of admitted
-// timestamps; member "<t>.<n>" is unique because, at one t, the count n
-// only grows. Keys are written only when the whole request is admitted
-// (its taken items; a charge is written whatever the count),
-// and the decisions write nothing (the timestamps that left a log's window
-// are removed when it is next written), so that Redis over its maxmemory
-// refuses the first write and the request is not counted at all.
-// A hash's TTL is set when a new sub-window is written, to the moment that
-// sub-window stops counting (at most W+T ahead); a sorted set's is set to W
-// on every write. Both get one millisecond more than the count needs:
-// Redis 7.0 sometimes deletes a key at once on PEXPIRE 1 inside a script.
-// Neither uses PEXPIRE NX, which would expire a busy key while it still
-// counts.
+// A bucket rule keeps one string per key (its layout is described in the
+// script): the shape, the newest sub-window index written and the counts
+// of the k+1 newest sub-windows with their total, packed with struct.pack
+// in as few bytes as the total needs. A hash written by the script's
+// previous version (testdata/redisscript-hash.lua) is read as such a
+// string and replaced by one on the key's next write, so an upgrade keeps
+// the counts. Log rules keep a sorted set of admitted timestamps; member
+// "<t>.<n>" is unique because, at one t, the count n only grows. Keys are
+// written only when the whole request is admitted (its taken items; a
+// charge is written whatever the count), and the decisions write nothing
+// (the timestamps that left a log's window are removed when it is next
+// written), so that Redis over its maxmemory refuses the first write and
+// the request is not counted at all. A bucket key's TTL is set when a new
+// sub-window is written, to the moment that sub-window stops counting (at
+// most W+T ahead); a sorted set's is set to W on every write. Both get one
+// millisecond more than the count needs: Redis 7.0 sometimes deletes a key
+// at once on PEXPIRE 1 inside a script. Neither uses PEXPIRE NX, which
+// would expire a busy key while it still counts.
 //
 // The reply holds four integers per item: allowed (1 or 0), remaining,
 // retry-after and reset-after in microseconds. When every item admits but
@@ -45,13 +48,160 @@ import (
 // was written.
 const redisScript = `
 local floor, ceil = math.floor, math.ceil
-local now = tonumber(ARGV[1])
-if now == 0 then
+local now
+if ARGV[1] == '0' then
   local tm = redis.call('TIME')
   now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+else
+  now = tonumber(ARGV[1])
+end
+local lib = rawget(_G, 'struct')
+local out = nil
+
+-- A bucket key is one string: the rule's shape (i8, see shapeField), the
+-- newest sub-window index written (i7), the total of its m = k+1 cells,
+-- then the cells, cell j holding the count of sub-window b with b mod m =
+-- j for the m newest sub-windows; the total and the cells are unsigned
+-- integers of w bytes, the fewest that hold the total (little-endian).
+--
+-- The common request, one bucket item taken and admitted, is decided and
+-- counted here in a straight line: no function is defined (each would be
+-- a closure made on every call) and no table made but the reply. It reads
+-- the head, the leaving cell and, on a new sub-window, the cells it
+-- reuses, and writes the total and its cell in place (SETRANGE), or, on a
+-- new sub-window, the whole value with its expiry (SET ... PX). Anything
+-- else (a denial, a wider total, a value it cannot read, another mode or
+-- algorithm, several items, no struct library) falls through to the
+-- general path below, which decides from the start with the same
+-- arithmetic: nothing has been written yet.
+if lib and #KEYS == 1 and ARGV[2] == '0' then
+  local sunpack, spack, key, t = lib.unpack, lib.pack, KEYS[1], now
+  local alg, W, T, N, cost, shape = sunpack('<i1i8i8i8i8i8', ARGV[3])
+  local v = false
+  if alg ~= 3 then v = redis.pcall('GET', key) end
+  local m = W / T + 1
+  local reach = m
+  if alg == 1 then reach = 1 end
+  local w, usable, newest, total = 0, type(v) ~= 'table', false, 0
+  if alg ~= 3 and usable then
+    if v then w = (#v - 15) / (m + 1) elseif cost < 256 then w = 1 elseif cost < 65536 then w = 2 else w = 6 end
+  end
+  -- The formats of the head, of one integer, and of the span from the
+  -- total to a cell (SETRANGE's argument).
+  local hf, cf, sf, top = '', '', '', 0
+  if w == 1 then hf, cf, sf, top = '<i8i7I1', '<I1', '<I1c0I1', 256
+  elseif w == 2 then hf, cf, sf, top = '<i8i7I2', '<I2', '<I2c0I2', 65536
+  elseif w == 3 then hf, cf, sf, top = '<i8i7I3', '<I3', '<I3c0I3', 16777216
+  elseif w == 4 then hf, cf, sf, top = '<i8i7I4', '<I4', '<I4c0I4', 4294967296
+  elseif w == 5 then hf, cf, sf, top = '<i8i7I5', '<I5', '<I5c0I5', 1099511627776
+  elseif w == 6 then hf, cf, sf, top = '<i8i7I6', '<I6', '<I6c0I6', 281474976710656
+  else usable = false end
+  if usable and v then
+    local sh
+    sh, newest, total = sunpack(hf, v)
+    usable = sh == shape
+  end
+  if usable then
+    local c = floor(t / T)
+    if newest and c < newest then
+      c = newest -- the clock went back: stay in the newest sub-window
+      t = c * T
+    end
+    local base, gap, leaving = 16 + w, m, 0
+    if newest then gap = c - newest end
+    if gap >= m then
+      total = 0
+    else
+      -- The cells of sub-windows c-m+1.. are reused from c on: theirs
+      -- leave the total. The leaving sub-window c-k is still stored.
+      for b = newest + 1, c do total = total - sunpack(cf, v, base + w * (b % m)) end
+      leaving = sunpack(cf, v, base + w * ((c + 1) % m))
+    end
+    local whole = total - leaving
+    if alg == 0 then
+      local x = leaving * ((c + 1) * T - t)
+      local q = (x - x % T) / T
+      if x % T > 0 then q = q + 1 end
+      whole = whole + q
+    elseif alg == 2 then
+      whole = whole + leaving
+    end
+    local nt = total + cost
+    if whole + cost <= N and nt < top then
+      local slot = c % m
+      local p = base + w * slot
+      local r
+      if gap == 0 then
+        r = redis.pcall('SETRANGE', key, 15, spack(sf, nt, string.sub(v, base, p - 1), sunpack(cf, v, p) + cost))
+      else
+        local nv = spack(hf, shape, c, nt)
+        if gap >= m then
+          nv = nv .. string.rep('\0', w * slot) .. spack(cf, cost) .. string.rep('\0', w * (m - 1 - slot))
+        else
+          local a = (newest + 1) % m -- the first cell reused; slot is the last
+          if a <= slot then
+            nv = nv .. string.sub(v, base, base + w * a - 1) .. string.rep('\0', w * (slot - a)) .. spack(cf, cost) .. string.sub(v, p + w)
+          else
+            nv = nv .. string.rep('\0', w * slot) .. spack(cf, cost) .. string.sub(v, p + w, base + w * a - 1) .. string.rep('\0', w * (m - a))
+          end
+        end
+        r = redis.pcall('SET', key, nv, 'PX', ceil(((c + reach) * T - t) / 1000) + 1)
+      end
+      out = {1, N - cost - whole, 0, (c + reach) * T - t}
+      if type(r) == 'table' and r.err then
+        -- The script's first write: Redis over its maxmemory refuses it
+        -- (see refused below), and nothing was written.
+        if not string.find(r.err, 'OOM', 1, true) then error(r.err) end
+        out[5] = 1 -- admitted but not counted: out of memory
+      end
+    end
+  end
 end
 
+if out == nil then
 local function fmt(x) return string.format('%.0f', x) end
+
+-- Redis has the struct library; miniredis, the tests' in-process Redis,
+-- does not: there the same little-endian integers are packed in Lua.
+local spack, sunpack
+if lib then
+  spack, sunpack = lib.pack, lib.unpack
+else
+  local byte, char = string.byte, string.char
+  sunpack = function(f, s, pos)
+    pos = pos or 1
+    local out = {}
+    for kind, n in string.gmatch(f, '([iI])(%d+)') do
+      n = tonumber(n)
+      local x, neg = 0, kind == 'i' and byte(s, pos + n - 1) >= 128
+      for j = pos + n - 1, pos, -1 do
+        local b = byte(s, j)
+        if neg then b = 255 - b end
+        x = x * 256 + b
+      end
+      if neg then x = -x - 1 end
+      out[#out + 1] = x
+      pos = pos + n
+    end
+    out[#out + 1] = pos
+    return unpack(out)
+  end
+  spack = function(f, ...)
+    local args, parts, a = {...}, {}, 1
+    for _, n in string.gmatch(f, '([iI])(%d+)') do
+      local x, neg = args[a], args[a] < 0
+      if neg then x = -x - 1 end
+      for _ = 1, tonumber(n) do
+        local b = x % 256
+        if neg then b = 255 - b end
+        parts[#parts + 1] = char(b)
+        x = (x - x % 256) / 256
+      end
+      a = a + 1
+    end
+    return table.concat(parts)
+  end
+end
 
 -- The sliding count weights the leaving sub-window's count l by the part
 -- r/T of it still inside the window. Decisions use l*r/T rounded up or
@@ -64,65 +214,115 @@ local function ceilDiv(x, d)
 end
 local function floorDiv(x, d) return (x - x % d) / d end
 
--- cell returns the count of sub-window b in state s.
-local function cell(s, b)
-  if s.newest == nil or b > s.newest or b <= s.newest - s.m then return 0 end
-  return s.ring[b % s.m] or 0
+-- The general path reads and writes bucket keys as the fast one does.
+local head = 16 -- the total's position; the cells follow it
+
+-- cellFormat is the struct format of an integer of w bytes.
+local function cellFormat(w)
+  if w == 1 then return '<I1' elseif w == 2 then return '<I2' elseif w == 3 then return '<I3'
+  elseif w == 4 then return '<I4' elseif w == 5 then return '<I5' end
+  return '<I6'
 end
 
-local function buckets(s, key, alg, W, T, N, cost, spec, t)
+-- width returns the bytes a total of x takes.
+local function width(x)
+  if x < 256 then return 1 elseif x < 65536 then return 2 elseif x < 16777216 then return 3
+  elseif x < 4294967296 then return 4 elseif x < 1099511627776 then return 5 end
+  return 6
+end
+
+-- The bucket key being decided, as the decision leaves it for its
+-- commit: locals rather than a table, so that a request of one item
+-- allocates none. V is the stored value (false if none or unusable), CW
+-- and CF the width and format of its integers, NEWEST the newest
+-- sub-window it holds (false if none), TOTAL its count from sub-window
+-- C-k on (the cells of older ones are gone at C), C the request's
+-- sub-window and TM its time, clamped to C when the clock went back.
+-- REWRITE says the key must be written whole (absent, of another rule or
+-- another type).
+local V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE = false, 0, '', false, 0, 0, 0, false
+
+-- cell returns the stored count of sub-window b, for a ring of m cells.
+local function cell(b, m)
+  if not NEWEST or b > NEWEST or b <= NEWEST - m then return 0 end
+  return (sunpack(CF, V, head + CW * (1 + b % m)))
+end
+
+-- fromHash reads a hash written by the previous version of this script
+-- (one field per cell and the shape field holding the newest index) as a
+-- value of today's layout, so that an upgrade keeps the counts; nil if
+-- the hash is another rule's.
+local function fromHash(key, shape, m)
+  local h = redis.call('HGETALL', key)
+  local newest, cells, total = nil, {}, 0
+  for j = 1, #h, 2 do
+    local f, x = tonumber(h[j]), tonumber(h[j + 1])
+    if f == shape then
+      newest = x
+    elseif f == nil or f < 0 or f >= m or x == nil then
+      return nil
+    else
+      cells[f + 1] = x
+      total = total + x
+    end
+  end
+  if newest == nil then return nil end
+  for j = 1, m do cells[j] = cells[j] or 0 end
+  return spack('<i8i7' .. string.rep(string.sub(cellFormat(width(total)), 2), m + 1), shape, newest, total, unpack(cells))
+end
+
+-- load reads the bucket key into V, CW, CF, NEWEST and TOTAL.
+local function load(key, shape, m)
+  V, NEWEST, TOTAL, REWRITE = false, false, 0, true
+  local v, converted = redis.pcall('GET', key), false
+  if type(v) == 'table' then
+    -- Another type: a hash of the previous version, or a log's sorted set.
+    if v.err and string.find(v.err, 'WRONGTYPE', 1, true) and redis.call('TYPE', key).ok == 'hash' then
+      v, converted = fromHash(key, shape, m), true
+    end
+    if type(v) ~= 'string' then return end
+  end
+  if not v then return end
+  local w = (#v - head + 1) / (m + 1)
+  if w < 1 or w > 6 or w ~= floor(w) then return end
+  local f = cellFormat(w)
+  local sh, newest = sunpack('<i8i7', v)
+  if sh ~= shape then return end
+  V, CW, CF, NEWEST, TOTAL, REWRITE = v, w, f, newest, (sunpack(f, v, head)), converted
+end
+
+local function buckets(key, alg, W, T, N, cost, shape, t)
   local k = W / T
   local m = k + 1
-  s.m, s.T, s.spec, s.cost = m, T, spec, cost
-  local reach = k + 1
+  local reach = m
   if alg == 1 then reach = 1 end
-  s.reach = reach
-  s.ring = {}
-  local h = redis.pcall('HGETALL', key)
-  if h.err then
-    s.stale = true
-  else
-    for j = 1, #h, 2 do
-      local cellIndex = tonumber(h[j])
-      if h[j] == spec then
-        s.newest = tonumber(h[j + 1])
-      elseif cellIndex == nil or cellIndex < 0 then
-        s.stale = true -- the newest field of another rule, or not ours
-      else
-        s.ring[cellIndex] = tonumber(h[j + 1])
-      end
-    end
-    if s.newest == nil and #h > 0 then s.stale = true end
-  end
-  if s.stale then
-    s.newest = nil
-    s.ring = {}
-  end
+  load(key, shape, m)
   local c = floor(t / T)
-  if s.newest ~= nil and c < s.newest then
-    c = s.newest -- the clock went back: stay in the newest sub-window
+  if NEWEST and c < NEWEST then
+    c = NEWEST -- the clock went back: stay in the newest sub-window
     t = c * T
   end
-  s.c, s.t = c, t
-  -- The window's sub-windows that hold a count: those within the m newest.
-  local sum = 0
-  local newest, ring = s.newest, s.ring
-  if newest ~= nil then
-    local lo, hi = c - k + 1, c
-    if lo <= newest - m then lo = newest - m + 1 end
-    if hi > newest then hi = newest end
-    for b = lo, hi do sum = sum + (ring[b % m] or 0) end
+  C, TM = c, t
+  -- At c the cells of sub-windows NEWEST-k..c-k-1 are gone.
+  local total = TOTAL
+  if NEWEST and c > NEWEST then
+    if c - NEWEST >= m then
+      total = 0
+    else
+      for b = NEWEST - k, c - k - 1 do total = total - cell(b, m) end
+    end
   end
+  TOTAL = total
+  -- The window's sub-windows c-k+1..c, and the one leaving it.
+  local leaving = cell(c - k, m)
+  local sum = total - leaving
   -- whole is the count rounded up: the sub-windows inside plus the
   -- leaving one, weighted (sliding) or whole (strict).
   local whole = sum
-  if reach > 1 then
-    local leaving = cell(s, c - k)
-    if alg == 0 then
-      whole = whole + ceilDiv(leaving * ((c + 1) * T - t), T)
-    else
-      whole = whole + leaving
-    end
+  if alg == 0 then
+    whole = whole + ceilDiv(leaving * ((c + 1) * T - t), T)
+  elseif alg == 2 then
+    whole = whole + leaving
   end
   if whole + cost <= N then
     return 1, N - cost - whole, 0, (c + reach) * T - t
@@ -134,8 +334,7 @@ local function buckets(s, key, alg, W, T, N, cost, spec, t)
     local cj = c + j
     local start = cj * T
     if j == 0 then start = t end
-    local leaving = 0
-    if reach > 1 then leaving = cell(s, cj - k) end
+    if reach > 1 then leaving = cell(cj - k, m) else leaving = 0 end
     if alg ~= 0 then
       if sum + leaving <= need then retry = start - t break end
     elseif sum + ceilDiv(leaving * ((cj + 1) * T - start), T) <= need then
@@ -146,11 +345,11 @@ local function buckets(s, key, alg, W, T, N, cost, spec, t)
       if at < start - t then at = start - t end
       retry = at break
     end
-    if j < k then sum = sum - cell(s, cj - k + 1) end
+    if j < k then sum = sum - cell(cj - k + 1, m) end
   end
   local reset = 0
   for b = c, c - reach + 1, -1 do
-    if cell(s, b) ~= 0 then reset = (b + reach) * T - t break end
+    if cell(b, m) ~= 0 then reset = (b + reach) * T - t break end
   end
   local remaining = N - whole
   if remaining < 0 then remaining = 0 end
@@ -179,42 +378,44 @@ local function write(guard, ...)
   return false
 end
 
+-- commitBuckets counts the request in the key load and buckets left in
+-- V..REWRITE; it reports true if Redis refused it.
+local function commitBuckets(key, T, cost, shape, m, reach, guard)
+  local c, total = C, TOTAL + cost
+  local slot = c % m
+  if not REWRITE and c == NEWEST and width(total) == CW then
+    -- The common case: the total and the request's cell, in place. The
+    -- key's expiry stays: it is that of sub-window c.
+    local p = head + CW * (1 + slot)
+    local cur = sunpack(CF, V, p) + cost
+    local span = spack(CF, total)
+    if p > head + CW then span = span .. string.sub(V, head + CW, p - 1) end
+    return write(guard, 'SETRANGE', key, head - 1, span .. spack(CF, cur))
+  end
+  -- Write the key whole: a new sub-window (its cell and those it reuses
+  -- emptied), a wider total, or a key that held nothing usable. It
+  -- expires when its newest sub-window stops counting; within the same
+  -- sub-window the expiry stays.
+  local cells = {}
+  for j = 0, m - 1 do cells[j + 1] = 0 end
+  if NEWEST then
+    for b = c - m + 1, c do cells[b % m + 1] = cell(b, m) end
+  end
+  cells[slot + 1] = cells[slot + 1] + cost
+  local w = width(total)
+  local v = spack('<i8i7' .. string.rep(string.sub(cellFormat(w), 2), m + 1), shape, c, total, unpack(cells))
+  if NEWEST and c == NEWEST and not REWRITE then
+    return write(guard, 'SET', key, v, 'KEEPTTL')
+  end
+  return write(guard, 'SET', key, v, 'PX', ceil(((c + reach) * T - TM) / 1000) + 1)
+end
+
 -- full asks, for a commit that must delete first, whether Redis refuses
 -- writes for memory: SETRANGE with nothing to write uses memory but
 -- changes no key (a key of another type answers WRONGTYPE, ignored).
 local function full(key)
   local r = redis.pcall('SETRANGE', key, 0, '')
   return type(r) == 'table' and r.err ~= nil and string.find(r.err, 'OOM', 1, true) ~= nil
-end
-
--- commitBuckets counts the request; it reports true if Redis refused it.
-local function commitBuckets(s, key, guard)
-  if s.stale then
-    if guard and full(key) then return true end
-    redis.call('DEL', key)
-    s.newest = nil
-  end
-  local c, m = s.c, s.m
-  local slot = c % m
-  if s.newest ~= nil and c == s.newest then
-    return write(guard, 'HSET', key, slot, (s.ring[slot] or 0) + s.cost)
-  end
-  -- A new sub-window: write it and the newest index, drop the other cells
-  -- it reuses, and expire the key when its newest sub-window stops
-  -- counting. Later writes in this sub-window need no PEXPIRE: their
-  -- counts stop counting at the same moment.
-  if write(guard, 'HSET', key, slot, s.cost, s.spec, fmt(c)) then return true end
-  if s.newest ~= nil then
-    local gone = {}
-    local last = c
-    if last > s.newest + m then last = s.newest + m end
-    for b = s.newest + 1, last do
-      if b % m ~= slot then gone[#gone + 1] = b % m end
-    end
-    if #gone > 0 then redis.call('HDEL', key, unpack(gone)) end
-  end
-  redis.call('PEXPIRE', key, ceil(((c + s.reach) * s.T - s.t) / 1000) + 1)
-  return false
 end
 
 local function logTake(s, key, W, N, cost, t)
@@ -261,44 +462,55 @@ local function commitLog(s, key, guard)
   return false
 end
 
-local out, states, modes, all = {}, {}, {}, true
-for i = 1, #KEYS do
-  local a = 2 + 7 * (i - 1)
-  local mode = tonumber(ARGV[a + 6])
-  modes[i] = mode
-  local alg = tonumber(ARGV[a])
-  local W, T = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-  local N, cost = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-  -- Every field that buckets, logTake and the commits set, so that the
-  -- table is sized once.
-  local s = {alg = alg, m = 0, T = 0, spec = false, cost = 0, reach = 0, ring = false,
-    newest = nil, c = 0, t = 0, stale = false, W = 0, n = 0, old = 0}
-  local ok, remaining, retry, reset
-  if alg == 3 then
-    ok, remaining, retry, reset = logTake(s, KEYS[i], W, N, cost, now)
-  else
-    ok, remaining, retry, reset = buckets(s, KEYS[i], alg, W, T, N, cost, ARGV[a + 5], now)
+-- decide decides every item and counts the request; it returns the reply.
+-- Item i's arguments are ARGV[2i] (its mode) and ARGV[2i+1] (its rule).
+local function decide()
+  local res, states, rules, all = {}, {}, {}, true
+  for i = 1, #KEYS do
+    local mode, rule = ARGV[2 * i], {sunpack('<i1i8i8i8i8i8', ARGV[2 * i + 1])}
+    rules[i] = rule
+    local alg, W, T, N, cost, shape = rule[1], rule[2], rule[3], rule[4], rule[5], rule[6]
+    local ok, remaining, retry, reset
+    if alg == 3 then
+      local s = {t = 0, stale = false, W = 0, n = 0, old = 0, cost = 0}
+      ok, remaining, retry, reset = logTake(s, KEYS[i], W, N, cost, now)
+      states[i] = s
+    else
+      ok, remaining, retry, reset = buckets(KEYS[i], alg, W, T, N, cost, shape, now)
+      states[i] = {V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE}
+    end
+    if ok == 0 and mode ~= '2' then all = false end
+    res[#res + 1] = ok
+    res[#res + 1] = remaining
+    res[#res + 1] = retry
+    res[#res + 1] = reset
   end
-  states[i] = s
-  if ok == 0 and mode ~= 2 then all = false end
-  out[#out + 1] = ok
-  out[#out + 1] = remaining
-  out[#out + 1] = retry
-  out[#out + 1] = reset
-end
--- The first write of the call is the one Redis may refuse for memory.
-local first = true
-for i = 1, #KEYS do
-  local mode = modes[i]
-  if mode == 2 or (mode == 0 and all) then
-    local s, oom = states[i], false
-    if s.alg == 3 then oom = commitLog(s, KEYS[i], first) else oom = commitBuckets(s, KEYS[i], first) end
-    first = false
-    if oom then
-      out[#out + 1] = 1 -- admitted but not counted: out of memory
-      break
+  -- The first write of the call is the one Redis may refuse for memory.
+  local first = true
+  for i = 1, #KEYS do
+    local mode = ARGV[2 * i]
+    if mode == '2' or (mode == '0' and all) then
+      local s, rule, oom = states[i], rules[i], false
+      if rule[1] == 3 then
+        oom = commitLog(s, KEYS[i], first)
+      else
+        V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE = unpack(s, 1, 8)
+        local m = rule[2] / rule[3] + 1
+        local reach = m
+        if rule[1] == 1 then reach = 1 end
+        oom = commitBuckets(KEYS[i], rule[3], rule[5], rule[6], m, reach, first)
+      end
+      first = false
+      if oom then
+        res[#res + 1] = 1 -- admitted but not counted: out of memory
+        break
+      end
     end
   end
+  return res
+end
+
+out = decide()
 end
 return out
 `

@@ -204,7 +204,7 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 	if group != nil {
 		callKeys = make([]string, n)
 	}
-	args := make([]string, 1, 1+7*n)
+	args := make([]string, 1, 1+2*n)
 	args[0] = "0"
 	if s.callerTime {
 		args[0] = strconv.FormatInt(now.UnixMicro(), 10)
@@ -219,11 +219,6 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 		if err != nil {
 			return false, err
 		}
-		args = append(args, spec...)
-		if n := items[i].Limit; n > 0 && n != items[i].Zone.rule.Limit {
-			// The key's own limit; the cached spec stays the rule's.
-			args[len(args)-len(spec)+specLimit] = strconv.FormatInt(n, 10)
-		}
 		switch {
 		case charge:
 			args = append(args, modeCharge)
@@ -231,6 +226,11 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 			args = append(args, modeCheck)
 		default:
 			args = append(args, modeTake)
+		}
+		args = append(args, spec...)
+		if n := items[i].Limit; n > 0 && n != items[i].Zone.rule.Limit {
+			// The key's own limit; the cached spec stays the rule's.
+			args[len(args)-1] = withLimit(spec[0], n)
 		}
 	}
 	res, err := s.eval(ctx, callKeys, args)
@@ -336,10 +336,10 @@ func prepareCall(s *RedisStore, z *Zone) *preparedCall {
 	if err != nil {
 		return nil
 	}
-	args := append(append([]string{"0"}, spec...), modeTake)
+	args := append([]string{"0", modeTake}, spec...)
 	pc := &preparedCall{store: s, keyHead: s.prefix + z.name + ":{"}
 	pc.head, pc.take = s.prep.PrepareEvalSha(redisScriptSHA, args)
-	args[len(args)-1] = modeCheck
+	args[1] = modeCheck
 	_, pc.check = s.prep.PrepareEvalSha(redisScriptSHA, args)
 	z.redisCall.Store(pc)
 	return pc
@@ -396,7 +396,9 @@ func (s *RedisStore) Ping(ctx context.Context) error {
 }
 
 // ruleArgs returns the script arguments of z's rule, made once per zone
-// name and rule.
+// name and rule: one string, the rule packed as the script reads it with
+// struct.unpack (see packRule), so that the script converts no decimal
+// text on a request.
 func (s *RedisStore) ruleArgs(z *Zone) ([]string, error) {
 	key := zoneRule{z.name, z.rule}
 	args := s.args.Load().(*sync.Map)
@@ -407,16 +409,7 @@ func (s *RedisStore) ruleArgs(z *Zone) ([]string, error) {
 	if err := CheckRedisRule(z.name, r); err != nil {
 		return nil, err
 	}
-	w, t := int64(r.Window/time.Microsecond), int64(r.SubWindow/time.Microsecond)
-	spec := []string{ // specLimit indexes the limit
-
-		strconv.Itoa(int(r.Algorithm)),
-		strconv.FormatInt(w, 10),
-		strconv.FormatInt(t, 10),
-		strconv.FormatInt(r.Limit, 10),
-		strconv.FormatInt(r.Cost, 10),
-		strconv.FormatInt(shapeField(r), 10),
-	}
+	spec := []string{packRule(r, r.Limit)}
 	if atomic.AddInt64(&s.argsSize, 1) > maxCachedRules {
 		// Start a new cache; the zones in use fill it again.
 		args = new(sync.Map)
@@ -427,20 +420,48 @@ func (s *RedisStore) ruleArgs(z *Zone) ([]string, error) {
 	return spec, nil
 }
 
-// specLimit is the index of the limit among a rule's script arguments.
-const specLimit = 3
+// packRule returns rule r with limit n as the script's rule argument:
+// little-endian, the algorithm in one byte, then in eight bytes each the
+// window and the sub-window in microseconds, the limit, the cost and the
+// shape (shapeField), struct format '<i1i8i8i8i8i8'.
+func packRule(r Rule, n int64) string {
+	b := make([]byte, 0, ruleBytes)
+	b = append(b, byte(r.Algorithm))
+	for _, x := range [...]int64{int64(r.Window / time.Microsecond), int64(r.SubWindow / time.Microsecond), n, r.Cost, shapeField(r)} {
+		for j := 0; j < 8; j++ {
+			b = append(b, byte(x>>(8*j)))
+		}
+	}
+	return string(b)
+}
 
-// shapeField names the hash field that holds the newest sub-window index
-// of a bucket rule. It encodes the sub-window T and the count k = W/T, so
+// ruleBytes is the length of a packed rule, and ruleLimit the offset of
+// its limit.
+const (
+	ruleBytes = 41
+	ruleLimit = 17
+)
+
+// withLimit returns the packed rule with the limit n in place of its own.
+func withLimit(rule string, n int64) string {
+	b := []byte(rule)
+	for j := 0; j < 8; j++ {
+		b[ruleLimit+j] = byte(n >> (8 * j))
+	}
+	return string(b)
+}
+
+// shapeField is the shape at the head of a bucket rule's key (and the
+// name of the hash field that held the newest sub-window index in the
+// script's previous version, whose keys the script converts). It encodes
+// the sub-window T and the count k = W/T, so
 // counters written with another sub-window or window are never misread,
 // while sliding, strict and fixed (k = 1), which count the same
 // sub-windows, keep each other's counts, as a change of limit or cost
 // does (TestRedisAlgorithmChange pins each change): a negative
 // integer, -((T*1024 + k*4) + unit) with T in seconds, milliseconds or
-// microseconds (unit 2, 1, 0), whichever is whole. Redis stores such a
-// field as a small integer: 5 bytes for most rules instead of 10 for a
-// text name, which keeps an IPv6 key at 10 sub-windows under 160 bytes.
-// CheckRedisRule's bounds keep it within an int64.
+// microseconds (unit 2, 1, 0), whichever is whole. CheckRedisRule's
+// bounds keep it within an int64.
 func shapeField(r Rule) int64 {
 	t, unit := int64(r.SubWindow/time.Microsecond), int64(0)
 	switch {

@@ -210,9 +210,9 @@ func TestRedisKeyLayout(t *testing.T) {
 		maxTTL   time.Duration
 	}{
 		// The script adds a millisecond to every TTL (see redisScript).
-		{"t:api:{203.0.113.7}", "hash", 66*time.Second + time.Millisecond},
+		{"t:api:{203.0.113.7}", "string", 66*time.Second + time.Millisecond},
 		{"t:login:{alice}", "zset", 30*time.Second + time.Millisecond},
-		{RedisKey("t:", "api", long), "hash", 66*time.Second + time.Millisecond},
+		{RedisKey("t:", "api", long), "string", 66*time.Second + time.Millisecond},
 	} {
 		typ, err := client.Do(ctx, "TYPE", tc.key)
 		if err != nil || typ.Str != tc.typ {
