@@ -222,18 +222,7 @@ func TakeAt(z *Zone, key string, t int64) Decision {
 			return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(left + z.resetTail)}
 		}
 	}
-	return takeRest(z, s, k, t)
-}
-
-// takeRest is TakeAt's every other case, with the shard s of the key
-// hashed to k locked; it unlocks s.
-func takeRest(z *Zone, s *shard, k uint64, t int64) Decision {
-	d, denied := heldDenial(z, s, k, s.index[k], t, z.rule.Limit) // an unknown key has no entry
-	if !denied {
-		d = take(z, s, k, t, z.rule.Limit, true)
-	}
-	s.Unlock()
-	return d
+	return takeRest(z, s, k, t, 0)
 }
 
 // TakeLimitAt is TakeAt for a key whose N is limit instead of the rule's
@@ -242,11 +231,28 @@ func TakeLimitAt(z *Zone, key string, t int64, limit int64) Decision {
 	k := maphash.String(z.seed, key)
 	s := &z.shards[k&z.mask]
 	s.Lock()
-	slot := s.index[k]
-	d, denied := heldDenial(z, s, k, slot, t, limit)
-	if !denied {
-		d = take(z, s, k, t, limit, true)
+	return takeRest(z, s, k, t, limit)
+}
+
+// takeRest is TakeAt's every other case, with the shard s of the key
+// hashed to k locked, under limit (0: the rule's); it unlocks s. First the key's cached denial, if it
+// still holds: t is in [from, until) and the key's head is as the denial
+// found it, so not admitted since. (Before from, the start of the head's
+// sub-window, the clock went back and t counts from there, RetryAfter
+// too. An unknown key has no entry: the zero denyUntil's interval is
+// empty. A denial holds only for the limit it was decided under.) That
+// check is here rather than in take so that a denied flood under yaegi
+// does not pay for take's frame, and not in a function of its own, which
+// would cost every request that gets here one more call.
+func takeRest(z *Zone, s *shard, k uint64, t int64, limit int64) Decision {
+	if limit == 0 {
+		limit = z.rule.Limit // here, not in TakeAt's frame
 	}
+	if den := s.denied[k]; t < den.until && t >= den.from && den.limit == limit && s.heads[s.index[k]] == den.head {
+		s.Unlock()
+		return Decision{Limit: limit, RetryAfter: time.Duration(den.until - t), ResetAfter: time.Duration(den.resetAt - t)}
+	}
+	d := take(z, s, k, t, limit, true)
 	s.Unlock()
 	return d
 }
