@@ -222,7 +222,7 @@ func TakeAt(z *Zone, key string, t int64) Decision {
 			return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(left + z.resetTail)}
 		}
 	}
-	return takeRest(z, s, k, t, 0)
+	return takeRest(z, s, k, t, 0, h)
 }
 
 // TakeLimitAt is TakeAt for a key whose N is limit instead of the rule's
@@ -231,11 +231,12 @@ func TakeLimitAt(z *Zone, key string, t int64, limit int64) Decision {
 	k := maphash.String(z.seed, key)
 	s := &z.shards[k&z.mask]
 	s.Lock()
-	return takeRest(z, s, k, t, limit)
+	return takeRest(z, s, k, t, limit, &s.heads[s.index[k]])
 }
 
 // takeRest is TakeAt's every other case, with the shard s of the key
-// hashed to k locked, under limit (0: the rule's); it unlocks s. First the key's cached denial, if it
+// hashed to k locked, under limit (0: the rule's), h the key's head (slot
+// 0's for an unknown key); it unlocks s. First the key's cached denial, if it
 // still holds: t is in [from, until) and the key's head is as the denial
 // found it, so not admitted since. (Before from, the start of the head's
 // sub-window, the clock went back and t counts from there, RetryAfter
@@ -244,11 +245,11 @@ func TakeLimitAt(z *Zone, key string, t int64, limit int64) Decision {
 // check is here rather than in take so that a denied flood under yaegi
 // does not pay for take's frame, and not in a function of its own, which
 // would cost every request that gets here one more call.
-func takeRest(z *Zone, s *shard, k uint64, t int64, limit int64) Decision {
+func takeRest(z *Zone, s *shard, k uint64, t int64, limit int64, h *head) Decision {
 	if limit == 0 {
 		limit = z.rule.Limit // here, not in TakeAt's frame
 	}
-	if den := s.denied[k]; t < den.until && t >= den.from && den.limit == limit && s.heads[s.index[k]] == den.head {
+	if den := s.denied[k]; t < den.until && t >= den.from && den.limit == limit && *h == den.head {
 		s.Unlock()
 		return Decision{Limit: limit, RetryAfter: time.Duration(den.until - t), ResetAfter: time.Duration(den.resetAt - t)}
 	}
