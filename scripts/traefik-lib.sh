@@ -118,6 +118,12 @@ wt_dynamic() {
 wt_start_traefik() {
 	local web=$1 ping=$2 dir=${3:-$WL_WORK} traefik extra i
 	traefik=$(wt_traefik)
+	# WL_TRAEFIK_EXTRA_ENTRYPOINTS: more entry points, "name=host:port"
+	# separated by spaces (the api's "traefik" one, say).
+	local eps=
+	for extra in ${WL_TRAEFIK_EXTRA_ENTRYPOINTS:-}; do
+		eps+=$(printf '  %s:\n    address: "%s"' "${extra%%=*}" "${extra#*=}")$'\n'
+	done
 	cat >"$dir/traefik.yml" <<-YAML
 		global:
 		  checkNewVersion: false
@@ -129,6 +135,7 @@ wt_start_traefik() {
 		    address: "127.0.0.1:$web"
 		  ping:
 		    address: "127.0.0.1:$ping"
+		$eps
 		ping:
 		  entryPoint: ping
 		providers:
@@ -144,6 +151,8 @@ wt_start_traefik() {
 	for extra in ${WL_TRAEFIK_EXTRA_PLUGINS:-}; do
 		printf '    %s:\n      moduleName: %s\n' "${extra%%:*}" "${extra#*:}" >>"$dir/traefik.yml"
 	done
+	# WL_TRAEFIK_EXTRA_STATIC: more top-level static configuration (YAML).
+	[[ -z ${WL_TRAEFIK_EXTRA_STATIC:-} ]] || printf '%s\n' "$WL_TRAEFIK_EXTRA_STATIC" >>"$dir/traefik.yml"
 	(cd "$dir" && exec "$traefik" --configFile="$dir/traefik.yml" >"$dir/traefik.log" 2>&1) &
 	WL_PIDS+=($!)
 	WT_TRAEFIK_PID=$!

@@ -86,7 +86,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 	if err != nil {
 		return nil, wrapError(name, err)
 	}
-	table := decimalsFor(s.rule)
+	table := httplimit.DecimalsFor(s.rule)
 	m := &Middleware{
 		name:      name,
 		next:      next,

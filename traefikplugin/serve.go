@@ -9,16 +9,19 @@ import (
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
-// Header names in the canonical form http.Header uses.
+// The names of the headers ServeHTTP writes, as package constants: under
+// yaegi a constant of another package costs a frame slot where one of
+// this package costs nothing.
 const (
-	headerLimit     = "X-Ratelimit-Limit"
-	headerRemaining = "X-Ratelimit-Remaining"
-	headerReset     = "X-Ratelimit-Reset"
-
-	headerRetryAfter    = "Retry-After"
-	headerContentType   = "Content-Type"
-	headerNoSniff       = "X-Content-Type-Options"
-	headerContentLength = "Content-Length"
+	headerLimit         = httplimit.HeaderLimit
+	headerRemaining     = httplimit.HeaderRemaining
+	headerReset         = httplimit.HeaderReset
+	headerRetryAfter    = httplimit.HeaderRetryAfter
+	headerContentType   = httplimit.HeaderContentType
+	headerNoSniff       = httplimit.HeaderNoSniff
+	headerContentLength = httplimit.HeaderContentLength
+	contentTypeText     = httplimit.ContentTypeText
+	noSniff             = httplimit.NoSniff
 )
 
 // ServeHTTP decides the request and passes it on or rejects it.
@@ -67,11 +70,7 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // rate-limit headers h already holds, as httplimit.WriteRejection would,
 // with every value from a table.
 func reject(m *Middleware, w http.ResponseWriter, h http.Header, d ratelimit.Decision) {
-	retry := "1" // at least 1
-	if d.RetryAfter > time.Second {
-		retry = m.decimals[(d.RetryAfter+time.Second-1)/time.Second]
-	}
-	v := []string{retry, "text/plain; charset=utf-8", "nosniff", m.lengthStr}
+	v := []string{m.decimals[httplimit.RetrySeconds(d.RetryAfter)], contentTypeText, noSniff, m.lengthStr}
 	h[headerRetryAfter] = v[0:1:1]
 	h[headerContentType] = v[1:2:2]
 	h[headerNoSniff] = v[2:3:3]

@@ -53,14 +53,23 @@ func ParseHeaderMode(s string) (HeaderMode, error) {
 }
 
 // Header names in the canonical form http.Header uses, so that the
-// per-request path can assign to the map without canonicalizing.
+// per-request path can assign to the map without canonicalizing, and the
+// fixed values of a rejection.
 const (
-	headerLimit      = "X-Ratelimit-Limit"
-	headerRemaining  = "X-Ratelimit-Remaining"
-	headerReset      = "X-Ratelimit-Reset"
-	headerPolicy     = "Ratelimit-Policy"
-	headerRateLimit  = "Ratelimit"
-	headerRetryAfter = "Retry-After"
+	HeaderLimit         = "X-Ratelimit-Limit"
+	HeaderRemaining     = "X-Ratelimit-Remaining"
+	HeaderReset         = "X-Ratelimit-Reset"
+	HeaderPolicy        = "Ratelimit-Policy"
+	HeaderRateLimit     = "Ratelimit"
+	HeaderRetryAfter    = "Retry-After"
+	HeaderContentType   = "Content-Type"
+	HeaderContentLength = "Content-Length"
+	HeaderNoSniff       = "X-Content-Type-Options"
+
+	// ContentTypeText and NoSniff are the Content-Type and
+	// X-Content-Type-Options of a rejection's plain-text body.
+	ContentTypeText = "text/plain; charset=utf-8"
+	NoSniff         = "nosniff"
 )
 
 // Policy holds the header values of one rule that never change, so that
@@ -132,9 +141,9 @@ func writeLegacy(p *Policy, h http.Header, d ratelimit.Decision) {
 	// Three values, one allocation; each slice is capped at its own
 	// element so that an append elsewhere cannot reach the next one.
 	v := []string{limit, itoa(d.Remaining), itoa(CeilSeconds(d.ResetAfter))}
-	h[headerLimit] = v[0:1:1]
-	h[headerRemaining] = v[1:2:2]
-	h[headerReset] = v[2:3:3]
+	h[HeaderLimit] = v[0:1:1]
+	h[HeaderRemaining] = v[1:2:2]
+	h[HeaderReset] = v[2:3:3]
 }
 
 // writeIETF writes RateLimit-Policy and RateLimit. The draft's t is the
@@ -142,38 +151,27 @@ func writeLegacy(p *Policy, h http.Header, d ratelimit.Decision) {
 // on the same response "SHOULD NOT reference a point in time earlier than
 // the end of the effective window" (draft-ietf-httpapi-ratelimit-headers-11,
 // section 6). So for a denied request t is the Retry-After delay, as
-// SetRetryAfter writes it (at least 1s); otherwise it is the delay until
-// the window is empty, which never overstates the rate r/t. q is the
-// limit that applied to the request: a key's override or tier.
+// Retry-After has it (RetrySeconds: at least 1s); otherwise it is the
+// delay until the window is empty, which never overstates the rate r/t.
+// q is the limit that applied to the request: a key's override or tier.
 func writeIETF(p *Policy, h http.Header, d ratelimit.Decision) {
 	policy := p.policyStr
 	if d.Limit != p.limit && d.Limit > 0 {
 		policy = p.quoted + ";q=" + itoa(d.Limit) + p.window
 	}
-	t := d.ResetAfter
+	t := CeilSeconds(d.ResetAfter)
 	if !d.Allowed {
-		t = d.RetryAfter
-		if t < time.Second {
-			t = time.Second
-		}
+		t = RetrySeconds(d.RetryAfter)
 	}
-	v := []string{policy, p.ratePrefix + itoa(d.Remaining) + ";t=" + itoa(CeilSeconds(t))}
-	h[headerPolicy] = v[0:1:1]
-	h[headerRateLimit] = v[1:2:2]
+	v := []string{policy, p.ratePrefix + itoa(d.Remaining) + ";t=" + itoa(t)}
+	h[HeaderPolicy] = v[0:1:1]
+	h[HeaderRateLimit] = v[1:2:2]
 }
 
 // SetRetryAfter writes Retry-After for a denied d: d.RetryAfter in seconds,
 // rounded up, at least 1.
 func SetRetryAfter(h http.Header, d ratelimit.Decision) {
-	h[headerRetryAfter] = []string{itoa(retrySeconds(d))}
-}
-
-// retrySeconds returns d.RetryAfter in seconds, rounded up, at least 1.
-func retrySeconds(d ratelimit.Decision) int64 {
-	if d.RetryAfter <= time.Second {
-		return 1
-	}
-	return CeilSeconds(d.RetryAfter)
+	h[HeaderRetryAfter] = []string{itoa(RetrySeconds(d.RetryAfter))}
 }
 
 // WriteRejection writes a complete rejection of a request denied by d:
@@ -184,11 +182,11 @@ func WriteRejection(p *Policy, w http.ResponseWriter, d ratelimit.Decision, stat
 	h := w.Header()
 	WriteHeaders(p, h, d)
 	// Four values, one allocation, none shared with another response.
-	v := []string{itoa(retrySeconds(d)), itoa(int64(len(body))), "text/plain; charset=utf-8", "nosniff"}
-	h[headerRetryAfter] = v[0:1:1]
-	h["Content-Length"] = v[1:2:2]
-	h["Content-Type"] = v[2:3:3]
-	h["X-Content-Type-Options"] = v[3:4:4]
+	v := []string{itoa(RetrySeconds(d.RetryAfter)), itoa(int64(len(body))), ContentTypeText, NoSniff}
+	h[HeaderRetryAfter] = v[0:1:1]
+	h[HeaderContentLength] = v[1:2:2]
+	h[HeaderContentType] = v[2:3:3]
+	h[HeaderNoSniff] = v[3:4:4]
 	w.WriteHeader(status)
 	if body != "" {
 		io.WriteString(w, body)

@@ -105,21 +105,6 @@ func headTime(z *Zone, h *head, t int64) int64 {
 	return t
 }
 
-// heldDenial returns the cached denial of key, in slot, at t, if it still
-// holds: t is in [from, until) and the key's head is as the denial found
-// it, so not admitted since. Before from, the start of the head's
-// sub-window, the clock went back and t counts from there, RetryAfter
-// too. A key with no entry gets the zero denyUntil, whose interval is
-// empty. It is its own small function, with few terms, so that a denied
-// flood under yaegi does not pay for take's frame. A denial holds only
-// for the limit it was decided under.
-func heldDenial(z *Zone, s *shard, key uint64, slot uint32, t int64, limit int64) (Decision, bool) {
-	if den := s.denied[key]; t < den.until && t >= den.from && den.limit == limit && s.heads[slot] == den.head {
-		return Decision{Limit: limit, RetryAfter: time.Duration(den.until - t), ResetAfter: time.Duration(den.resetAt - t)}, true
-	}
-	return Decision{}, false
-}
-
 // settle writes the current sub-window's count into the ring of slot and
 // returns the ring and the current sub-window index: the ring then holds
 // sub-windows c-k..c.

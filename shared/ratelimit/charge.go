@@ -31,9 +31,9 @@ func ChargeAll(now time.Time, items []Item) {
 		z := items[i].Zone
 		k := z.hash(items[i].Key)
 		s := &z.shards[k&z.mask]
-		s.mu.Lock()
+		s.Lock()
 		charge(z, s, k, t, items[i].limit())
-		s.mu.Unlock()
+		s.Unlock()
 	}
 }
 

@@ -38,8 +38,8 @@ func (z *Zone) Inspect(key string, now time.Time) KeyState {
 	}
 	k := z.hash(key)
 	s := &z.shards[k&z.mask]
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	slot, known := s.index[k]
 	if !known {
 		st := KeyState{Remaining: z.rule.Limit}
@@ -120,8 +120,8 @@ func remainingOf(limit, count int64) int64 {
 func (z *Zone) Forget(key string) bool {
 	k := z.hash(key)
 	s := &z.shards[k&z.mask]
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	_, known := s.index[k]
 	s.remove(k)
 	return known

@@ -1,6 +1,9 @@
 package ratelimit
 
-import "sync"
+import (
+	"math"
+	"sync"
+)
 
 // shard is one lock's worth of a zone's keys. State lives in flat slabs
 // indexed by slot, not in per-key objects: a key costs one map entry, one
@@ -13,11 +16,16 @@ import "sync"
 // chance in 10^7 among a million keys, and the seed is random per zone, so
 // clients cannot aim for it.
 type shard struct {
-	mu sync.Mutex
+	// The mutex is embedded so that TakeAt's s.Lock() costs yaegi one
+	// selector less than s.mu.Lock() would.
+	sync.Mutex
 	// index maps a key's hash to its slot.
 	index map[uint64]uint32
 	// heads holds, per slot, what a decision in the key's current
-	// sub-window needs (bucket algorithms only).
+	// sub-window needs (bucket algorithms). Slot 0 is no key's, so that
+	// TakeAt can look up an unknown key's head (the map's zero value)
+	// without a branch of its own; its head, and every head of a Log
+	// zone, counts +Inf, which no request fits, whatever the time.
 	heads []head
 	// counts holds, per slot, the ring of k+1 sub-window counters (bucket
 	// algorithms only); the current sub-window's cell is written when the
@@ -60,7 +68,7 @@ const evictSample = 8
 
 // newSlot creates the slot of a new key at t, evicting another key first
 // if the shard is full, and seeds it from the sketch of evicted keys. The
-// caller holds s.mu.
+// caller holds s locked.
 func newSlot(z *Zone, s *shard, key uint64, t int64) uint32 {
 	if len(s.index) >= z.perShard {
 		s.evict(z, t)
@@ -69,13 +77,8 @@ func newSlot(z *Zone, s *shard, key uint64, t int64) uint32 {
 	if n := len(s.free); n > 0 {
 		i = s.free[n-1]
 		s.free = s.free[:n-1]
-	} else if z.log {
-		i = uint32(len(s.logs))
-		s.logs = append(s.logs, logRing{})
 	} else {
-		i = uint32(len(s.heads))
-		s.heads = append(s.heads, head{})
-		s.counts = append(s.counts, z.zeros...)
+		i = s.grow(z)
 	}
 	if z.log {
 		s.logs[i].reset(t)
@@ -90,6 +93,26 @@ func newSlot(z *Zone, s *shard, key uint64, t int64) uint32 {
 			s.seed(z, i, e, until)
 			s.estimated++
 		}
+	}
+	return i
+}
+
+// init makes the shard's empty store, with the slot 0 that holds no key
+// (see shard.heads).
+func (s *shard) init(z *Zone) {
+	s.index = make(map[uint64]uint32)
+	s.grow(z)
+}
+
+// grow adds a slot to the slabs and returns it. Its head is unusable
+// (see shard.heads) until newSlot writes it.
+func (s *shard) grow(z *Zone) uint32 {
+	i := uint32(len(s.heads))
+	s.heads = append(s.heads, head{inside: math.Inf(1)})
+	if z.log {
+		s.logs = append(s.logs, logRing{})
+	} else {
+		s.counts = append(s.counts, z.zeros...)
 	}
 	return i
 }
@@ -241,8 +264,8 @@ func (s *shard) remove(key uint64) {
 
 // sweep removes every key whose window holds no counted request at t.
 func (s *shard) sweep(z *Zone, t int64) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	return s.sweepLocked(z, t)
 }
 

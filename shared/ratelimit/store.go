@@ -91,7 +91,7 @@ func TakeAll(now time.Time, items []Item, out []Decision) bool {
 	}
 	for i, j := range order {
 		if i == 0 || rank[j] != rank[order[i-1]] {
-			items[j].Zone.shards[hashes[j]&items[j].Zone.mask].mu.Lock()
+			items[j].Zone.shards[hashes[j]&items[j].Zone.mask].Lock()
 		}
 	}
 	allowed := true
@@ -111,7 +111,7 @@ func TakeAll(now time.Time, items []Item, out []Decision) bool {
 	}
 	for i, j := range order {
 		if i == 0 || rank[j] != rank[order[i-1]] {
-			items[j].Zone.shards[hashes[j]&items[j].Zone.mask].mu.Unlock()
+			items[j].Zone.shards[hashes[j]&items[j].Zone.mask].Unlock()
 		}
 	}
 	return allowed

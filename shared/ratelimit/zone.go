@@ -162,7 +162,7 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 	z.mask = uint64(n - 1)
 	z.perShard = maxKeys / n
 	for i := range z.shards {
-		z.shards[i].index = make(map[uint64]uint32)
+		z.shards[i].init(z)
 	}
 
 	interval := opts.SweepInterval
@@ -207,33 +207,26 @@ func (z *Zone) Take(key string, now time.Time) Decision {
 
 // TakeAt is Take with the time in Unix nanoseconds, as a plain function.
 // It is the call the Traefik plugin makes on every request: under yaegi a
-// call allocates every local and temporary of the callee, and a method call
-// costs several times a function call. So the common case, a known key
-// admitted in its current sub-window, is written out here in a few
-// statements, and everything else goes to take.
+// call allocates a slot for every local and temporary of the callee, taken
+// branches or not, and a method call costs several times a function call.
+// So the common case, a known key admitted in its current sub-window, is
+// written out here in as few expressions as it takes, and everything else
+// goes to takeRest. An unknown key, and every key of a Log zone, finds
+// the shard's slot 0, whose head never holds the time (see shard.heads).
 func TakeAt(z *Zone, key string, t int64) Decision {
 	k := maphash.String(z.seed, key)
 	s := &z.shards[k&z.mask]
-	s.mu.Lock()
-	slot, known := s.index[k]
-	if known && !z.log {
-		h := &s.heads[slot]
-		if t < h.end && t >= h.end-z.span {
-			count := h.inside + h.leaving*float64(h.end-t)/z.spanF + z.cost
-			if count <= z.limit {
-				h.inside += z.cost
-				reset := h.end + z.resetTail - t // read under the lock
-				s.mu.Unlock()
-				return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(reset)}
-			}
+	s.Lock()
+	h := &s.heads[s.index[k]]
+	if left := h.end - t; left > 0 && left <= z.span {
+		// t is in the head's sub-window: t < end and t >= end-T.
+		if count := h.inside + h.leaving*float64(left)/z.spanF + z.cost; count <= z.limit {
+			h.inside += z.cost
+			s.Unlock() // left and count were read under the lock
+			return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(left + z.resetTail)}
 		}
 	}
-	d, denied := heldDenial(z, s, k, slot, t, z.rule.Limit) // an unknown key has no entry
-	if !denied {
-		d = take(z, s, k, t, z.rule.Limit, true)
-	}
-	s.mu.Unlock()
-	return d
+	return takeRest(z, s, k, t, 0, h)
 }
 
 // TakeLimitAt is TakeAt for a key whose N is limit instead of the rule's
@@ -241,13 +234,31 @@ func TakeAt(z *Zone, key string, t int64) Decision {
 func TakeLimitAt(z *Zone, key string, t int64, limit int64) Decision {
 	k := maphash.String(z.seed, key)
 	s := &z.shards[k&z.mask]
-	s.mu.Lock()
-	slot := s.index[k]
-	d, denied := heldDenial(z, s, k, slot, t, limit)
-	if !denied {
-		d = take(z, s, k, t, limit, true)
+	s.Lock()
+	return takeRest(z, s, k, t, limit, &s.heads[s.index[k]])
+}
+
+// takeRest is TakeAt's every other case, with the shard s of the key
+// hashed to k locked, under limit (0: the rule's), h the key's head (slot
+// 0's for an unknown key); it unlocks s. First the key's cached denial, if it
+// still holds: t is in [from, until) and the key's head is as the denial
+// found it, so not admitted since. (Before from, the start of the head's
+// sub-window, the clock went back and t counts from there, RetryAfter
+// too. An unknown key has no entry: the zero denyUntil's interval is
+// empty. A denial holds only for the limit it was decided under.) That
+// check is here rather than in take so that a denied flood under yaegi
+// does not pay for take's frame, and not in a function of its own, which
+// would cost every request that gets here one more call.
+func takeRest(z *Zone, s *shard, k uint64, t int64, limit int64, h *head) Decision {
+	if limit == 0 {
+		limit = z.rule.Limit // here, not in TakeAt's frame
 	}
-	s.mu.Unlock()
+	if den := s.denied[k]; t < den.until && t >= den.from && den.limit == limit && *h == den.head {
+		s.Unlock()
+		return Decision{Limit: limit, RetryAfter: time.Duration(den.until - t), ResetAfter: time.Duration(den.resetAt - t)}
+	}
+	d := take(z, s, k, t, limit, true)
+	s.Unlock()
 	return d
 }
 
@@ -260,9 +271,9 @@ func (z *Zone) Len() int {
 	n := 0
 	for i := range z.shards {
 		s := &z.shards[i]
-		s.mu.Lock()
+		s.Lock()
 		n += len(s.index)
-		s.mu.Unlock()
+		s.Unlock()
 	}
 	return n
 }
@@ -287,11 +298,11 @@ func (z *Zone) Stats() ZoneStats {
 	var st ZoneStats
 	for i := range z.shards {
 		s := &z.shards[i]
-		s.mu.Lock()
+		s.Lock()
 		st.Keys += len(s.index)
 		st.Evictions += s.evictions
 		st.Estimated += s.estimated
-		s.mu.Unlock()
+		s.Unlock()
 	}
 	return st
 }

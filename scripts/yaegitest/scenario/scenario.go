@@ -15,7 +15,7 @@ import (
 )
 
 // Names lists the scenarios in the order Run runs them.
-var Names = []string{"limit", "retry-after", "algorithms", "multi-rule", "concurrency", "max-keys"}
+var Names = []string{"limit", "retry-after", "algorithms", "multi-rule", "concurrency", "max-keys", "take-at-common-case"}
 
 // Run runs the named scenario.
 func Run(name string) error {
@@ -32,6 +32,8 @@ func Run(name string) error {
 		return concurrency()
 	case "max-keys":
 		return maxKeys()
+	case "take-at-common-case":
+		return takeAtCommonCase()
 	}
 	return fmt.Errorf("unknown scenario %q", name)
 }
@@ -228,6 +230,65 @@ func maxKeys() error {
 	}
 	if n := z.Len(); n > 1000 || n < 900 {
 		return fmt.Errorf("tracking %d keys after a flood of 5000, want at most 1000 (and close to it)", n)
+	}
+	return nil
+}
+
+// takeAtCommonCase: TakeAt's inline common case decides as take does. A
+// random trace of requests on a few keys, with the clock jumping ahead and
+// stepping back, goes to two zones of the same rule: through TakeAt, and
+// through TakeLimitAt at the rule's own limit, which never takes the
+// inline case. Every decision must be the same, for every algorithm and
+// cost.
+func takeAtCommonCase() error {
+	algs := []ratelimit.Algorithm{ratelimit.Sliding, ratelimit.Strict, ratelimit.Fixed, ratelimit.Log}
+	for _, alg := range algs {
+		for cost := int64(1); cost <= 2; cost++ {
+			rule := ratelimit.Rule{Window: 10 * time.Second, SubWindow: subWindowFor(alg), Limit: 7, Cost: cost, Algorithm: alg}
+			inline, err := newZone(rule, 0)
+			if err != nil {
+				return err
+			}
+			general, err := newZone(rule, 0)
+			if err != nil {
+				inline.Close()
+				return err
+			}
+			err = sameDecisions(inline, general, rule.Limit, uint64(alg)*2+uint64(cost))
+			inline.Close()
+			general.Close()
+			if err != nil {
+				return fmt.Errorf("%v, cost %d: %w", alg, cost, err)
+			}
+		}
+	}
+	return nil
+}
+
+// sameDecisions sends one random trace, from seed, to a through TakeAt and
+// to b through TakeLimitAt with limit, and compares the decisions.
+func sameDecisions(a, b *ratelimit.Zone, limit int64, seed uint64) error {
+	keys := []string{"a", "b", "c", "d", "e"}
+	t := epoch.UnixNano()
+	x := seed*0x9e3779b97f4a7c15 + 1
+	for i := 0; i < 3000; i++ {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		switch r := x % 100; {
+		case r < 2:
+			t -= int64(x>>8) % int64(15*time.Second) // the clock steps back
+		case r < 4:
+			t += int64(x>>8) % int64(25*time.Second) // and ahead, past the window
+		default:
+			t += int64(x>>8) % int64(300*time.Millisecond)
+		}
+		key := keys[(x>>32)%uint64(len(keys))]
+		da := ratelimit.TakeAt(a, key, t)
+		db := ratelimit.TakeLimitAt(b, key, t, limit)
+		if da != db {
+			return fmt.Errorf("request %d, key %s at %d: TakeAt %+v, take %+v", i, key, t, da, db)
+		}
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package traefikplugin
+package httplimit
 
 import (
 	"strconv"
@@ -23,18 +23,35 @@ func TestDecimalsFor(t *testing.T) {
 		{24 * time.Hour, 144 * time.Minute, 10, 0},
 	}
 	for _, tt := range tests {
-		table := decimalsFor(ratelimit.Rule{Window: tt.window, SubWindow: tt.sub, Limit: tt.limit})
+		table := DecimalsFor(ratelimit.Rule{Window: tt.window, SubWindow: tt.sub, Limit: tt.limit})
 		if len(table) != tt.size {
 			t.Errorf("window %v, limit %d: table of %d, want %d", tt.window, tt.limit, len(table), tt.size)
 		}
 	}
-	table := decimalTable(4096)
-	for _, i := range []int{0, 7, 4095} {
+	table := decimalTable(65536)
+	for _, i := range []int{0, 7, 4095, 65535} {
 		if table[i] != strconv.Itoa(i) {
 			t.Errorf("table[%d] = %q", i, table[i])
 		}
 	}
-	if &decimalTable(4096)[0] != &table[0] {
+	if &decimalTable(65536)[0] != &table[0] {
 		t.Error("a table is built twice")
+	}
+	if &decimalTable(4096)[0] != &smallInts[0] {
+		t.Error("itoa's table is built apart")
+	}
+}
+
+func TestRetrySeconds(t *testing.T) {
+	for _, tt := range []struct {
+		in   time.Duration
+		want int64
+	}{
+		{-time.Second, 1}, {0, 1}, {time.Nanosecond, 1}, {time.Second, 1},
+		{time.Second + 1, 2}, {59 * time.Second, 59}, {59*time.Second + 1, 60},
+	} {
+		if got := RetrySeconds(tt.in); got != tt.want {
+			t.Errorf("RetrySeconds(%v) = %d, want %d", tt.in, got, tt.want)
+		}
 	}
 }
