@@ -18,7 +18,7 @@ func TestTakeAtNeverAdmitsFromAnUnusableHead(t *testing.T) {
 			if alg == Fixed || alg == Log {
 				rule.SubWindow = 0
 			}
-			z := newTestZone(t, rule, Options{})
+			z := newZone(t, "test", rule, Options{})
 			if d := TakeAt(z, "a", at); !d.Allowed {
 				t.Fatalf("%v at %d: first request denied: %+v", alg, at, d)
 			}
@@ -33,7 +33,7 @@ func TestTakeAtNeverAdmitsFromAnUnusableHead(t *testing.T) {
 // sweeps and reused slots.
 func TestSlotZeroHoldsNoKey(t *testing.T) {
 	for _, alg := range []Algorithm{Sliding, Log} {
-		z := newTestZone(t, Rule{Window: 10 * time.Second, Limit: 3, Algorithm: alg}, Options{MaxKeys: 1024})
+		z := newZone(t, "test", Rule{Window: 10 * time.Second, Limit: 3, Algorithm: alg}, Options{MaxKeys: 1024})
 		for i := 0; i < 5000; i++ {
 			at := start.Add(time.Duration(i) * 10 * time.Millisecond)
 			z.Take(strconv.Itoa(i%3000), at)
