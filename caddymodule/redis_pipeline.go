@@ -67,11 +67,10 @@ func newPipeliner(client func() redis.UniversalClient, timeout time.Duration) *p
 	return &pipeliner{client: client, timeout: timeout, inFlight: defaultPipelines}
 }
 
-// do sends cmd in a pipeline and waits for its reply or ctx's end. The
-// first caller that finds a pipeline free sends the queue itself; the
-// calls that arrive meanwhile are sent together after it, by a goroutine
-// it starts, so that no request waits for more than the pipelines ahead
-// of its own.
+// do sends cmd in a pipeline and waits for its reply or ctx's end. When a
+// pipeline is free, a goroutine sends the queue at once; the calls that
+// arrive meanwhile go together in the next pipeline that frees up. The
+// caller never sends itself, so that its context can always end its wait.
 func (p *pipeliner) do(ctx context.Context, cmd *redis.IntSliceCmd) ([]int64, error) {
 	c := callPool.Get().(*scriptCall)
 	c.cmd = cmd
@@ -84,10 +83,7 @@ func (p *pipeliner) do(ctx context.Context, cmd *redis.IntSliceCmd) ([]int64, er
 	}
 	p.mu.Unlock()
 	if batch != nil {
-		p.send(batch)
-		if next := p.next(); next != nil {
-			go p.loop(next)
-		}
+		go p.loop(batch)
 	}
 	select {
 	case <-c.done:
