@@ -21,7 +21,8 @@
 # their ratio to the base's in the same round (plain's; keyed's for the
 # Redis site), and Caddy's CPU time per request (from /proc) and the
 # base's divided by it; for the Redis site, redis-server's CPU time per
-# request too. On a machine shared with other work the rates swing with
+# request too, and from its INFO the script's cost per call and how many
+# calls it read per read system call (the depth of the pipelines). On a machine shared with other work the rates swing with
 # the neighbours' load; CPU per request barely does, so the efficiency
 # column is the steadier measure of the handler's cost.
 #
@@ -216,6 +217,7 @@ median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
 # The warm-up of the Redis site also writes every sub-window of its keys.
 for site in "${sites[@]}"; do run "$site" "$WARMUP" >/dev/null; done
+! has redis || redis-cli -p "$REDIS_PORT" config resetstat >/dev/null
 
 # Per round: each site's rate and CPU per request, and their ratios to
 # its base's in the same round (neighbouring runs share the machine's
@@ -256,8 +258,15 @@ for site in "${sites[@]}"; do
 done
 if has redis; then
 	printf '%-34s %9s %10s %13.2f\n' "  redis-server CPU µs/request" "" "" "$(med "${rcpu[redis]}")"
-	printf '  (%s keys in Redis, redis-server %s)\n' "$(redis-cli -p "$REDIS_PORT" dbsize)" \
-		"$(redis-server --version | grep -o 'v=[0-9.]*' | cut -d= -f2)"
+	# What the script costs Redis per call, and how many calls Redis
+	# read per read system call (the pipelines' depth), over the rounds.
+	stat() { redis-cli -p "$REDIS_PORT" info "$1" | tr -d '\r' | sed -n "s/^$2//p"; }
+	evalsha=$(stat commandstats 'cmdstat_evalsha:')
+	calls=$(grep -o 'calls=[0-9]*' <<<"$evalsha" | cut -d= -f2)
+	printf '  (%s keys in Redis, redis-server %s; EVALSHA %s µs per call, %s calls per read)\n' \
+		"$(redis-cli -p "$REDIS_PORT" dbsize)" "$(redis-server --version | grep -o 'v=[0-9.]*' | cut -d= -f2)" \
+		"$(grep -o 'usec_per_call=[0-9.]*' <<<"$evalsha" | cut -d= -f2)" \
+		"$(awk -v c="$calls" -v r="$(stat stats 'total_reads_processed:')" 'BEGIN {printf "%.1f", c / r}')"
 fi
 
 # share SITE prints the percentage of Caddy's CPU spent in the rate_limit
