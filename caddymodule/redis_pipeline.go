@@ -12,9 +12,9 @@ import (
 // pipeliner coalesces the script calls of concurrent requests into go-redis
 // pipelines: calls that arrive while the pipelines in flight are busy go
 // out together in the next one, in one write and one read on one pooled
-// connection. Unpipelined, a write and a read system call per decision on
-// each end were what bounded Caddy with Redis on a small machine: a third
-// of Caddy's CPU, and most of redis-server's.
+// connection. Unpipelined, the write and the read system calls of each
+// decision took about a third of Caddy's CPU under load, and a quarter of
+// redis-server's (scripts/bench-caddy.sh, its Redis site).
 //
 // Each call gets its own reply or error: a Redis error (NOSCRIPT, OOM) is
 // one command's, a broken connection fails the calls of its pipeline. A
