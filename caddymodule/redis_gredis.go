@@ -2,7 +2,7 @@ package caddymodule
 
 import (
 	"context"
-	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +22,8 @@ import (
 // second after Redis is back. probe therefore asks Redis through a fresh
 // client, and the first one that gets an answer takes over.
 type goRedisRunner struct {
-	cur atomic.Pointer[clientRef]
+	cur  atomic.Pointer[clientRef]
+	pipe *pipeliner
 
 	mu     sync.Mutex // guards closed and retired
 	closed bool
@@ -42,20 +43,67 @@ const retiredClientGrace = 5 * time.Second
 func newGoRedisRunner(client redis.UniversalClient) *goRedisRunner {
 	r := new(goRedisRunner)
 	r.cur.Store(&clientRef{client})
+	r.pipe = newPipeliner(r.client, pipelineTimeout(client))
 	return r
 }
 
 func (r *goRedisRunner) client() redis.UniversalClient { return r.cur.Load().c }
 
+// pipelineTimeout is the longest a pipeline of c may take: a dial, a
+// write and a read; zero, for no bound, when c has no timeouts.
+func pipelineTimeout(c redis.UniversalClient) time.Duration {
+	var dial, write, read time.Duration
+	switch c := c.(type) {
+	case *redis.Client:
+		o := c.Options()
+		dial, write, read = o.DialTimeout, o.WriteTimeout, o.ReadTimeout
+	case *redis.ClusterClient:
+		o := c.Options()
+		dial, write, read = o.DialTimeout, o.WriteTimeout, o.ReadTimeout
+		if dial == 0 {
+			dial = 5 * time.Second // go-redis's default, filled in per node
+		}
+	}
+	if dial <= 0 || write <= 0 || read <= 0 {
+		return 0
+	}
+	return dial + write + read
+}
+
 // EvalSha implements ratelimit.ScriptRunner.
 func (r *goRedisRunner) EvalSha(ctx context.Context, sha string, keys, args []string) ([]int64, error) {
-	return int64s(r.client().EvalSha(ctx, sha, keys, anys(args)...).Result())
+	return r.script(ctx, "evalsha", sha, keys, args)
 }
 
 // Eval implements ratelimit.ScriptRunner.
 func (r *goRedisRunner) Eval(ctx context.Context, script string, keys, args []string) ([]int64, error) {
-	return int64s(r.client().Eval(ctx, script, keys, anys(args)...).Result())
+	return r.script(ctx, "eval", script, keys, args)
 }
+
+// script sends EVAL or EVALSHA. Its reply is read as an array of integers
+// straight into a []int64, without go-redis's generic reply values.
+func (r *goRedisRunner) script(ctx context.Context, name, script string, keys, args []string) ([]int64, error) {
+	a := make([]interface{}, 0, 3+len(keys)+len(args))
+	a = append(a, name, script, numKeys(len(keys)))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	for _, v := range args {
+		a = append(a, v)
+	}
+	return r.pipe.do(ctx, redis.NewIntSliceCmd(ctx, a...))
+}
+
+// numKeys returns n as the text a ClusterClient reads to find the first
+// key of EVAL and EVALSHA ("0" sends the call to any node).
+func numKeys(n int) interface{} {
+	if n < len(smallCounts) {
+		return smallCounts[n]
+	}
+	return strconv.Itoa(n)
+}
+
+var smallCounts = [...]interface{}{"0", "1", "2", "3", "4", "5", "6", "7", "8"}
 
 // probe checks, for the breaker, that Redis answers the script through a
 // client made by newClient; if it does, that client replaces the
@@ -112,32 +160,4 @@ func (r *goRedisRunner) Close() error {
 	}
 	r.retired = nil
 	return r.client().Close()
-}
-
-func anys(args []string) []interface{} {
-	out := make([]interface{}, len(args))
-	for i, a := range args {
-		out[i] = a
-	}
-	return out
-}
-
-// int64s converts the script's reply, an array of integers.
-func int64s(v interface{}, err error) ([]int64, error) {
-	if err != nil {
-		return nil, err
-	}
-	arr, ok := v.([]interface{})
-	if !ok {
-		return nil, fmt.Errorf("redis script reply is %T, want an array", v)
-	}
-	out := make([]int64, len(arr))
-	for i, e := range arr {
-		n, ok := e.(int64)
-		if !ok {
-			return nil, fmt.Errorf("redis script reply element %d is %T, want an integer", i, e)
-		}
-		out[i] = n
-	}
-	return out, nil
 }

@@ -76,11 +76,15 @@ func TestGoRedisRunner(t *testing.T) {
 		t.Fatalf("after SCRIPT FLUSH: %+v, %v", d, err)
 	}
 	r := newGoRedisRunner(c)
-	if _, err := r.Eval(context.Background(), "return 'x'", nil, nil); err == nil || !strings.Contains(err.Error(), "want an array") {
+	if _, err := r.Eval(context.Background(), "return 'x'", nil, nil); err == nil || !strings.Contains(err.Error(), "can't parse array") {
 		t.Fatalf("string reply: %v", err)
 	}
-	if _, err := r.Eval(context.Background(), "return {'x'}", nil, nil); err == nil || !strings.Contains(err.Error(), "want an integer") {
+	if _, err := r.Eval(context.Background(), "return {'x'}", nil, nil); err == nil || !strings.Contains(err.Error(), `"x"`) {
 		t.Fatalf("array of strings: %v", err)
+	}
+	// The connection those replies left unread is dropped, not reused.
+	if res, err := r.Eval(context.Background(), "return {1, -2}", nil, nil); err != nil || len(res) != 2 || res[0] != 1 || res[1] != -2 {
+		t.Fatalf("after the bad replies: %v, %v", res, err)
 	}
 }
 

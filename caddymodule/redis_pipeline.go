@@ -1,0 +1,159 @@
+package caddymodule
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// pipeliner coalesces the script calls of concurrent requests into go-redis
+// pipelines: calls that arrive while the pipelines in flight are busy go
+// out together in the next one, in one write and one read on one pooled
+// connection. Unpipelined, the write and the read system calls of each
+// decision took about a third of Caddy's CPU under load, and a quarter of
+// redis-server's (scripts/bench-caddy.sh, its Redis site).
+//
+// Each call gets its own reply or error: a Redis error (NOSCRIPT, OOM) is
+// one command's, a broken connection fails the calls of its pipeline. A
+// ClusterClient's pipeline sends each command to the node of its key's
+// slot and follows MOVED and ASK per command.
+type pipeliner struct {
+	// client returns the client to send the next pipeline through; the
+	// runner may replace it.
+	client func() redis.UniversalClient
+	// timeout bounds one pipeline: getting a connection (dialling one if
+	// needed), the write and the read, go-redis's retry included; zero
+	// means no bound but the client's own. A call waits at most for the
+	// pipelines in flight and then its own.
+	timeout time.Duration
+	// inFlight is the most pipelines sent at once, each on its own
+	// connection.
+	inFlight int
+
+	mu      sync.Mutex
+	queue   []*scriptCall // waiting for a pipeline
+	running int           // pipelines in flight
+
+	// pipelines counts the pipelines sent, for tests.
+	pipelines atomic.Uint64
+}
+
+// Bounds of a pipeliner.
+const (
+	// defaultPipelines is the most pipelines in flight: while one is at
+	// Redis, the next fills. More connections only make the batches
+	// smaller (measured by scripts/bench-caddy.sh).
+	defaultPipelines = 2
+	// maxPipelineLen bounds the commands of one pipeline, so one write
+	// stays small and the calls queued behind it start soon.
+	maxPipelineLen = 128
+)
+
+// scriptCall is one script call waiting for its pipeline.
+type scriptCall struct {
+	cmd  *redis.IntSliceCmd
+	done chan struct{} // receives once the reply is in cmd
+}
+
+var callPool = sync.Pool{New: func() any { return &scriptCall{done: make(chan struct{}, 1)} }}
+
+// batchPool holds the slices pipelines take their calls in.
+var batchPool = sync.Pool{New: func() any { return make([]*scriptCall, 0, maxPipelineLen) }}
+
+func newPipeliner(client func() redis.UniversalClient, timeout time.Duration) *pipeliner {
+	return &pipeliner{client: client, timeout: timeout, inFlight: defaultPipelines}
+}
+
+// do sends cmd in a pipeline and waits for its reply or ctx's end. When a
+// pipeline is free, a goroutine sends the queue at once; the calls that
+// arrive meanwhile go together in the next pipeline that frees up. The
+// caller never sends itself, so that its context can always end its wait.
+func (p *pipeliner) do(ctx context.Context, cmd *redis.IntSliceCmd) ([]int64, error) {
+	c := callPool.Get().(*scriptCall)
+	c.cmd = cmd
+	p.mu.Lock()
+	p.queue = append(p.queue, c)
+	var batch []*scriptCall
+	if p.running < p.inFlight {
+		p.running++
+		batch = p.takeLocked()
+	}
+	p.mu.Unlock()
+	if batch != nil {
+		go p.loop(batch)
+	}
+	select {
+	case <-c.done:
+		c.cmd = nil
+		callPool.Put(c)
+		return cmd.Result()
+	case <-ctx.Done():
+		// Abandoned: its pipeline still completes it, into a channel
+		// nobody reads, so c is not reused.
+		return nil, ctx.Err()
+	}
+}
+
+// loop sends pipelines until the queue is empty.
+func (p *pipeliner) loop(batch []*scriptCall) {
+	for batch != nil {
+		p.send(batch)
+		batch = p.next()
+	}
+}
+
+// next returns the calls to send in the next pipeline, or nil, and frees
+// the pipeline's slot, when none wait.
+func (p *pipeliner) next() []*scriptCall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.queue) == 0 {
+		p.running--
+		return nil
+	}
+	return p.takeLocked()
+}
+
+// takeLocked takes up to maxPipelineLen calls off the queue.
+func (p *pipeliner) takeLocked() []*scriptCall {
+	if len(p.queue) <= maxPipelineLen {
+		batch := p.queue
+		p.queue = batchPool.Get().([]*scriptCall)
+		return batch
+	}
+	batch := append(batchPool.Get().([]*scriptCall), p.queue[:maxPipelineLen]...)
+	n := copy(p.queue, p.queue[maxPipelineLen:])
+	clear(p.queue[n:])
+	p.queue = p.queue[:n]
+	return batch
+}
+
+// send runs batch as one pipeline and completes its calls.
+func (p *pipeliner) send(batch []*scriptCall) {
+	p.pipelines.Add(1)
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if p.timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, p.timeout)
+	}
+	pipe := p.client().Pipeline()
+	for _, c := range batch {
+		pipe.Process(ctx, c.cmd)
+	}
+	// Every command carries its own error, but for a failure before the
+	// write (no connection): go-redis then sets none.
+	_, err := pipe.Exec(ctx)
+	cancel()
+	for i, c := range batch {
+		if err != nil && c.cmd.Err() == nil && c.cmd.Val() == nil {
+			c.cmd.SetErr(err)
+		}
+		c.done <- struct{}{}
+		batch[i] = nil
+	}
+	if cap(batch) == maxPipelineLen {
+		batchPool.Put(batch[:0])
+	}
+}
