@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Redis store figures on this machine, against a throwaway redis-server:
 #   - decisions/s through shared/resp and go-redis (50 concurrent callers),
-#   - the ceiling: redis-benchmark running the same script by EVALSHA,
-#     unpipelined at 50 clients and with -P 16,
+#   - the ceiling: redis-cli --pipe sending the same script by EVALSHA
+#     (redis-benchmark cannot: the packed rule argument is binary),
 #   - what one call of the script costs Redis (usec_per_call of EVALSHA in
-#     INFO commandstats, -P 16), on busy keys and on fresh ones, against a
-#     fixed-window INCR + PEXPIRE script and the previous script (a hash per
-#     key, testdata/redisscript-hash.lua), in interleaved rounds, with the
-#     median of each and the ratios to the fixed window,
+#     INFO commandstats, calls sent by redis-cli --pipe), on busy keys and
+#     on fresh ones, against a fixed-window INCR + PEXPIRE script and the
+#     previous script (a hash per key, testdata/redisscript-hash.lua), in
+#     interleaved rounds, with the median of each and the ratios to the
+#     fixed window; then the same calls in instructions (callgrind, when
+#     valgrind is installed), with the floor of the script's contract,
 #   - MEMORY USAGE of an IPv4, an IPv6 /64 and a log key,
 #   - round trips per decision (INFO commandstats).
 # Usage: scripts/bench-redis.sh [decisions per run, default 200000] [rounds, default 3]
@@ -35,8 +37,8 @@ sha=$(cli script load "$(cat "$dir/script.lua")")
 echo "redis: $(redis-server --version | grep -o 'v=[0-9.]*'), script sha $sha, $(nproc) cores, load average $(cut -d" " -f1-3 /proc/loadavg)"
 
 # packrule FILE ALG W T N COST SHAPE writes a rule as the script takes it
-# (packRule in shared/ratelimit/redisstore.go): binary, so redis-benchmark
-# and redis-cli read it with -x, as the last argument, from their stdin.
+# (packRule in shared/ratelimit/redisstore.go): binary, so gen reads it
+# from FILE as an @FILE argument, and redis-cli -x from its stdin.
 packrule() {
 	local f=$1
 	shift

@@ -3,7 +3,7 @@
 # (ns/op, allocs, bytes per key), the same decision under yaegi (µs/op and
 # interpreter allocations, with a naive sliding window as the yardstick in
 # the same run), and the accuracy table. Pass -all to run the proxy and
-# Redis benchmarks too (wrk against real Caddy and Traefik, redis-benchmark).
+# Redis benchmarks too (wrk against real Caddy and Traefik, a throwaway redis-server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
