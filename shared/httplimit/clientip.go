@@ -103,12 +103,9 @@ func parseRange(s string) (netip.Prefix, error) {
 	return p.Masked(), nil
 }
 
-// ClientIP returns the client address of r, or "" when the strategy finds
+// clientIP returns the client address of r, or "" when the strategy finds
 // none (X-Forwarded-For shorter than the depth, or every entry excluded).
 // Malformed entries are returned as they are, trimmed of spaces.
-func (s *IPStrategy) ClientIP(r *http.Request) string { return clientIP(s, r) }
-
-// clientIP is ClientIP as a plain function: cheaper under yaegi.
 func clientIP(s *IPStrategy, r *http.Request) string {
 	var ip string
 	if s.depth > 0 {

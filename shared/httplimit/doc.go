@@ -10,8 +10,7 @@
 //
 // The per-request calls are plain functions taking their receiver as the
 // first argument (KeyOf, WriteHeaders, WriteRejection) rather than
-// methods: under yaegi a method call costs several function calls, and
-// the Traefik plugin makes these calls on every request. Compiled Go pays
-// nothing for the plain form. Policy.SetHeaders, the method form of
-// WriteHeaders, remains for the Caddy module.
+// methods, and have no method form: under yaegi a method call costs
+// several function calls, and the Traefik plugin makes these calls on
+// every request, while compiled Go pays nothing for the plain form.
 package httplimit
