@@ -356,7 +356,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		for _, i := range s.which {
 			h.zones[i].allowed.Inc()
 		}
-		z.policy.SetHeaders(w.Header(), d)
+		httplimit.WriteHeaders(z.policy, w.Header(), d)
 		if s.deferred {
 			return h.serveCounted(w, r, next, s)
 		}
@@ -378,7 +378,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if h.Jitter > 0 {
 		d.RetryAfter += time.Duration(rand.Float64() * h.Jitter * float64(d.RetryAfter))
 	}
-	z.policy.SetHeaders(w.Header(), d)
+	httplimit.WriteHeaders(z.policy, w.Header(), d)
 	if repl == nil {
 		repl, _ = r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	}

@@ -57,8 +57,8 @@ done <<'EOF'
 ./caddymodule FuzzJSON
 ./caddymodule FuzzKeySource
 ./traefikplugin FuzzNew
-./shared/httplimit FuzzKeyOf
-./shared/httplimit FuzzClientIP
+./traefikplugin FuzzKeyOf
+./traefikplugin FuzzClientIP
 ./shared/resp FuzzReadReply
 ./shared/resp FuzzReadInts
 EOF

@@ -2,6 +2,7 @@ package traefikplugin
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
@@ -10,6 +11,15 @@ import (
 // configuration.
 func fieldError(field, msg string) error {
 	return errors.New(field + ": " + msg)
+}
+
+// quoteValue returns a bad value as a Go string literal for an error
+// message, cut to a readable length.
+func quoteValue(s string) string {
+	if len(s) > 64 {
+		return strconv.Quote(s[:64]) + "..."
+	}
+	return strconv.Quote(s)
 }
 
 // spelling names the fields of the core's errors as the dynamic

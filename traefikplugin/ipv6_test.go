@@ -1,6 +1,8 @@
 package traefikplugin
 
 import (
+	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -80,5 +82,52 @@ func TestIPv6GroupedByDefaultBehindProxies(t *testing.T) {
 		if w := serve(h, "10.0.0.1:1", map[string][]string{"X-Forwarded-For": {"2001:db8:1:2::2"}}); w.Code != tt.want {
 			t.Errorf("ipv6Subnet %d: second address of the /64: %d, want %d", tt.subnet, w.Code, tt.want)
 		}
+	}
+}
+
+// TestIPv6GroupedByDefaultKeyOf: a client-IP key groups IPv6 by /64
+// unless told otherwise; 128 keeps addresses apart; IPv4 is never grouped
+// by default; an IPv4-mapped address is its IPv4 address.
+func TestIPv6GroupedByDefaultKeyOf(t *testing.T) {
+	byDepth := func(v6 int) *SourceCriterion {
+		return &SourceCriterion{IPStrategy: &IPStrategy{Depth: 1, IPv6Subnet: v6}}
+	}
+	remote := func(v6 int) *SourceCriterion {
+		return &SourceCriterion{IPStrategy: &IPStrategy{IPv6Subnet: v6}}
+	}
+	tests := []struct {
+		name   string
+		c      *SourceCriterion
+		a, b   string // two clients
+		shared bool   // whether they share a key
+	}{
+		{"default: one /64", nil, "2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:ffff", true},
+		{"default: two /64s", nil, "2001:db8:1:2::1", "2001:db8:1:3::1", false},
+		{"default: IPv4 apart", nil, "203.0.113.7", "203.0.113.8", false},
+		{"default: mapped is IPv4", nil, "::ffff:203.0.113.7", "203.0.113.7", true},
+		{"default: mapped apart", nil, "::ffff:203.0.113.7", "::ffff:203.0.113.8", false},
+		{"ipv6Subnet 0 is the default", remote(0), "2001:db8:1:2::1", "2001:db8:1:2::2", true},
+		{"ipv6Subnet 128 keeps apart", remote(128), "2001:db8:1:2::1", "2001:db8:1:2::2", false},
+		{"ipv6Subnet 128, mapped is IPv4", remote(128), "::ffff:203.0.113.7", "203.0.113.7", true},
+		{"ipv6Subnet 48", remote(48), "2001:db8:1:2::1", "2001:db8:1:ff::1", true},
+		{"depth: one /64", byDepth(0), "2001:db8:1:2::1", "2001:db8:1:2::2", true},
+		{"depth 128 keeps apart", byDepth(128), "2001:db8:1:2::1", "2001:db8:1:2::2", false},
+		{"depth: mapped apart", byDepth(0), "::ffff:10.0.0.1", "::ffff:10.0.0.2", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustKeySource(t, tt.c)
+			key := func(ip string) string {
+				host := ip
+				if strings.Contains(ip, ":") {
+					host = "[" + ip + "]"
+				}
+				return keyOf(s, &http.Request{RemoteAddr: host + ":4711", Header: http.Header{"X-Forwarded-For": {ip}}})
+			}
+			ka, kb := key(tt.a), key(tt.b)
+			if (ka == kb) != tt.shared {
+				t.Errorf("keys %q and %q: shared %v, want %v", ka, kb, ka == kb, tt.shared)
+			}
+		})
 	}
 }

@@ -29,7 +29,7 @@ type Middleware struct {
 	guard *ratelimit.Guard
 	// source is nil for the default source, the remote address, whose
 	// IPv6 addresses are grouped by v6Bits.
-	source *httplimit.Source
+	source *keySource
 	v6Bits int
 	policy *httplimit.Policy
 	// slow is set when ServeHTTP's inline path does not apply: another

@@ -85,9 +85,9 @@ func reject(m *Middleware, w http.ResponseWriter, h http.Header, d ratelimit.Dec
 func serveOther(m *Middleware, w http.ResponseWriter, r *http.Request) {
 	var key string
 	if m.source == nil {
-		key = httplimit.RemoteKey(r.RemoteAddr, m.v6Bits)
+		key = addrKey(r.RemoteAddr, m.v6Bits)
 	} else {
-		key = httplimit.KeyOf(m.source, r)
+		key = keyOf(m.source, r)
 	}
 	if m.overrides != nil {
 		serveOverridden(m, w, r, key)
@@ -130,5 +130,5 @@ func deny(m *Middleware, w http.ResponseWriter, r *http.Request, key string, d r
 // remoteKey is ServeHTTP's key of an IPv6 remote address or one without a
 // port, apart so that ServeHTTP's frame stays small.
 func remoteKey(m *Middleware, r *http.Request) string {
-	return httplimit.RemoteKeyRest(r.RemoteAddr, m.v6Bits)
+	return addrKeyRest(r.RemoteAddr, m.v6Bits)
 }

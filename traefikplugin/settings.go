@@ -17,7 +17,7 @@ type settings struct {
 	maxKeys int
 	// source is nil for the remote address, which the middleware reads
 	// inline, with IPv6 grouped by v6Bits.
-	source  *httplimit.Source
+	source  *keySource
 	v6Bits  int
 	mode    httplimit.HeaderMode
 	dryRun  bool
@@ -117,33 +117,13 @@ func (c *Config) validate() (settings, error) {
 // source returns the key source of sc; for the remote address (sc nil,
 // or an ipStrategy of neither depth nor excludedIPs) it returns nil and
 // the prefix length IPv6 addresses are grouped by.
-func (sc *SourceCriterion) source() (*httplimit.Source, int, error) {
-	var c httplimit.SourceCriterion
-	if sc != nil {
-		c = httplimit.SourceCriterion{RequestHeaderName: sc.RequestHeaderName, RequestHost: sc.RequestHost}
-		if ip := sc.IPStrategy; ip != nil {
-			strategy, err := httplimit.NewIPStrategy(ip.Depth, ip.ExcludedIPs, ip.IPv6Subnet)
-			if err != nil {
-				return nil, 0, prefixed("sourceCriterion.ipStrategy", err)
-			}
-			c.IPStrategy = strategy
-		}
-	}
-	src, err := httplimit.NewSource(c)
+func (sc *SourceCriterion) source() (*keySource, int, error) {
+	src, err := newKeySource(sc)
 	if err != nil {
-		return nil, 0, prefixed("sourceCriterion", err)
+		return nil, 0, err
 	}
-	if src.IsRemoteAddr() {
-		return nil, src.IPv6Prefix(), nil
+	if src.isRemoteAddr() {
+		return nil, src.ipv6Prefix(), nil
 	}
 	return src, 0, nil
-}
-
-// prefixed names the setting of err in full: a *httplimit.FieldError
-// becomes "prefix.field: message", any other error "prefix: message".
-func prefixed(prefix string, err error) error {
-	if fe, ok := err.(*httplimit.FieldError); ok {
-		return fieldError(prefix+"."+fe.Field, fe.Msg)
-	}
-	return fieldError(prefix, err.Error())
 }

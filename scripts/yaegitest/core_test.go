@@ -38,15 +38,14 @@ func TestCoreCompiled(t *testing.T) {
 }
 
 // BenchmarkTakeInterpreted times a decision on one existing key under
-// yaegi: through ratelimit.TakeAt (what the plugin calls), through the
-// Zone.Take method, denied over the limit, and through a naive sliding
-// window for comparison.
+// yaegi: through ratelimit.TakeAt (what the plugin calls), denied over the
+// limit, and through a naive sliding window for comparison.
 // It reports µs/op and the interpreter's heap allocations per decision,
 // which, unlike time, do not depend on the machine's load.
 func BenchmarkTakeInterpreted(b *testing.B) {
 	i := newInterpreter(b)
 	evalImport(b, i, "scripts/yaegitest/scenario")
-	loop := evalValue(b, i, "scenario.TakeLoop").Interface().(func(int, bool) (time.Duration, error))
+	loop := evalValue(b, i, "scenario.TakeLoop").Interface().(func(int) (time.Duration, error))
 	naive := evalValue(b, i, "scenario.NaiveLoop").Interface().(func(int) time.Duration)
 	denied := evalValue(b, i, "scenario.DeniedLoop").Interface().(func(int) (time.Duration, error))
 	run := func(b *testing.B, f func(n int) time.Duration) {
@@ -60,17 +59,15 @@ func BenchmarkTakeInterpreted(b *testing.B) {
 		b.ReportMetric(float64(d.Nanoseconds())/float64(b.N)/1000, "µs/op")
 		b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N), "interp-allocs/op")
 	}
-	take := func(plain bool) func(int) time.Duration {
-		return func(n int) time.Duration {
-			d, err := loop(n, plain)
+	b.Run("TakeAt", func(b *testing.B) {
+		run(b, func(n int) time.Duration {
+			d, err := loop(n)
 			if err != nil {
 				b.Fatal(err)
 			}
 			return d
-		}
-	}
-	b.Run("TakeAt", func(b *testing.B) { run(b, take(true)) })
-	b.Run("Zone.Take", func(b *testing.B) { run(b, take(false)) })
+		})
+	})
 	b.Run("TakeAt-denied", func(b *testing.B) {
 		run(b, func(n int) time.Duration {
 			d, err := denied(n)

@@ -1,17 +1,17 @@
-// Package httplimit is the HTTP side of windowlimit shared by the Caddy module
-// and the Traefik plugin: which key a request is limited on (client IP with
-// Traefik's ipStrategy semantics, a request header, the host), how IPs are
-// grouped by prefix, and the rate-limit headers and rejection a limited
-// response carries.
+// Package httplimit is the HTTP side of windowlimit that the Caddy module
+// and the Traefik plugin share: the bound on a key's length, how client
+// IPs are grouped by prefix, the rate-limit headers and rejection a limited
+// response carries, and the final status of a response. Which key a
+// request is limited on is each host's own: Caddy's placeholders, and
+// Traefik's sourceCriterion in the traefikplugin package.
 //
 // It imports only the standard library, because Traefik loads it through
 // the yaegi interpreter. The per-request functions avoid fmt and allocate
 // as little as possible: values that never change are computed once.
 //
 // The per-request calls are plain functions taking their receiver as the
-// first argument (KeyOf, WriteHeaders, WriteRejection) rather than
-// methods: under yaegi a method call costs several function calls, and
-// the Traefik plugin makes these calls on every request. Compiled Go pays
-// nothing for the plain form. Policy.SetHeaders, the method form of
-// WriteHeaders, remains for the Caddy module.
+// first argument (WriteHeaders, WriteRejection) rather than methods, and
+// have no method form: under yaegi a method call costs several function
+// calls, and the Traefik plugin makes these calls on every request, while
+// compiled Go pays nothing for the plain form.
 package httplimit

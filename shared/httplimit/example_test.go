@@ -11,34 +11,16 @@ import (
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
-// A source behind one trusted proxy takes the address that proxy appended
-// to X-Forwarded-For; the default source takes the remote address, with
-// IPv6 clients grouped by /64.
-func ExampleNewSource() {
-	strategy, err := httplimit.NewIPStrategy(1, nil, 0)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	behindProxy, err := httplimit.NewSource(httplimit.SourceCriterion{IPStrategy: strategy})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	direct, err := httplimit.NewSource(httplimit.SourceCriterion{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-
-	r := httptest.NewRequest(http.MethodGet, "/", nil)
-	r.RemoteAddr = "[2001:db8:1:2:3:4:5:6]:4711"
-	r.Header.Set("X-Forwarded-For", "10.0.0.1, 203.0.113.7")
-	fmt.Println(httplimit.KeyOf(behindProxy, r))
-	fmt.Println(httplimit.KeyOf(direct, r))
+// Addresses grouped by prefix share one key: Caddy's ipv4_prefix and
+// ipv6_prefix, Traefik's ipv6Subnet. An IPv4-mapped address is IPv4.
+func ExampleMaskIP() {
+	fmt.Println(httplimit.MaskIP("203.0.113.77", 24, 64))
+	fmt.Println(httplimit.MaskIP("2001:db8:1:2:3:4:5:6", 24, 64))
+	fmt.Println(httplimit.MaskIP("::ffff:203.0.113.77", 0, 64))
 	// Output:
-	// 203.0.113.7
+	// 203.0.113.0/24
 	// 2001:db8:1:2::/64
+	// 203.0.113.77
 }
 
 // A denied request gets the rate-limit headers of its policy, Retry-After,

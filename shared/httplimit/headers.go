@@ -113,17 +113,16 @@ func NewPolicy(name string, window time.Duration, limit int64, mode HeaderMode) 
 // Mode returns the policy's header mode.
 func (p *Policy) Mode() HeaderMode { return p.mode }
 
-// SetHeaders writes the rate-limit headers of d into h per the mode; it
+// WriteHeaders writes the rate-limit headers of d into h per p's mode; it
 // does nothing for HeadersNone. X-RateLimit-Reset is d.ResetAfter in
 // seconds, rounded up; so is the IETF t= of an allowed request, and that
 // of a denied one is its Retry-After (see writeIETF).
-func (p *Policy) SetHeaders(h http.Header, d ratelimit.Decision) { WriteHeaders(p, h, d) }
-
-// WriteHeaders is SetHeaders as a plain function, for the Traefik plugin.
-// Under yaegi a call allocates a slot for every local and temporary of the
-// callee, taken branches or not, and a method call costs several times a
-// function call: so each mode's work is a function of its own, and the
-// values come from a table rather than from nested calls.
+//
+// It is a plain function, not a method (see the package documentation).
+// Under yaegi a call also allocates a slot for every local and temporary
+// of the callee, taken branches or not: so each mode's work is a function
+// of its own, and the values come from a table rather than from nested
+// calls.
 func WriteHeaders(p *Policy, h http.Header, d ratelimit.Decision) {
 	if p.legacy {
 		writeLegacy(p, h, d)

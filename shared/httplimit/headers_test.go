@@ -62,7 +62,7 @@ func TestCeilSeconds(t *testing.T) {
 	}
 }
 
-func TestSetHeaders(t *testing.T) {
+func TestWriteHeaders(t *testing.T) {
 	d := ratelimit.Decision{Allowed: true, Limit: 100, Remaining: 42, ResetAfter: 59500 * time.Millisecond}
 	tests := []struct {
 		mode HeaderMode
@@ -88,7 +88,7 @@ func TestSetHeaders(t *testing.T) {
 	for _, tt := range tests {
 		p := NewPolicy("api", time.Minute, 100, tt.mode)
 		h := http.Header{}
-		p.SetHeaders(h, tt.d)
+		WriteHeaders(p, h, tt.d)
 		if len(h) != len(tt.want) {
 			t.Errorf("%v: got %d headers %v, want %v", tt.mode, len(h), h, tt.want)
 		}
@@ -106,7 +106,7 @@ func TestHeadersAreNotShared(t *testing.T) {
 	d := ratelimit.Decision{Limit: 100, Remaining: 1, ResetAfter: time.Second, RetryAfter: time.Second}
 	respond := func(p *Policy) http.Header {
 		rec := httptest.NewRecorder()
-		p.SetHeaders(rec.Header(), d)
+		WriteHeaders(p, rec.Header(), d)
 		SetRetryAfter(rec.Header(), d)
 		WriteRejection(p, rec, d, http.StatusTooManyRequests, "no")
 		return rec.Header()
@@ -136,7 +136,7 @@ func TestPolicyNameQuoting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		h := http.Header{}
-		NewPolicy(tt.name, 1500*time.Millisecond, 5, HeadersIETF).SetHeaders(h, ratelimit.Decision{Limit: 5})
+		WriteHeaders(NewPolicy(tt.name, 1500*time.Millisecond, 5, HeadersIETF), h, ratelimit.Decision{Limit: 5})
 		if got := h.Get("RateLimit-Policy"); got != tt.want {
 			t.Errorf("name %q: RateLimit-Policy = %q, want %q", tt.name, got, tt.want)
 		}
@@ -193,13 +193,14 @@ func TestReject(t *testing.T) {
 	}
 }
 
-// The IETF fields of a denied request, as Traefik writes them (Reject) and
-// as Caddy does (SetHeaders, then SetRetryAfter unless in dry run). The
-// draft (draft-ietf-httpapi-ratelimit-headers-11, section 6): "the
-// Retry-After field value SHOULD NOT reference a point in time earlier
-// than the end of the effective window", t. So t is the Retry-After delay
-// (which is also when the r=0 it goes with stops being true), not the
-// delay until the window is empty, which X-RateLimit-Reset keeps.
+// The IETF fields of a denied request, as Traefik writes them
+// (WriteRejection) and as Caddy does (WriteHeaders, then SetRetryAfter
+// unless in dry run). The draft (draft-ietf-httpapi-ratelimit-headers-11,
+// section 6): "the Retry-After field value SHOULD NOT reference a point in
+// time earlier than the end of the effective window", t. So t is the
+// Retry-After delay (which is also when the r=0 it goes with stops being
+// true), not the delay until the window is empty, which X-RateLimit-Reset
+// keeps.
 func TestIETFDenial(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -242,10 +243,10 @@ func TestIETFDenial(t *testing.T) {
 		WriteRejection(p, rec, tt.d, http.StatusTooManyRequests, "no")
 		check("Reject", rec.Header(), "RateLimit-Policy", "RateLimit", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After")
 		h := http.Header{}
-		p.SetHeaders(h, tt.d)
+		WriteHeaders(p, h, tt.d)
 		check("dry run", h, "RateLimit-Policy", "RateLimit", "X-RateLimit-Reset")
 		SetRetryAfter(h, tt.d)
-		check("SetHeaders", h, "RateLimit", "Retry-After")
+		check("SetRetryAfter", h, "RateLimit", "Retry-After")
 	}
 }
 
@@ -257,7 +258,7 @@ func TestRejectEmptyBody(t *testing.T) {
 	}
 }
 
-func BenchmarkSetHeaders(b *testing.B) {
+func BenchmarkWriteHeaders(b *testing.B) {
 	for _, mode := range []HeaderMode{HeadersLegacy, HeadersIETF, HeadersBoth} {
 		b.Run(mode.String(), func(b *testing.B) {
 			p := NewPolicy("api", time.Minute, 100, mode)
@@ -265,7 +266,7 @@ func BenchmarkSetHeaders(b *testing.B) {
 			d := ratelimit.Decision{Allowed: true, Limit: 100, Remaining: 42, ResetAfter: 6 * time.Second}
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				p.SetHeaders(h, d)
+				WriteHeaders(p, h, d)
 			}
 		})
 	}
@@ -292,7 +293,7 @@ func (w *discardWriter) WriteHeader(int)             {}
 func TestHeadersShowAppliedLimit(t *testing.T) {
 	p := NewPolicy("api", time.Minute, 10, HeadersBoth)
 	h := http.Header{}
-	p.SetHeaders(h, ratelimit.Decision{Allowed: true, Limit: 600, Remaining: 599, ResetAfter: time.Minute})
+	WriteHeaders(p, h, ratelimit.Decision{Allowed: true, Limit: 600, Remaining: 599, ResetAfter: time.Minute})
 	if got := h.Get("X-RateLimit-Limit"); got != "600" {
 		t.Errorf("X-RateLimit-Limit %q, want 600", got)
 	}
@@ -300,7 +301,7 @@ func TestHeadersShowAppliedLimit(t *testing.T) {
 		t.Errorf("RateLimit-Policy %q", got)
 	}
 	h = http.Header{}
-	p.SetHeaders(h, ratelimit.Decision{Allowed: true, Limit: 10, Remaining: 9, ResetAfter: time.Minute})
+	WriteHeaders(p, h, ratelimit.Decision{Allowed: true, Limit: 10, Remaining: 9, ResetAfter: time.Minute})
 	if got := h.Get("RateLimit-Policy"); got != `"api";q=10;w=60` {
 		t.Errorf("RateLimit-Policy %q under the rule's limit", got)
 	}

@@ -23,12 +23,13 @@ func MaskIP(s string, v4Bits, v6Bits int) string {
 	if err != nil {
 		return s
 	}
-	return maskAddr(a, s, v4Bits, v6Bits)
+	return MaskAddr(a, s, v4Bits, v6Bits)
 }
 
-// maskAddr is MaskIP of s, parsed as a. It makes few calls into netip,
-// each of which is costly under yaegi.
-func maskAddr(a netip.Addr, s string, v4Bits, v6Bits int) string {
+// MaskAddr is MaskIP of s, already parsed as a, for a caller that parsed
+// it anyway. It makes few calls into netip, each of which is costly under
+// yaegi.
+func MaskAddr(a netip.Addr, s string, v4Bits, v6Bits int) string {
 	bits, max := v6Bits, 128
 	if a.Is4In6() {
 		a = a.Unmap()

@@ -25,22 +25,24 @@ func benchZone(b *testing.B, alg Algorithm, maxKeys int) *Zone {
 // steady state of a busy client.
 func BenchmarkTakeHotKey(b *testing.B) {
 	z := benchZone(b, Sliding, 0)
-	z.Take("203.0.113.7", start)
+	t := start.UnixNano()
+	TakeAt(z, "203.0.113.7", t)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		z.Take("203.0.113.7", start)
+		TakeAt(z, "203.0.113.7", t)
 	}
 }
 
 func BenchmarkTakeHotKeyParallel(b *testing.B) {
 	z := benchZone(b, Sliding, 0)
-	z.Take("203.0.113.7", start)
+	t := start.UnixNano()
+	TakeAt(z, "203.0.113.7", t)
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			z.Take("203.0.113.7", start)
+			TakeAt(z, "203.0.113.7", t)
 		}
 	})
 }
@@ -48,13 +50,14 @@ func BenchmarkTakeHotKeyParallel(b *testing.B) {
 // BenchmarkTakeDenied is one key over its limit: the attack steady state.
 func BenchmarkTakeDenied(b *testing.B) {
 	z := newZone(b, "test", Rule{Window: time.Minute, Limit: 10}, Options{})
+	t := start.UnixNano()
 	for i := 0; i < 10; i++ {
-		z.Take("203.0.113.7", start)
+		TakeAt(z, "203.0.113.7", t)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		z.Take("203.0.113.7", start)
+		TakeAt(z, "203.0.113.7", t)
 	}
 }
 
@@ -66,12 +69,12 @@ func BenchmarkTakeMillionKeys(b *testing.B) {
 	names := make([]string, keys)
 	for i := range names {
 		names[i] = ipKey(i)
-		z.Take(names[i], start)
+		TakeAt(z, names[i], start.UnixNano())
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		z.Take(names[(i*7919)&(keys-1)], start.Add(time.Duration(i)*time.Microsecond))
+		TakeAt(z, names[(i*7919)&(keys-1)], start.Add(time.Duration(i)*time.Microsecond).UnixNano())
 	}
 }
 
@@ -81,7 +84,7 @@ func BenchmarkTakeMillionKeysParallel(b *testing.B) {
 	names := make([]string, keys)
 	for i := range names {
 		names[i] = ipKey(i)
-		z.Take(names[i], start)
+		TakeAt(z, names[i], start.UnixNano())
 	}
 	var next atomic.Int64
 	b.ReportAllocs()
@@ -90,7 +93,7 @@ func BenchmarkTakeMillionKeysParallel(b *testing.B) {
 		i := int(next.Add(1)) * 104729
 		for pb.Next() {
 			i++
-			z.Take(names[(i*7919)&(keys-1)], start.Add(time.Duration(i)*time.Microsecond))
+			TakeAt(z, names[(i*7919)&(keys-1)], start.Add(time.Duration(i)*time.Microsecond).UnixNano())
 		}
 	})
 }
@@ -102,7 +105,7 @@ func BenchmarkTakeLog(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		// Two requests a second against 100 a minute: always admitted, the
 		// oldest timestamp leaving as each new one comes.
-		z.Take("k", start.Add(time.Duration(i)*700*time.Millisecond))
+		TakeAt(z, "k", start.Add(time.Duration(i)*700*time.Millisecond).UnixNano())
 	}
 }
 
@@ -134,7 +137,7 @@ func BenchmarkBytesPerKey(b *testing.B) {
 			b.Fatal(err)
 		}
 		for k := 0; k < keys; k++ {
-			z.Take(ipKey(k), start)
+			TakeAt(z, ipKey(k), start.UnixNano())
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)

@@ -35,17 +35,13 @@ func newDenyCache(max int) *denyCache {
 	return &denyCache{max: max, zones: make(map[zoneRule]map[string]cachedDenial)}
 }
 
-// check fills out and returns true if some item of the request is denied
-// until after now; the items not denied are reported unconsulted.
-func (c *denyCache) check(now time.Time, items []Item, out []Decision) bool {
-	return checkDenials(c, now, items, out)
-}
-
-// checkDenials is check as a plain function, the one Guard calls on every
-// request: under yaegi a method call costs several function calls, and a
-// call allocates every local of its callee, so an empty cache, the
-// common case of admitted traffic, is answered in a few statements and
-// the lookup is in checkCached.
+// checkDenials fills out and returns true if some item of the request is
+// denied until after now; the items not denied are reported unconsulted.
+// It is a plain function, the one Guard calls on every request: under
+// yaegi a method call costs several function calls, and a call allocates
+// every local of its callee, so an empty cache, the common case of
+// admitted traffic, is answered in a few statements and the lookup is in
+// checkCached.
 func checkDenials(c *denyCache, now time.Time, items []Item, out []Decision) bool {
 	c.mu.Lock()
 	empty := c.n == 0
@@ -53,7 +49,7 @@ func checkDenials(c *denyCache, now time.Time, items []Item, out []Decision) boo
 	return !empty && checkCached(c, now, items, out)
 }
 
-// checkCached is check of a cache that held denials a moment ago.
+// checkCached is checkDenials of a cache that held denials a moment ago.
 func checkCached(c *denyCache, now time.Time, items []Item, out []Decision) bool {
 	c.mu.Lock()
 	hit := -1

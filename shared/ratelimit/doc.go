@@ -20,4 +20,10 @@
 // v0.16 cannot run. Under yaegi every call allocates the callee's locals
 // and temporaries, so the per-request path is kept to few calls and few
 // statements (see TakeAt and scripts/yaegitest).
+//
+// The calls the Traefik plugin makes on every request (TakeAt,
+// TakeLimitAt, TakeRemote) are plain functions taking the zone or guard
+// as their first argument, with no method form: under yaegi a method call
+// costs several function calls, while compiled Go pays nothing for the
+// plain form. Methods remain where an interface needs them (Store).
 package ratelimit

@@ -201,7 +201,7 @@ func TestDenyCacheBound(t *testing.T) {
 	// Expired entries make room first and are dropped on lookup.
 	later := epoch.Add(2 * time.Minute)
 	c.record(later, []Item{{Zone: z, Key: "new"}}, out)
-	if !c.check(later, []Item{{Zone: z, Key: "new"}}, make([]Decision, 1)) {
+	if !checkDenials(c, later, []Item{{Zone: z, Key: "new"}}, make([]Decision, 1)) {
 		t.Fatal("the newest denial was not kept")
 	}
 }

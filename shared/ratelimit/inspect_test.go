@@ -72,7 +72,7 @@ func TestZoneInspect(t *testing.T) {
 				if z.Inspect("other", at).Tracked || z.Len() > 1 {
 					t.Fatalf("request %d: inspecting an unknown key tracked it", i)
 				}
-				d, dt := z.Take("k", at), twin.Take("k", at)
+				d, dt := TakeAt(z, "k", at.UnixNano()), TakeAt(twin, "k", at.UnixNano())
 				if d != dt {
 					t.Fatalf("request %d: inspected zone decided %+v, twin %+v", i, d, dt)
 				}
@@ -107,7 +107,7 @@ func TestRedisInspect(t *testing.T) {
 					t.Fatalf("request %d: memory %+v, redis %+v", i, mem, red)
 				}
 				checkAgainstTake(t, "request "+strconv.Itoa(i), r, red, take1(t, store, at, z, key))
-				z.Take(key, at)
+				TakeAt(z, key, at.UnixNano())
 			}
 		})
 	}
@@ -129,7 +129,7 @@ func TestForget(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	z := newZone(t, "f", r)
 	for range 5 {
-		z.Take("k", now)
+		TakeAt(z, "k", now.UnixNano())
 	}
 	if st := z.Inspect("k", now); st.Remaining != 0 || st.Count != 3 {
 		t.Fatalf("exhausted key: %+v", st)
@@ -137,7 +137,7 @@ func TestForget(t *testing.T) {
 	if !z.Forget("k") || z.Forget("k") {
 		t.Fatal("Forget did not report the tracked key once")
 	}
-	if d := z.Take("k", now); !d.Allowed || d.Remaining != 2 {
+	if d := TakeAt(z, "k", now.UnixNano()); !d.Allowed || d.Remaining != 2 {
 		t.Fatalf("after Forget: %+v, want admitted with 2 remaining", d)
 	}
 

@@ -90,7 +90,7 @@ func TestRedisUpgradeFromHash(t *testing.T) {
 								}
 							}
 						}
-						want := mem.Take(key, now)
+						want := TakeAt(mem, key, now.UnixNano())
 						var got Decision
 						if upgraded {
 							got = take1(t, store, now, red, key)

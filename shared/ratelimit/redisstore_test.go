@@ -65,7 +65,7 @@ func TestRedisMatchesMemory(t *testing.T) {
 						}
 						now = now.Add(time.Duration(gap) * time.Microsecond)
 						key := string(rune('a' + rng.Intn(3)))
-						want := mem.Take(key, now)
+						want := TakeAt(mem, key, now.UnixNano())
 						got := take1(t, store, now, red, key)
 						if !want.Allowed {
 							denied++

@@ -36,7 +36,7 @@ func TestSlotZeroHoldsNoKey(t *testing.T) {
 		z := newZone(t, "test", Rule{Window: 10 * time.Second, Limit: 3, Algorithm: alg}, Options{MaxKeys: 1024})
 		for i := 0; i < 5000; i++ {
 			at := start.Add(time.Duration(i) * 10 * time.Millisecond)
-			z.Take(strconv.Itoa(i%3000), at)
+			TakeAt(z, strconv.Itoa(i%3000), at.UnixNano())
 			if i%1000 == 999 {
 				z.Sweep(at.Add(time.Minute))
 			}

@@ -21,10 +21,10 @@ func TestConcurrentTakeAdmitsExactlyLimit(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for i := 0; i < 500; i++ {
-						if z.Take("hot", start).Allowed {
+						if TakeAt(z, "hot", start.UnixNano()).Allowed {
 							admitted.Add(1)
 						}
-						z.Take("cold-"+strconv.Itoa(i), start) // other shards, at the same time
+						TakeAt(z, "cold-"+strconv.Itoa(i), start.UnixNano()) // other shards, at the same time
 					}
 				}()
 			}
@@ -89,7 +89,7 @@ func TestTakeAllNoDeadlock(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("TakeAll deadlocked")
 	}
-	if d := a.Take("x", start); d.Remaining != 1<<20-16001 {
+	if d := TakeAt(a, "x", start.UnixNano()); d.Remaining != 1<<20-16001 {
 		t.Fatalf("zone a counted %d requests, want 16000", 1<<20-1-d.Remaining)
 	}
 }
@@ -121,7 +121,7 @@ func TestMaxKeysUnderFlood(t *testing.T) {
 			const maxKeys = 5000
 			z := newZone(t, "test", Rule{Window: time.Minute, Limit: 3, Algorithm: alg}, Options{MaxKeys: maxKeys})
 			for i := 0; i < 50*maxKeys; i++ {
-				z.Take("flood-"+strconv.Itoa(i), start.Add(time.Duration(i)*time.Microsecond))
+				TakeAt(z, "flood-"+strconv.Itoa(i), start.Add(time.Duration(i)*time.Microsecond).UnixNano())
 				if i%1000 == 0 && z.Len() > maxKeys {
 					t.Fatalf("tracking %d keys after %d distinct ones, max %d", z.Len(), i+1, maxKeys)
 				}
@@ -136,18 +136,18 @@ func TestMaxKeysUnderFlood(t *testing.T) {
 func TestEvictionPrefersExpiredKeys(t *testing.T) {
 	z := newZone(t, "test", Rule{Window: time.Second, Limit: 1, Algorithm: Strict}, Options{MaxKeys: 100})
 	for i := 0; i < 100; i++ {
-		z.Take("old-"+strconv.Itoa(i), start)
+		TakeAt(z, "old-"+strconv.Itoa(i), start.UnixNano())
 	}
 	// A minute later every old key is expired; new keys replace them and
 	// nothing live is lost.
 	later := start.Add(time.Minute)
 	for i := 0; i < 100; i++ {
-		if !z.Take("new-"+strconv.Itoa(i), later).Allowed {
+		if !TakeAt(z, "new-"+strconv.Itoa(i), later.UnixNano()).Allowed {
 			t.Fatal("a new key was denied")
 		}
 	}
 	for i := 0; i < 100; i++ {
-		if z.Take("new-"+strconv.Itoa(i), later).Allowed {
+		if TakeAt(z, "new-"+strconv.Itoa(i), later.UnixNano()).Allowed {
 			t.Fatalf("new-%d was evicted while live: its second request passed", i)
 		}
 	}
@@ -158,9 +158,9 @@ func TestSweepRemovesIdleKeys(t *testing.T) {
 		t.Run(alg.String(), func(t *testing.T) {
 			z := newZone(t, "test", Rule{Window: 10 * time.Second, Limit: 5, Algorithm: alg}, Options{})
 			for i := 0; i < 100; i++ {
-				z.Take(strconv.Itoa(i), start)
+				TakeAt(z, strconv.Itoa(i), start.UnixNano())
 			}
-			z.Take("recent", start.Add(11*time.Second))
+			TakeAt(z, "recent", start.Add(11*time.Second).UnixNano())
 			if n := z.Sweep(start.Add(5 * time.Second)); n != 0 {
 				t.Fatalf("swept %d keys whose window is not over", n)
 			}
@@ -171,7 +171,7 @@ func TestSweepRemovesIdleKeys(t *testing.T) {
 				t.Fatalf("%d keys left, want 1", z.Len())
 			}
 			// A swept key starts afresh; slots are reused.
-			if d := z.Take("7", start.Add(12*time.Second)); !d.Allowed || d.Remaining != 4 {
+			if d := TakeAt(z, "7", start.Add(12*time.Second).UnixNano()); !d.Allowed || d.Remaining != 4 {
 				t.Fatalf("reused slot: %+v", d)
 			}
 		})
@@ -189,7 +189,7 @@ func TestSweeperRunsAndStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	z.Take("k", start)
+	TakeAt(z, "k", start.UnixNano())
 	now.Store(start.Add(time.Hour).UnixNano())
 	deadline := time.Now().Add(10 * time.Second)
 	for z.Len() != 0 {

@@ -77,7 +77,7 @@ func TestTakeScripted(t *testing.T) {
 				}
 				var got Decision
 				for j := 0; j < n; j++ {
-					got = z.Take(s.key, start.Add(s.at))
+					got = TakeAt(z, s.key, start.Add(s.at).UnixNano())
 				}
 				if got != s.want {
 					t.Fatalf("step %d %s at %v: got %+v, want %+v", i, s.label, s.at, got, s.want)

@@ -200,16 +200,11 @@ func (z *Zone) Close() {
 	z.stopOnce.Do(func() { close(z.stop) })
 }
 
-// Take decides one request on key at now and, if it is allowed, counts it.
-func (z *Zone) Take(key string, now time.Time) Decision {
-	return TakeAt(z, key, now.UnixNano())
-}
-
-// TakeAt is Take with the time in Unix nanoseconds, as a plain function.
-// It is the call the Traefik plugin makes on every request: under yaegi a
-// call allocates a slot for every local and temporary of the callee, taken
-// branches or not, and a method call costs several times a function call.
-// So the common case, a known key admitted in its current sub-window, is
+// TakeAt decides one request on key at t, in Unix nanoseconds, and, if it
+// is allowed, counts it. It is a plain function rather than a method (see
+// the package documentation) and the call the Traefik plugin makes on
+// every request: under yaegi a call allocates a slot for every local and
+// temporary of the callee, taken branches or not. So the common case, a known key admitted in its current sub-window, is
 // written out here in as few expressions as it takes, and everything else
 // goes to takeRest. An unknown key, and every key of a Log zone, finds
 // the shard's slot 0, whose head never holds the time (see shard.heads).

@@ -52,7 +52,7 @@ func limitEnforced() error {
 	}
 	defer z.Close()
 	for i := 0; i < 22; i++ {
-		d := z.Take("client", epoch.Add(time.Duration(i)*time.Millisecond))
+		d := ratelimit.TakeAt(z, "client", epoch.Add(time.Duration(i)*time.Millisecond).UnixNano())
 		if i < 20 {
 			if !d.Allowed || d.Remaining != int64(19-i) {
 				return fmt.Errorf("request %d: got %+v, want allowed with %d remaining", i+1, d, 19-i)
@@ -63,7 +63,7 @@ func limitEnforced() error {
 			return fmt.Errorf("request %d: got %+v, want denied with a retry-after", i+1, d)
 		}
 	}
-	if d := z.Take("other", epoch); !d.Allowed {
+	if d := ratelimit.TakeAt(z, "other", epoch.UnixNano()); !d.Allowed {
 		return errors.New("a second key was limited by the first key's requests")
 	}
 	return nil
@@ -81,19 +81,19 @@ func retryAfterExact() error {
 		}
 		at := epoch.Add(1300 * time.Millisecond)
 		for i := 0; i < 5; i++ {
-			z.Take("k", at.Add(time.Duration(i)*700*time.Millisecond))
+			ratelimit.TakeAt(z, "k", at.Add(time.Duration(i)*700*time.Millisecond).UnixNano())
 		}
 		now := at.Add(4 * time.Second)
-		d := z.Take("k", now)
+		d := ratelimit.TakeAt(z, "k", now.UnixNano())
 		if d.Allowed || d.RetryAfter <= 0 {
 			z.Close()
 			return fmt.Errorf("%v: 6th request got %+v, want denied", alg, d)
 		}
-		if early := z.Take("k", now.Add(d.RetryAfter-time.Nanosecond)); early.Allowed {
+		if early := ratelimit.TakeAt(z, "k", now.Add(d.RetryAfter-time.Nanosecond).UnixNano()); early.Allowed {
 			z.Close()
 			return fmt.Errorf("%v: allowed 1ns before RetryAfter %v", alg, d.RetryAfter)
 		}
-		if on := z.Take("k", now.Add(d.RetryAfter)); !on.Allowed {
+		if on := ratelimit.TakeAt(z, "k", now.Add(d.RetryAfter).UnixNano()); !on.Allowed {
 			z.Close()
 			return fmt.Errorf("%v: denied at RetryAfter %v: %+v", alg, d.RetryAfter, on)
 		}
@@ -128,7 +128,7 @@ func algorithms() error {
 			return err
 		}
 		for i, s := range tc.steps {
-			if d := z.Take("k", epoch.Add(s.at)); d.Allowed != s.allowed {
+			if d := ratelimit.TakeAt(z, "k", epoch.Add(s.at).UnixNano()); d.Allowed != s.allowed {
 				z.Close()
 				return fmt.Errorf("%v step %d at %v: allowed=%v, want %v (%+v)", tc.alg, i, s.at, d.Allowed, s.allowed, d)
 			}
@@ -212,7 +212,7 @@ func concurrency() error {
 func hammer(z *ratelimit.Zone, admitted *int64, wg *sync.WaitGroup) {
 	defer wg.Done()
 	for i := 0; i < 200; i++ {
-		if z.Take("hot", epoch).Allowed {
+		if ratelimit.TakeAt(z, "hot", epoch.UnixNano()).Allowed {
 			atomic.AddInt64(admitted, 1)
 		}
 	}
@@ -226,7 +226,7 @@ func maxKeys() error {
 	}
 	defer z.Close()
 	for i := 0; i < 5000; i++ {
-		z.Take(fmt.Sprintf("flood-%d", i), epoch)
+		ratelimit.TakeAt(z, fmt.Sprintf("flood-%d", i), epoch.UnixNano())
 	}
 	if n := z.Len(); n > 1000 || n < 900 {
 		return fmt.Errorf("tracking %d keys after a flood of 5000, want at most 1000 (and close to it)", n)
@@ -294,9 +294,8 @@ func sameDecisions(a, b *ratelimit.Zone, limit int64, seed uint64) error {
 }
 
 // TakeLoop times n decisions on one existing key, admitted in its current
-// sub-window, through ratelimit.TakeAt (the plugin's call) when plain is
-// set, else through the Zone.Take method.
-func TakeLoop(n int, plain bool) (time.Duration, error) {
+// sub-window, through ratelimit.TakeAt (the plugin's call).
+func TakeLoop(n int) (time.Duration, error) {
 	z, err := newZone(ratelimit.Rule{Window: time.Minute, Limit: ratelimit.MaxLimit}, 0)
 	if err != nil {
 		return 0, err
@@ -305,14 +304,8 @@ func TakeLoop(n int, plain bool) (time.Duration, error) {
 	t := epoch.UnixNano()
 	ratelimit.TakeAt(z, "203.0.113.7", t)
 	start := time.Now()
-	if plain {
-		for i := 0; i < n; i++ {
-			ratelimit.TakeAt(z, "203.0.113.7", t)
-		}
-	} else {
-		for i := 0; i < n; i++ {
-			z.Take("203.0.113.7", epoch)
-		}
+	for i := 0; i < n; i++ {
+		ratelimit.TakeAt(z, "203.0.113.7", t)
 	}
 	return time.Since(start), nil
 }

@@ -1,13 +1,16 @@
-package httplimit
+package traefikplugin
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/windowlimit/windowlimit/shared/httplimit"
 )
 
-func request(remote string, xff ...string) *http.Request {
+// requestFrom returns a request from the remote address remote with the
+// X-Forwarded-For lines xff.
+func requestFrom(remote string, xff ...string) *http.Request {
 	r := &http.Request{RemoteAddr: remote, Header: http.Header{}}
 	if xff != nil {
 		r.Header["X-Forwarded-For"] = xff
@@ -64,32 +67,32 @@ func TestClientIP(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewIPStrategy(tt.depth, tt.excluded, tt.v6)
+			s, err := newIPStrategy(tt.depth, tt.excluded, tt.v6)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := s.ClientIP(request(tt.remote, tt.xff...)); got != tt.want {
-				t.Errorf("ClientIP = %q, want %q", got, tt.want)
+			if got := clientIP(s, requestFrom(tt.remote, tt.xff...)); got != tt.want {
+				t.Errorf("clientIP = %q, want %q", got, tt.want)
 			}
 		})
 	}
 }
 
 func TestClientIPBoundsExcludedHops(t *testing.T) {
-	s, err := NewIPStrategy(0, []string{"10.0.0.0/8"}, 0)
+	s, err := newIPStrategy(0, []string{"10.0.0.0/8"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	near := "1.1.1.1" + strings.Repeat(", 10.0.0.1", maxForwardedHops-1)
-	if got := s.ClientIP(request("", near)); got != "1.1.1.1" {
+	if got := clientIP(s, requestFrom("", near)); got != "1.1.1.1" {
 		t.Errorf("client at hop %d: got %q", maxForwardedHops, got)
 	}
 	far := "1.1.1.1" + strings.Repeat(", 10.0.0.1", maxForwardedHops)
-	if got := s.ClientIP(request("", far)); got != "" {
+	if got := clientIP(s, requestFrom("", far)); got != "" {
 		t.Errorf("client beyond hop %d: got %q, want \"\"", maxForwardedHops, got)
 	}
 	commas := "1.1.1.1" + strings.Repeat(",", 100000)
-	if got := s.ClientIP(request("", commas)); got != "" {
+	if got := clientIP(s, requestFrom("", commas)); got != "" {
 		t.Errorf("client behind 100000 empty entries: got %q, want \"\"", got)
 	}
 }
@@ -110,13 +113,12 @@ func TestNewIPStrategyErrors(t *testing.T) {
 		{depth: 1, excluded: []string{"10.0.0.0/8"}, field: "excludedIPs"},
 	}
 	for _, tt := range tests {
-		_, err := NewIPStrategy(tt.depth, tt.excluded, tt.v6)
-		var fe *FieldError
-		if !errors.As(err, &fe) || fe.Field != tt.field {
-			t.Errorf("NewIPStrategy(%d, %q, %d) = %v, want an error on %s", tt.depth, tt.excluded, tt.v6, err, tt.field)
+		_, err := newIPStrategy(tt.depth, tt.excluded, tt.v6)
+		if err == nil || !strings.HasPrefix(err.Error(), "sourceCriterion.ipStrategy."+tt.field+": ") {
+			t.Errorf("newIPStrategy(%d, %q, %d) = %v, want an error on sourceCriterion.ipStrategy.%s", tt.depth, tt.excluded, tt.v6, err, tt.field)
 		}
 	}
-	if _, err := NewIPStrategy(2, nil, 128); err != nil {
+	if _, err := newIPStrategy(2, nil, 128); err != nil {
 		t.Errorf("valid strategy: %v", err)
 	}
 }
@@ -128,27 +130,27 @@ func FuzzClientIP(f *testing.F) {
 	for _, s := range []string{"", ",", " , ,", "1.1.1.1, 2.2.2.2", "[::1]:80", "::ffff:1.2.3.4", "fe80::1%eth0", "\xff\xfe", "日本, 本", "1.1.1.1:99999", "[", "]"} {
 		f.Add(s, s)
 	}
-	var strategies []*IPStrategy
+	var strategies []*ipStrategy
 	for _, c := range []struct {
 		depth    int
 		excluded []string
 		v6       int
 	}{{0, nil, 0}, {0, nil, 64}, {1, nil, 0}, {3, nil, 56}, {0, []string{"10.0.0.0/8", "::1"}, 0}, {0, []string{"0.0.0.0/0"}, 64}} {
-		s, err := NewIPStrategy(c.depth, c.excluded, c.v6)
+		s, err := newIPStrategy(c.depth, c.excluded, c.v6)
 		if err != nil {
 			f.Fatal(err)
 		}
 		strategies = append(strategies, s)
 	}
 	f.Fuzz(func(t *testing.T, remote, xff string) {
-		r := request(remote, xff, xff)
+		r := requestFrom(remote, xff, xff)
 		for _, s := range strategies {
-			got := s.ClientIP(r)
+			got := clientIP(s, r)
 			if len(got) > len(remote)+len(xff)+64 {
-				t.Errorf("ClientIP grew the input: %q", got)
+				t.Errorf("clientIP grew the input: %q", got)
 			}
-			if again := s.ClientIP(r); again != got {
-				t.Errorf("ClientIP %q, then %q", got, again)
+			if again := clientIP(s, r); again != got {
+				t.Errorf("clientIP %q, then %q", got, again)
 			}
 		}
 	})
@@ -170,7 +172,7 @@ func BenchmarkClientIP(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			s, err := NewIPStrategy(c.depth, c.excluded, c.v6)
+			s, err := newIPStrategy(c.depth, c.excluded, c.v6)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -178,11 +180,39 @@ func BenchmarkClientIP(b *testing.B) {
 			if c.v6 > 0 {
 				remote = "[2001:db8:1:2:3:4:5:6]:4711"
 			}
-			r := request(remote, c.xff)
+			r := requestFrom(remote, c.xff)
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				s.ClientIP(r)
+				clientIP(s, r)
 			}
 		})
+	}
+}
+
+func TestAddrKey(t *testing.T) {
+	long := "[" + strings.Repeat("a", httplimit.MaxKeyLength) + "]:1"
+	tests := []struct {
+		addr string
+		v6   int
+		want string
+	}{
+		{"203.0.113.7:4711", 64, "203.0.113.7"},
+		{"203.0.113.7", 64, "203.0.113.7"},
+		{"[2001:db8:1:2:3:4:5:6]:443", 64, "2001:db8:1:2::/64"},
+		{"[2001:db8:1:2:3:4:5:6]:443", 48, "2001:db8:1::/48"},
+		{"[2001:db8:1:2:3:4:5:6]:443", 128, "2001:db8:1:2:3:4:5:6"},
+		{"2001:db8:1:2:3:4:5:6", 64, "2001:db8:1:2::/64"}, // no port
+		{"[fe80::1%eth0]:443", 64, "fe80::/64"},
+		{"[::ffff:203.0.113.7]:443", 64, "203.0.113.7"},
+		{"[::ffff:203.0.113.7]:443", 128, "203.0.113.7"},
+		{"", 64, ""},
+		{"[junk:x]:1", 64, "junk:x"},
+		{"[sha256:x]:1", 64, httplimit.BoundKey("sha256:x")},
+		{long, 64, httplimit.BoundKey(long[1 : len(long)-3])},
+	}
+	for _, tt := range tests {
+		if got := addrKey(tt.addr, tt.v6); got != tt.want {
+			t.Errorf("addrKey(%q, %d) = %q, want %q", tt.addr, tt.v6, got, tt.want)
+		}
 	}
 }

@@ -1,22 +1,25 @@
-package httplimit
+package traefikplugin
 
 import (
 	"errors"
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
+
+	"github.com/windowlimit/windowlimit/shared/httplimit"
 )
 
-// maxForwardedHops bounds how many X-Forwarded-For entries an IPStrategy
+// maxForwardedHops bounds how many X-Forwarded-For entries an ipStrategy
 // with excluded IPs examines, so that a header of thousands of excluded
 // addresses costs no more than a few dozen.
 const maxForwardedHops = 64
 
 const headerXFF = "X-Forwarded-For"
 
-// IPStrategy picks the client address of a request with the semantics of
-// Traefik's ipStrategy:
+// ipStrategy is a validated IPStrategy: it picks the client address of a
+// request with the semantics of Traefik's ipStrategy:
 //
 //   - depth > 0: the depth-th entry of X-Forwarded-For counted from the
 //     right (1 is the address the nearest proxy appended), or "" when the
@@ -26,7 +29,8 @@ const headerXFF = "X-Forwarded-For"
 //   - neither: the host part of the request's remote address.
 //
 // The address chosen is grouped by its IPv6 subnet, /64 unless told
-// otherwise (see DefaultIPv6Prefix); an IPv4-mapped address is IPv4.
+// otherwise (see httplimit.DefaultIPv6Prefix); an IPv4-mapped address is
+// IPv4.
 //
 // Where it differs from Traefik v3.6, on purpose: IPv6 is grouped by /64
 // by default (Traefik keeps addresses apart unless ipv6Subnet is set);
@@ -38,41 +42,44 @@ const headerXFF = "X-Forwarded-For"
 // strategy; and depth with excluded IPs is a configuration error rather
 // than excluded IPs ignored.
 //
-// An IPStrategy is immutable and safe for concurrent use.
-type IPStrategy struct {
+// An ipStrategy is immutable and safe for concurrent use.
+type ipStrategy struct {
 	depth    int
 	excluded []netip.Prefix
 	v6Bits   int
 }
 
-// NewIPStrategy returns the strategy for a trusted depth, a list of
+// ipStrategyField names the settings of an IPStrategy in errors.
+const ipStrategyField = "sourceCriterion.ipStrategy"
+
+// newIPStrategy returns the strategy for a trusted depth, a list of
 // excluded addresses or CIDR ranges, and the prefix length that groups
-// IPv6 clients: 0 for DefaultIPv6Prefix, 128 to keep addresses apart.
-// Every bad value is reported as a *FieldError naming depth, excludedIPs
-// or ipv6Subnet.
-func NewIPStrategy(depth int, excludedIPs []string, ipv6Subnet int) (*IPStrategy, error) {
+// IPv6 clients: 0 for httplimit.DefaultIPv6Prefix, 128 to keep addresses
+// apart. Every bad value is reported with the full name of its setting
+// (sourceCriterion.ipStrategy.depth, .excludedIPs or .ipv6Subnet).
+func newIPStrategy(depth int, excludedIPs []string, ipv6Subnet int) (*ipStrategy, error) {
 	if depth < 0 {
-		return nil, &FieldError{Field: "depth", Msg: "must not be negative, got " + itoa(int64(depth))}
+		return nil, fieldError(ipStrategyField+".depth", "must not be negative, got "+strconv.Itoa(depth))
 	}
 	if ipv6Subnet < 0 || ipv6Subnet > 128 {
-		return nil, &FieldError{Field: "ipv6Subnet", Msg: "must be between 1 and 128 (0 or unset: " + itoa(DefaultIPv6Prefix) + "; 128 keeps addresses apart), got " + itoa(int64(ipv6Subnet))}
+		return nil, fieldError(ipStrategyField+".ipv6Subnet", "must be between 1 and 128 (0 or unset: "+strconv.Itoa(httplimit.DefaultIPv6Prefix)+"; 128 keeps addresses apart), got "+strconv.Itoa(ipv6Subnet))
 	}
-	s := &IPStrategy{depth: depth, v6Bits: ipv6Subnet}
+	s := &ipStrategy{depth: depth, v6Bits: ipv6Subnet}
 	if ipv6Subnet == 0 {
-		s.v6Bits = DefaultIPv6Prefix
+		s.v6Bits = httplimit.DefaultIPv6Prefix
 	}
 	for i, e := range excludedIPs {
 		p, err := parseRange(strings.TrimSpace(e))
 		if err == errMappedRange {
-			return nil, &FieldError{Field: "excludedIPs[" + itoa(int64(i)) + "]", Msg: quote(e) + " is an IPv4-mapped range shorter than /96, which reaches beyond the IPv4 addresses: write the IPv4 range (::ffff:10.0.0.0/104 is 10.0.0.0/8)"}
+			return nil, fieldError(ipStrategyField+".excludedIPs["+strconv.Itoa(i)+"]", quoteValue(e)+" is an IPv4-mapped range shorter than /96, which reaches beyond the IPv4 addresses: write the IPv4 range (::ffff:10.0.0.0/104 is 10.0.0.0/8)")
 		}
 		if err != nil {
-			return nil, &FieldError{Field: "excludedIPs[" + itoa(int64(i)) + "]", Msg: quote(e) + " is neither an IP address nor a CIDR range"}
+			return nil, fieldError(ipStrategyField+".excludedIPs["+strconv.Itoa(i)+"]", quoteValue(e)+" is neither an IP address nor a CIDR range")
 		}
 		s.excluded = append(s.excluded, p)
 	}
 	if depth > 0 && len(s.excluded) > 0 {
-		return nil, &FieldError{Field: "excludedIPs", Msg: "cannot be combined with depth (choose one; Traefik's built-in middleware ignores excludedIPs when depth is set)"}
+		return nil, fieldError(ipStrategyField+".excludedIPs", "cannot be combined with depth (choose one; Traefik's built-in middleware ignores excludedIPs when depth is set)")
 	}
 	return s, nil
 }
@@ -103,13 +110,10 @@ func parseRange(s string) (netip.Prefix, error) {
 	return p.Masked(), nil
 }
 
-// ClientIP returns the client address of r, or "" when the strategy finds
+// clientIP returns the client address of r, or "" when the strategy finds
 // none (X-Forwarded-For shorter than the depth, or every entry excluded).
 // Malformed entries are returned as they are, trimmed of spaces.
-func (s *IPStrategy) ClientIP(r *http.Request) string { return clientIP(s, r) }
-
-// clientIP is ClientIP as a plain function: cheaper under yaegi.
-func clientIP(s *IPStrategy, r *http.Request) string {
+func clientIP(s *ipStrategy, r *http.Request) string {
 	var ip string
 	if s.depth > 0 {
 		ip = normalizeIP(forwardedAt(r.Header[headerXFF], s.depth))
@@ -119,36 +123,36 @@ func clientIP(s *IPStrategy, r *http.Request) string {
 		ip = remoteHost(r.RemoteAddr)
 	}
 	if strings.IndexByte(ip, ':') >= 0 {
-		return MaskIP(ip, 0, s.v6Bits) // IPv6 grouped, IPv4-mapped as IPv4
+		return httplimit.MaskIP(ip, 0, s.v6Bits) // IPv6 grouped, IPv4-mapped as IPv4
 	}
 	return ip
 }
 
-// RemoteKey returns the key of a request's remote address addr as a
-// Source with neither depth nor excluded IPs computes it: the host part
+// addrKey returns the key of a request's remote address addr as a
+// keySource with neither depth nor excluded IPs computes it: the host part
 // (the whole address when it has no port), an IPv6 address grouped by
-// v6Bits (see MaskIP), at most MaxKeyLength bytes. A caller on a hot path
-// may inline its first lines, which are all an IPv4 address takes, and
-// call RemoteKeyRest for the rest.
-func RemoteKey(addr string, v6Bits int) string {
+// v6Bits (see httplimit.MaskIP), at most httplimit.MaxKeyLength bytes.
+// ServeHTTP inlines its first lines, which are all an IPv4 address takes,
+// and calls addrKeyRest for the rest.
+func addrKey(addr string, v6Bits int) string {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil || addr[0] == '[' {
-		return RemoteKeyRest(addr, v6Bits)
+		return addrKeyRest(addr, v6Bits)
 	}
-	return host // no colon: IPv4 (or junk), never "sha256:..." (see BoundKey)
+	return host // no colon: IPv4 (or junk), never "sha256:..." (see httplimit.BoundKey)
 }
 
-// RemoteKeyRest is RemoteKey for an address that is bracketed (IPv6) or
-// has no port. Its common case, an IPv6 address to group, is inline:
-// under yaegi a call to maskAddr costs about 5 µs more.
-func RemoteKeyRest(addr string, v6Bits int) string {
+// addrKeyRest is addrKey for an address that is bracketed (IPv6) or has
+// no port. Its common case, an IPv6 address to group, is inline: under
+// yaegi a call to httplimit.MaskAddr costs about 5 µs more.
+func addrKeyRest(addr string, v6Bits int) string {
 	host := remoteHost(addr)
 	a, err := netip.ParseAddr(host)
 	if err != nil {
-		return BoundKey(host)
+		return httplimit.BoundKey(host)
 	}
 	if a.Is4In6() || a.Is4() || v6Bits <= 0 || v6Bits >= 128 {
-		return maskAddr(a, host, 0, v6Bits) // short, never "sha256:..."
+		return httplimit.MaskAddr(a, host, 0, v6Bits) // short, never "sha256:..."
 	}
 	p, _ := a.Prefix(v6Bits) // IPv6 and 0 < v6Bits < 128: no error
 	return p.String()
@@ -189,7 +193,7 @@ func forwardedAt(lines []string, depth int) string {
 // firstNotExcluded returns the rightmost non-empty entry of the header
 // lines that is not in an excluded range, or "" when there is none among
 // the last maxForwardedHops entries (empty ones included).
-func firstNotExcluded(s *IPStrategy, lines []string) string {
+func firstNotExcluded(s *ipStrategy, lines []string) string {
 	hops := 0
 	for i := len(lines) - 1; i >= 0; i-- {
 		line := lines[i]
@@ -217,7 +221,7 @@ func firstNotExcluded(s *IPStrategy, lines []string) string {
 
 // isExcluded reports whether the address e is in an excluded range; a
 // string that is not an address is not.
-func isExcluded(s *IPStrategy, e string) bool {
+func isExcluded(s *ipStrategy, e string) bool {
 	a, err := netip.ParseAddr(e)
 	if err != nil {
 		return false

@@ -1,33 +1,32 @@
-package httplimit
+package traefikplugin
 
 import (
-	"errors"
 	"strings"
 	"testing"
 )
 
-// TestExcludedMappedRange: an excluded range written in IPv4-mapped form
+// TestClientIPExcludedMappedRange: an excluded range written in IPv4-mapped form
 // excludes its IPv4 addresses, written either way, as Traefik does.
-func TestExcludedMappedRange(t *testing.T) {
+func TestClientIPExcludedMappedRange(t *testing.T) {
 	for _, r := range []string{"::ffff:10.0.0.0/104", "::ffff:a00:0/104", "::ffff:10.1.2.3/104"} {
-		s, err := NewIPStrategy(0, []string{r}, 0)
+		s, err := newIPStrategy(0, []string{r}, 0)
 		if err != nil {
 			t.Fatalf("%s: %v", r, err)
 		}
 		for _, xff := range []string{"1.1.1.1, 10.0.0.1", "1.1.1.1, ::ffff:10.0.0.1", "1.1.1.1, 10.255.255.255, ::ffff:10.9.9.9"} {
-			if got := s.ClientIP(request("", xff)); got != "1.1.1.1" {
+			if got := clientIP(s, requestFrom("", xff)); got != "1.1.1.1" {
 				t.Errorf("excluded %s, X-Forwarded-For %q: client %q, want 1.1.1.1", r, xff, got)
 			}
 		}
-		if got := s.ClientIP(request("", "1.1.1.1, 11.0.0.1")); got != "11.0.0.1" {
+		if got := clientIP(s, requestFrom("", "1.1.1.1, 11.0.0.1")); got != "11.0.0.1" {
 			t.Errorf("excluded %s: 11.0.0.1 is excluded too", r)
 		}
 	}
-	s, err := NewIPStrategy(0, []string{"::ffff:0:0/96"}, 128)
+	s, err := newIPStrategy(0, []string{"::ffff:0:0/96"}, 128)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.ClientIP(request("", "2001:db8::1, 1.1.1.1, ::ffff:10.0.0.1")); got != "2001:db8::1" {
+	if got := clientIP(s, requestFrom("", "2001:db8::1, 1.1.1.1, ::ffff:10.0.0.1")); got != "2001:db8::1" {
 		t.Errorf("::ffff:0:0/96 excludes every IPv4 address: client %q, want 2001:db8::1", got)
 	}
 }
@@ -36,10 +35,9 @@ func TestExcludedMappedRange(t *testing.T) {
 // reach beyond the IPv4 addresses it names, and is an error.
 func TestExcludedMappedRangeTooShort(t *testing.T) {
 	for _, r := range []string{"::ffff:10.0.0.0/95", "::ffff:0:0/80", "::ffff:10.0.0.0/0"} {
-		_, err := NewIPStrategy(0, []string{"10.0.0.0/8", r}, 0)
-		var fe *FieldError
-		if !errors.As(err, &fe) || fe.Field != "excludedIPs[1]" || !strings.Contains(fe.Msg, "/96") {
-			t.Errorf("excluded %s: %v, want an error on excludedIPs[1] that names /96", r, err)
+		_, err := newIPStrategy(0, []string{"10.0.0.0/8", r}, 0)
+		if err == nil || !strings.HasPrefix(err.Error(), "sourceCriterion.ipStrategy.excludedIPs[1]: ") || !strings.Contains(err.Error(), "/96") {
+			t.Errorf("excluded %s: %v, want an error on sourceCriterion.ipStrategy.excludedIPs[1] that names /96", r, err)
 		}
 	}
 }
