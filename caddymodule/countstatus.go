@@ -22,7 +22,7 @@ import (
 func (h *Handler) serveCounted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, s *scratch) error {
 	rec := &statusRecorder{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
 	err := next.ServeHTTP(rec, r)
-	status := rec.status
+	status := rec.status.Code()
 	if status == 0 {
 		// Nothing written: an error handled further out (handle_errors)
 		// writes the response, with the error's status.
@@ -57,18 +57,16 @@ func (h *Handler) serveCounted(w http.ResponseWriter, r *http.Request, next cadd
 // through it.
 type statusRecorder struct {
 	*caddyhttp.ResponseWriterWrapper
-	status int
+	status httplimit.ResponseStatus
 }
 
 func (rec *statusRecorder) WriteHeader(code int) {
-	rec.status = httplimit.FinalStatus(rec.status, code)
+	rec.status.Header(code)
 	rec.ResponseWriterWrapper.WriteHeader(code)
 }
 
 func (rec *statusRecorder) Write(b []byte) (int, error) {
-	if rec.status == 0 {
-		rec.status = http.StatusOK
-	}
+	rec.status.Body()
 	return rec.ResponseWriterWrapper.Write(b)
 }
 

@@ -178,8 +178,8 @@ func TestStatusRecorderKeepsFinalStatus(t *testing.T) {
 		for _, code := range tt.codes {
 			rec.WriteHeader(code)
 		}
-		if rec.status != tt.want {
-			t.Errorf("WriteHeader %v: status %d, want %d", tt.codes, rec.status, tt.want)
+		if rec.status.Code() != tt.want {
+			t.Errorf("WriteHeader %v: status %d, want %d", tt.codes, rec.status.Code(), tt.want)
 		}
 	}
 }

@@ -51,7 +51,7 @@ func serveCountedLimit(m *Middleware, w http.ResponseWriter, r *http.Request, ke
 	httplimit.WriteHeaders(m.policy, w.Header(), out[0]) // what the check saw
 	rec := &statusRecorder{ResponseWriter: w}
 	m.next.ServeHTTP(rec, r)
-	status := rec.status
+	status := rec.status.Code()
 	if status == 0 {
 		status = http.StatusOK // nothing written: net/http sends 200
 	}
@@ -62,27 +62,23 @@ func serveCountedLimit(m *Middleware, w http.ResponseWriter, r *http.Request, ke
 // through it, and keeps the optional interfaces of the writer it wraps.
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	status httplimit.ResponseStatus
 }
 
 func (rec *statusRecorder) WriteHeader(code int) {
-	rec.status = httplimit.FinalStatus(rec.status, code)
+	rec.status.Header(code)
 	rec.ResponseWriter.WriteHeader(code)
 }
 
 func (rec *statusRecorder) Write(b []byte) (int, error) {
-	if rec.status == 0 {
-		rec.status = http.StatusOK
-	}
+	rec.status.Body()
 	return rec.ResponseWriter.Write(b)
 }
 
 // Flush passes on a flush, for streamed responses.
 func (rec *statusRecorder) Flush() {
 	if f, ok := rec.ResponseWriter.(http.Flusher); ok {
-		if rec.status == 0 {
-			rec.status = http.StatusOK
-		}
+		rec.status.Body()
 		f.Flush()
 	}
 }

@@ -14,3 +14,23 @@ func FinalStatus(recorded, code int) int {
 	}
 	return recorded
 }
+
+// ResponseStatus records the status of the final response that a host's
+// ResponseWriter wrapper passes on. Each host wraps its own writer type;
+// what the calls mean for the status is decided here once. The zero value
+// has recorded nothing.
+type ResponseStatus struct{ code int }
+
+// Header records a WriteHeader(code).
+func (s *ResponseStatus) Header(code int) { s.code = FinalStatus(s.code, code) }
+
+// Body records a write of the body or a flush: with no status written
+// before it, net/http sends 200.
+func (s *ResponseStatus) Body() {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+}
+
+// Code returns the status recorded, or 0 when nothing was written.
+func (s *ResponseStatus) Code() int { return s.code }

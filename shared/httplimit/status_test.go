@@ -27,3 +27,25 @@ func TestFinalStatus(t *testing.T) {
 		}
 	}
 }
+
+func TestResponseStatus(t *testing.T) {
+	var s ResponseStatus
+	if s.Code() != 0 {
+		t.Fatalf("nothing written: status %d, want 0", s.Code())
+	}
+	s.Header(http.StatusEarlyHints)
+	s.Body()
+	if s.Code() != http.StatusOK {
+		t.Fatalf("103 then a body: status %d, want 200", s.Code())
+	}
+	s.Header(http.StatusUnauthorized)
+	if s.Code() != http.StatusOK {
+		t.Fatalf("a superfluous WriteHeader after the body: status %d, want 200", s.Code())
+	}
+	var u ResponseStatus
+	u.Header(http.StatusUnauthorized)
+	u.Body()
+	if u.Code() != http.StatusUnauthorized {
+		t.Fatalf("401 then a body: status %d, want 401", u.Code())
+	}
+}
