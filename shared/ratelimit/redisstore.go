@@ -297,9 +297,16 @@ func takeOne(s *RedisStore, ctx context.Context, now time.Time, items []Item, ou
 		tail = pc.check
 	}
 	res, err := s.prep.EvalShaPrepared(ctx, pc.head, pc.keyHead+key+"}", tail)
+	return takeOneDone(s, ctx, now, items, out, res, err)
+}
+
+// takeOneDone finishes takeOne given the reply res and error err of its
+// script call.
+func takeOneDone(s *RedisStore, ctx context.Context, now time.Time, items []Item, out []Decision, res []int64, err error) (bool, error) {
 	if err != nil || len(res) != 4 && (len(res) != 5 || res[4] != redisNotCounted) {
 		return takeOneOther(s, ctx, now, items, out, res, err)
 	}
+	it := &items[0]
 	out[0] = Decision{
 		Allowed:    res[0] == 1,
 		Limit:      it.Zone.rule.Limit,
