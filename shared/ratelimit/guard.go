@@ -133,20 +133,17 @@ func (g *Guard) Take(ctx context.Context, now time.Time, items []Item, out []Dec
 // (a RedisStore over a preparedRunner, the breaker closed, no denial
 // cached, admitted) is decided here in a straight line: takeOne without
 // its frame, the script call prepared for z. Anything else goes on in
-// remoteRest.
+// remoteRest. Every temporary here is a slot allocated on every call,
+// hence few of them: a call prepared for g's store implies a RedisStore
+// over a preparedRunner, without callerTime (see redisTake).
 func TakeRemote(g *Guard, ctx context.Context, z *Zone, key string, now time.Time) Decision {
-	s := g.redis
 	pc, _ := z.redisCall.Load().(*preparedCall)
-	if s == nil || pc == nil || pc.store != s || s.callerTime ||
-		g.denials != nil && atomic.LoadInt64(&g.denials.n) != 0 ||
-		g.breaker != nil && atomic.LoadInt32(&g.breaker.isOpen) == 1 {
+	if pc == nil || pc.store != g.redis || g.denials != nil && atomic.LoadInt64(&g.denials.n) != 0 ||
+		g.breaker != nil && atomic.LoadInt32(&g.breaker.isOpen) == 1 ||
+		len(key) > MaxRedisKeyPart || key != "" && key[0] == '#' {
 		return remoteRest(g, ctx, z, key, now, nil, nil, false)
 	}
-	part := key
-	if len(key) > MaxRedisKeyPart || len(key) > 0 && key[0] == '#' {
-		part = hashedKeyPart(key)
-	}
-	res, err := s.prep.EvalShaPrepared(ctx, pc.head, pc.keyHead+part+"}", pc.take)
+	res, err := pc.store.evalPrepared(ctx, pc.head, pc.keyHead+key+"}", pc.take)
 	if err != nil || len(res) != 4 || res[0] != 1 {
 		return remoteRest(g, ctx, z, key, now, res, err, true)
 	}

@@ -79,10 +79,7 @@ func muxDo(m *muxConn, ctx context.Context, asking, ints bool, cmd string) (Repl
 	m.writing = true
 	m.mu.Unlock()
 	if handOff {
-		select { // a full channel already wakes the writer
-		case m.wake <- struct{}{}:
-		default:
-		}
+		wakeWriter(m)
 	}
 	err := await(ctx, m, cl)
 	if ints && err == nil {
@@ -95,71 +92,82 @@ func muxDo(m *muxConn, ctx context.Context, asking, ints bool, cmd string) (Repl
 // sharedInts runs cmd, whose reply is an array of integers, on p's
 // pipelined connection: onShared, muxDo and await in one, without a
 // Reply, for the command of every decision. A caller that finds no write
-// in flight writes cmd itself (writeOwn); otherwise cmd joins the queue
-// that the write in flight passes on. It reports, as onShared does,
-// whether the command should be tried again on a new connection. A
-// missing or broken connection goes to sharedIntsDial.
-func sharedInts(ctx context.Context, p *pool, cmd string, fresh bool) ([]int64, error, bool) {
+// in flight writes cmd itself; otherwise cmd joins the queue that the
+// write in flight passes on. A missing or broken connection, and the one
+// retry on a new connection that onShared's callers make, go to
+// sharedIntsDial. Every temporary here is a slot allocated on every call
+// under yaegi, hence the terse body.
+func sharedInts(ctx context.Context, p *pool, cmd string) ([]int64, error) {
 	p.muxMu.Lock()
 	m := p.mux
 	p.muxMu.Unlock()
 	if m == nil {
-		return sharedIntsDial(ctx, p, cmd, fresh)
+		return sharedIntsDial(ctx, p, cmd, false)
 	}
 	cl := &call{cmd: cmd, ints: true, done: make(chan struct{})}
 	m.mu.Lock()
 	ok, served, own := m.err == nil, m.replies > 0, !m.writing
-	if !ok {
-	} else if own {
+	if ok && own {
 		m.writing = true
 		m.pending = append(m.pending, cl)
-	} else {
+	} else if ok {
 		m.queue = append(m.queue, cl)
 	}
 	m.mu.Unlock()
 	if !ok {
-		return sharedIntsDial(ctx, p, cmd, fresh)
+		return sharedIntsDial(ctx, p, cmd, false)
 	}
 	if own {
-		writeOwn(m, cl)
+		// Write cmd, then pass the write side on: to the writer goroutine
+		// if commands were queued meanwhile, else to the next caller. A
+		// write that fails breaks the connection; one that blocks is the
+		// watchdog's.
+		b := append(m.c.wbuf[:0], cmd...)
+		if _, err := m.c.nc.Write(b); err != nil {
+			m.fail(err)
+		} else {
+			m.mu.Lock()
+			m.c.wbuf = b
+			own = len(m.queue) > 0 // now: hand the queue to the writer
+			m.writing = own
+			m.mu.Unlock()
+			if own {
+				wakeWriter(m)
+			}
+		}
 	}
-	// await, inlined: one call less on every decision.
+	// await, inlined.
 	select {
 	case <-cl.done:
 	case <-ctx.Done():
-		return nil, ctx.Err(), false
+		return nil, ctx.Err()
 	}
-	return cl.vals, cl.err, cl.err != nil && served && !fresh && idleClosed(cl.err) && muxBroken(m)
+	if cl.err != nil && served && idleClosed(cl.err) && muxBroken(m) {
+		// The server closed the connection before our command arrived.
+		return sharedIntsDial(ctx, p, cmd, true)
+	}
+	return cl.vals, cl.err
 }
 
-// writeOwn writes cl's command, already pending, for a caller that took
-// the write side, then passes the write side on: to the writer goroutine
-// if commands were queued meanwhile, else to the next caller. A write
-// that fails breaks the connection; one that blocks is the watchdog's.
-func writeOwn(m *muxConn, cl *call) {
-	b := append(m.c.wbuf[:0], cl.cmd...)
-	if _, err := m.c.nc.Write(b); err != nil {
-		m.fail(err)
-		return
-	}
-	m.mu.Lock()
-	m.c.wbuf = b
-	handOff := len(m.queue) > 0
-	m.writing = handOff
-	m.mu.Unlock()
-	if handOff {
-		select { // a full channel already wakes the writer
-		case m.wake <- struct{}{}:
-		default:
-		}
+// wakeWriter hands the write side, and the queue, to the writer
+// goroutine. A full channel already wakes it.
+func wakeWriter(m *muxConn) {
+	select {
+	case m.wake <- struct{}{}:
+	default:
 	}
 }
 
 // sharedIntsDial is sharedInts through onShared, which dials a new
-// connection when there is none or the last one broke.
-func sharedIntsDial(ctx context.Context, p *pool, cmd string, fresh bool) ([]int64, error, bool) {
+// connection when there is none or the last one broke, and retries once
+// on a new connection as onShared's callers do (fresh is set for that
+// retry).
+func sharedIntsDial(ctx context.Context, p *pool, cmd string, fresh bool) ([]int64, error) {
 	rep, err, retry := onShared(ctx, p, false, true, cmd, fresh)
-	return rep.ints, err, retry
+	if retry {
+		rep, err, _ = onShared(ctx, p, false, true, cmd, true)
+	}
+	return rep.ints, err
 }
 
 // await waits for the reply of cl, queued on m, or until ctx is done.
