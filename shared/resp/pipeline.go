@@ -3,6 +3,8 @@ package resp
 import (
 	"context"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -284,8 +286,10 @@ func (m *muxConn) readLoop() {
 	var rep Reply
 	var vals []int64
 	var err, rerr error
-	var line []byte
+	var line, buf []byte
+	var lines []string
 	var isReply bool
+	var n, i int
 	for {
 		// Wait for a reply to begin, then let the oldest pending call say
 		// how to read it: a reply comes only after its command was
@@ -303,12 +307,34 @@ func (m *muxConn) readLoop() {
 		m.mu.Unlock()
 		err = nil
 		if cl != nil && cl.ints && (!cl.asking || asked == cl) {
-			// readInts, inlined: one call less on every reply.
+			// readInts and bufferedInts, inlined: under yaegi the slots of
+			// a loop are allocated once, a call's on every call
+			// (FuzzPipelinedInts keeps the two in step).
 			line, rerr = m.c.br.ReadSlice('\n')
-			if rerr != nil || len(line) != 4 || line[0] != '*' || line[1] < '1' || line[1] > '9' || line[2] != '\r' {
+			vals = nil
+			if rerr == nil && len(line) == 4 && line[0] == '*' && line[1] >= '1' && line[1] <= '9' && line[2] == '\r' {
+				n = int(line[1] - '0')
+				if i = m.c.br.Buffered(); i > n*maxIntLine {
+					i = n * maxIntLine
+				}
+				buf, _ = m.c.br.Peek(i)
+				if lines = strings.SplitN(string(buf), "\r\n", n+1); len(lines) > n {
+					vals = make([]int64, n)
+				}
+				for i = 0; i < len(vals); i++ {
+					if len(lines[i]) < 2 || len(lines[i]) > 21 || lines[i][0] != ':' || lines[i][1] == '+' {
+						vals = nil
+					} else if vals[i], rerr = strconv.ParseInt(lines[i][1:], 10, 64); rerr != nil {
+						vals = nil
+					}
+				}
+				if vals != nil {
+					m.c.br.Discard(len(buf) - len(lines[n]))
+				} else {
+					vals, err = readIntsRest(m.c.br, int64(n))
+				}
+			} else {
 				vals, err = readIntsHead(m.c.br, line, rerr)
-			} else if vals = bufferedInts(m.c.br, int(line[1]-'0')); vals == nil {
-				vals, err = readIntsRest(m.c.br, int64(line[1]-'0'))
 			}
 		} else if rep, err = readReply(m.c.br); err == nil && rep.Kind == '-' {
 			err = &Error{Msg: rep.Str}
