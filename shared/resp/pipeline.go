@@ -16,10 +16,10 @@ import (
 // calls per command on both ends, which is what bounds an unpipelined
 // client on a small machine.
 //
-// A caller that finds no write in flight writes its own command (the
-// common case at low concurrency: no goroutine hop); the commands queued
-// meanwhile go to the writer goroutine, which writes them in batches
-// until the queue is empty. No caller arms a timer: a watchdog goroutine
+// A caller of sharedInts that finds the connection idle writes its own
+// command (the common case at low concurrency: no goroutine hop); under
+// concurrency, commands go to the writer goroutine, which writes them in
+// batches until the queue is empty. No caller arms a timer: a watchdog goroutine
 // breaks the connection when its oldest command has waited past the
 // write and read timeouts (see watch).
 type muxConn struct {
@@ -93,9 +93,10 @@ func muxDo(m *muxConn, ctx context.Context, asking, ints bool, cmd string) (Repl
 
 // sharedInts runs cmd, whose reply is an array of integers, on p's
 // pipelined connection: onShared, muxDo and await in one, without a
-// Reply, for the command of every decision. A caller that finds no write
-// in flight writes cmd itself; otherwise cmd joins the queue that the
-// write in flight passes on. A missing or broken connection, and the one
+// Reply, for the command of every decision. A caller that finds the
+// connection idle (no write in flight, no reply outstanding) writes cmd
+// itself; otherwise cmd joins the queue of the writer goroutine, which
+// gathers concurrent commands into shared writes. A missing or broken connection, and the one
 // retry on a new connection that onShared's callers make, go to
 // sharedIntsDial. Every temporary here is a slot allocated on every call
 // under yaegi, hence the terse body.
@@ -108,18 +109,24 @@ func sharedInts(ctx context.Context, p *pool, cmd string) ([]int64, error) {
 	}
 	cl := &call{cmd: cmd, ints: true, done: make(chan struct{})}
 	m.mu.Lock()
-	ok, served, own := m.err == nil, m.replies > 0, !m.writing
+	// own: the connection is idle, cmd goes out at once from here;
+	// handOff: replies are outstanding, so more commands are likely to
+	// come, and the writer goroutine gathers them into one write.
+	ok, served, own, handOff := m.err == nil, m.replies > 0, !m.writing && len(m.pending) == 0, !m.writing
 	if ok && own {
 		m.writing = true
 		m.pending = append(m.pending, cl)
 	} else if ok {
+		m.writing = true
 		m.queue = append(m.queue, cl)
 	}
 	m.mu.Unlock()
 	if !ok {
 		return sharedIntsDial(ctx, p, cmd, false)
 	}
-	if own {
+	if !own && handOff {
+		wakeWriter(m)
+	} else if own {
 		// Write cmd, then pass the write side on: to the writer goroutine
 		// if commands were queued meanwhile, else to the next caller. A
 		// write that fails breaks the connection; one that blocks is the
