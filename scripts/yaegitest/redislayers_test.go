@@ -11,7 +11,8 @@ import (
 // plugin's Redis path costs under yaegi, from one goroutine, against
 // fakeRedis (which answers at compiled speed, so that redis-server's
 // share of the machine is left out): the client's EVALSHA, RedisStore.
-// Take, Guard.Take, and the plugin's ServeHTTP with a redis block, each
+// Take, Guard.Take, ratelimit.TakeRemote (the plugin's call into the
+// core), and the plugin's ServeHTTP with a redis block, each
 // pooled and auto-pipelined (the plugin always auto-pipelines). Compare
 // the layers' cpu-µs/op and allocs/op within one run; cpu-µs/op is this
 // process's CPU time, fakeRedis's few compiled µs included.
@@ -20,7 +21,7 @@ func BenchmarkRedisLayersInterpreted(b *testing.B) {
 	i := newInterpreter(b)
 	evalImport(b, i, "scripts/yaegitest/redisscenario")
 	layer := evalValue(b, i, "redisscenario.Layer").Interface().(func(string, string, bool, int) (time.Duration, error))
-	for _, name := range []string{"client", "store", "guard"} {
+	for _, name := range []string{"client", "store", "guard", "remote"} {
 		for _, pipelined := range []bool{false, true} {
 			mode := "pooled"
 			if pipelined {

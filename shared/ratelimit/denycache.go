@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,8 +22,11 @@ import (
 type denyCache struct {
 	max int
 
+	// n is the number of entries, written under mu and read atomically,
+	// so that an empty cache is seen in one load (see TakeRemote).
+	n int64
+
 	mu    sync.Mutex
-	n     int
 	zones map[zoneRule]map[string]cachedDenial
 }
 
@@ -43,10 +47,7 @@ func newDenyCache(max int) *denyCache {
 // admitted traffic, is answered in a few statements and the lookup is in
 // checkCached.
 func checkDenials(c *denyCache, now time.Time, items []Item, out []Decision) bool {
-	c.mu.Lock()
-	empty := c.n == 0
-	c.mu.Unlock()
-	return !empty && checkCached(c, now, items, out)
+	return atomic.LoadInt64(&c.n) != 0 && checkCached(c, now, items, out)
 }
 
 // checkCached is checkDenials of a cache that held denials a moment ago.
@@ -102,10 +103,10 @@ func (c *denyCache) record(now time.Time, items []Item, out []Decision) {
 		zr := itemRule(&items[i])
 		keys := c.zones[zr]
 		if _, ok := keys[items[i].Key]; !ok {
-			if c.n >= c.max && !c.evict(now) {
+			if c.n >= int64(c.max) && !c.evict(now) {
 				continue
 			}
-			c.n++
+			atomic.AddInt64(&c.n, 1)
 		}
 		if keys = c.zones[zr]; keys == nil { // evict may have removed it
 			keys = make(map[string]cachedDenial)
@@ -165,7 +166,7 @@ func (c *denyCache) evict(now time.Time) bool {
 // it holds no more.
 func (c *denyCache) remove(zr zoneRule, keys map[string]cachedDenial, key string) {
 	delete(keys, key)
-	c.n--
+	atomic.AddInt64(&c.n, -1)
 	if len(keys) == 0 {
 		delete(c.zones, zr)
 	}
@@ -173,7 +174,5 @@ func (c *denyCache) remove(zr zoneRule, keys map[string]cachedDenial, key string
 
 // len returns the number of cached denials.
 func (c *denyCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
+	return int(atomic.LoadInt64(&c.n))
 }

@@ -130,11 +130,44 @@ func (g *Guard) Take(ctx context.Context, now time.Time, items []Item, out []Dec
 // plugin makes on every request with a redis block: under yaegi a call
 // allocates every local and temporary of the callee, a method call costs
 // several function calls and an interface's more, so the common request
-// goes from here to the Redis client through a few small functions.
+// (a RedisStore over a preparedRunner, the breaker closed, no denial
+// cached, admitted) is decided here in a straight line: takeOne without
+// its frame, the script call prepared for z. Anything else goes on in
+// remoteRest. Every temporary here is a slot allocated on every call,
+// hence few of them: a call prepared for g's store implies a RedisStore
+// over a preparedRunner, without callerTime (see redisTake).
 func TakeRemote(g *Guard, ctx context.Context, z *Zone, key string, now time.Time) Decision {
+	pc, _ := z.redisCall.Load().(*preparedCall)
+	if pc == nil || pc.store != g.redis || g.denials != nil && atomic.LoadInt64(&g.denials.n) != 0 ||
+		g.breaker != nil && atomic.LoadInt32(&g.breaker.isOpen) == 1 ||
+		len(key) > MaxRedisKeyPart || key != "" && key[0] == '#' {
+		return remoteRest(g, ctx, z, key, now, nil, nil, false)
+	}
+	res, err := pc.store.evalPrepared(ctx, pc.head, pc.keyHead+key+"}", pc.take)
+	if err != nil || len(res) != 4 || res[0] != 1 {
+		return remoteRest(g, ctx, z, key, now, res, err, true)
+	}
+	return Decision{
+		Allowed:    true,
+		Limit:      z.rule.Limit,
+		Remaining:  res[1],
+		RetryAfter: time.Duration(res[2]) * time.Microsecond,
+		ResetAfter: time.Duration(res[3]) * time.Microsecond,
+	}
+}
+
+// remoteRest finishes TakeRemote: through guardTake when called is false,
+// else with the reply res and error err of takeOne's script call, which
+// TakeRemote made.
+func remoteRest(g *Guard, ctx context.Context, z *Zone, key string, now time.Time, res []int64, err error, called bool) Decision {
 	items := []Item{{Zone: z, Key: key}}
 	out := make([]Decision, 1)
-	guardTake(g, ctx, now, items, out)
+	if !called {
+		guardTake(g, ctx, now, items, out)
+		return out[0]
+	}
+	allowed, err := takeOneDone(g.redis, ctx, now, items, out, res, err)
+	guardDone(g, ctx, now, items, out, allowed, err)
 	return out[0]
 }
 
@@ -157,6 +190,12 @@ func guardTake(g *Guard, ctx context.Context, now time.Time, items []Item, out [
 	} else {
 		allowed, err = g.remote.Take(ctx, now, items, out)
 	}
+	return guardDone(g, ctx, now, items, out, allowed, err)
+}
+
+// guardDone finishes guardTake once the remote store answered allowed
+// and err: a failure goes to guardFailed, a denial to the denial cache.
+func guardDone(g *Guard, ctx context.Context, now time.Time, items []Item, out []Decision, allowed bool, err error) bool {
 	if err != nil {
 		return guardFailed(g, ctx, now, items, out, allowed, err)
 	}

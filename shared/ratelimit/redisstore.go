@@ -63,10 +63,14 @@ type RedisOptions struct {
 // script call (per distinct key in Cluster mode), timed by the server's
 // clock. It reports Redis failures; Guard applies the failure policy.
 type RedisStore struct {
-	run     ScriptRunner
-	prep    preparedRunner // run, when it is one
-	prefix  string
-	cluster bool
+	run  ScriptRunner
+	prep preparedRunner // run, when it is one
+	// evalPrepared is prep's EvalShaPrepared as a func: under yaegi a
+	// call through a func value costs about half one through an
+	// interface (scripts/yaegitest, BenchmarkInterpretedCosts).
+	evalPrepared func(ctx context.Context, head, key, tail string) ([]int64, error)
+	prefix       string
+	cluster      bool
 	// args caches the six script arguments of each zone, by zone name and
 	// rule rather than by *Zone, so a replaced zone is not kept alive: a
 	// *sync.Map of zoneRule to []string, replaced when it holds
@@ -87,7 +91,9 @@ func NewRedisStore(run ScriptRunner, opts RedisOptions) (*RedisStore, error) {
 		return nil, err
 	}
 	s := &RedisStore{run: run, prefix: opts.KeyPrefix, cluster: opts.Cluster}
-	s.prep, _ = run.(preparedRunner)
+	if s.prep, _ = run.(preparedRunner); s.prep != nil {
+		s.evalPrepared = s.prep.EvalShaPrepared
+	}
 	s.args.Store(new(sync.Map))
 	return s, nil
 }
@@ -296,10 +302,17 @@ func takeOne(s *RedisStore, ctx context.Context, now time.Time, items []Item, ou
 	if it.Deferred {
 		tail = pc.check
 	}
-	res, err := s.prep.EvalShaPrepared(ctx, pc.head, pc.keyHead+key+"}", tail)
+	res, err := s.evalPrepared(ctx, pc.head, pc.keyHead+key+"}", tail)
+	return takeOneDone(s, ctx, now, items, out, res, err)
+}
+
+// takeOneDone finishes takeOne given the reply res and error err of its
+// script call.
+func takeOneDone(s *RedisStore, ctx context.Context, now time.Time, items []Item, out []Decision, res []int64, err error) (bool, error) {
 	if err != nil || len(res) != 4 && (len(res) != 5 || res[4] != redisNotCounted) {
 		return takeOneOther(s, ctx, now, items, out, res, err)
 	}
+	it := &items[0]
 	out[0] = Decision{
 		Allowed:    res[0] == 1,
 		Limit:      it.Zone.rule.Limit,

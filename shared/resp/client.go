@@ -101,13 +101,9 @@ func (c *Client) EvalShaPrepared(ctx context.Context, head, key, tail string) ([
 		bulk = "$" + strconv.Itoa(len(key))
 	}
 	cmd := head + bulk + "\r\n" + key + "\r\n" + tail
-	if p := c.single; p != nil && c.opts.AutoPipeline {
+	if c.single != nil && c.opts.AutoPipeline {
 		// evalInts, inlined: one call less on every decision.
-		ints, err, retry := sharedInts(ctx, p, cmd, false)
-		if retry {
-			ints, err, _ = sharedInts(ctx, p, cmd, true)
-		}
-		return ints, err
+		return sharedInts(ctx, c.single, cmd)
 	}
 	return evalInts(c, ctx, key, true, cmd)
 }
@@ -152,12 +148,8 @@ func (c *Client) ScriptLoad(ctx context.Context, script string) (string, error) 
 // standalone server's pipelined connection, the plugin's case, takes the
 // short way (sharedInts).
 func evalInts(c *Client, ctx context.Context, key string, hasKey bool, cmd string) ([]int64, error) {
-	if p := c.single; p != nil && c.opts.AutoPipeline {
-		ints, err, retry := sharedInts(ctx, p, cmd, false)
-		if retry {
-			ints, err, _ = sharedInts(ctx, p, cmd, true)
-		}
-		return ints, err
+	if c.single != nil && c.opts.AutoPipeline {
+		return sharedInts(ctx, c.single, cmd)
 	}
 	rep, err := exec(c, ctx, key, hasKey, true, cmd)
 	if err != nil {

@@ -3,6 +3,8 @@ package resp
 import (
 	"context"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -13,14 +15,22 @@ import (
 // their callers in order. Fewer, larger writes and reads cut the system
 // calls per command on both ends, which is what bounds an unpipelined
 // client on a small machine.
+//
+// A caller of sharedInts that finds the connection idle writes its own
+// command (the common case at low concurrency: no goroutine hop); under
+// concurrency, commands go to the writer goroutine, which writes them in
+// batches until the queue is empty. No caller arms a timer: a watchdog goroutine
+// breaks the connection when its oldest command has waited past the
+// write and read timeouts (see watch).
 type muxConn struct {
 	c    *conn
 	opts *Options
-	wake chan struct{} // tells the writer the queue is not empty
+	wake chan struct{} // hands the write side to the writer goroutine
 
 	mu      sync.Mutex
 	queue   []*call // waiting to be written
-	pending []*call // written, waiting for their replies, oldest first
+	pending []*call // being written or written, waiting for their replies, oldest first
+	writing bool    // a caller or the writer goroutine owns the write side
 	err     error   // set once; the connection is then closed
 	replies int64   // replies read so far
 }
@@ -52,10 +62,12 @@ func newMux(c *conn, opts *Options) *muxConn {
 	m := &muxConn{c: c, opts: opts, wake: make(chan struct{}, 1)}
 	go m.writeLoop()
 	go m.readLoop()
+	go m.watch()
 	return m
 }
 
-// muxDo queues cmd and waits for the reply (see await).
+// muxDo queues cmd for the writer goroutine and waits for the reply (see
+// await).
 func muxDo(m *muxConn, ctx context.Context, asking, ints bool, cmd string) (Reply, error) {
 	cl := &call{cmd: cmd, asking: asking, ints: ints, done: make(chan struct{})}
 	m.mu.Lock()
@@ -65,10 +77,11 @@ func muxDo(m *muxConn, ctx context.Context, asking, ints bool, cmd string) (Repl
 		return Reply{}, err
 	}
 	m.queue = append(m.queue, cl)
+	handOff := !m.writing
+	m.writing = true
 	m.mu.Unlock()
-	select {
-	case m.wake <- struct{}{}:
-	default:
+	if handOff {
+		wakeWriter(m)
 	}
 	err := await(ctx, m, cl)
 	if ints && err == nil {
@@ -79,67 +92,107 @@ func muxDo(m *muxConn, ctx context.Context, asking, ints bool, cmd string) (Repl
 }
 
 // sharedInts runs cmd, whose reply is an array of integers, on p's
-// pipelined connection: onShared and muxDo in one, without a Reply, for
-// the command of every decision. It reports, as onShared does, whether
-// the command should be tried again on a new connection. A missing or
-// broken connection goes to sharedIntsDial.
-func sharedInts(ctx context.Context, p *pool, cmd string, fresh bool) ([]int64, error, bool) {
+// pipelined connection: onShared, muxDo and await in one, without a
+// Reply, for the command of every decision. A caller that finds the
+// connection idle (no write in flight, no reply outstanding) writes cmd
+// itself; otherwise cmd joins the queue of the writer goroutine, which
+// gathers concurrent commands into shared writes. A missing or broken connection, and the one
+// retry on a new connection that onShared's callers make, go to
+// sharedIntsDial. Every temporary here is a slot allocated on every call
+// under yaegi, hence the terse body.
+func sharedInts(ctx context.Context, p *pool, cmd string) ([]int64, error) {
 	p.muxMu.Lock()
 	m := p.mux
 	p.muxMu.Unlock()
 	if m == nil {
-		return sharedIntsDial(ctx, p, cmd, fresh)
+		return sharedIntsDial(ctx, p, cmd, false)
 	}
 	cl := &call{cmd: cmd, ints: true, done: make(chan struct{})}
 	m.mu.Lock()
-	ok, served := m.err == nil, m.replies > 0
-	if ok {
+	// own: the connection is idle, cmd goes out at once from here;
+	// handOff: replies are outstanding, so more commands are likely to
+	// come, and the writer goroutine gathers them into one write.
+	ok, served, own, handOff := m.err == nil, m.replies > 0, !m.writing && len(m.pending) == 0, !m.writing
+	if ok && own {
+		m.writing = true
+		m.pending = append(m.pending, cl)
+	} else if ok {
+		m.writing = true
 		m.queue = append(m.queue, cl)
 	}
 	m.mu.Unlock()
 	if !ok {
-		return sharedIntsDial(ctx, p, cmd, fresh)
+		return sharedIntsDial(ctx, p, cmd, false)
 	}
+	if !own && handOff {
+		wakeWriter(m)
+	} else if own {
+		// Write cmd, then pass the write side on: to the writer goroutine
+		// if commands were queued meanwhile, else to the next caller. A
+		// write that fails breaks the connection; one that blocks is the
+		// watchdog's.
+		b := append(m.c.wbuf[:0], cmd...)
+		if _, err := m.c.nc.Write(b); err != nil {
+			m.fail(err)
+		} else {
+			m.mu.Lock()
+			m.c.wbuf = b
+			own = len(m.queue) > 0 // now: hand the queue to the writer
+			m.writing = own
+			m.mu.Unlock()
+			if own {
+				wakeWriter(m)
+			}
+		}
+	}
+	// await, inlined.
+	select {
+	case <-cl.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if cl.err != nil && served && idleClosed(cl.err) && muxBroken(m) {
+		// The server closed the connection before our command arrived.
+		return sharedIntsDial(ctx, p, cmd, true)
+	}
+	return cl.vals, cl.err
+}
+
+// wakeWriter hands the write side, and the queue, to the writer
+// goroutine. A full channel already wakes it.
+func wakeWriter(m *muxConn) {
 	select {
 	case m.wake <- struct{}{}:
 	default:
 	}
-	err := await(ctx, m, cl)
-	return cl.vals, err, err != nil && served && !fresh && idleClosed(err) && muxBroken(m)
 }
 
 // sharedIntsDial is sharedInts through onShared, which dials a new
-// connection when there is none or the last one broke.
-func sharedIntsDial(ctx context.Context, p *pool, cmd string, fresh bool) ([]int64, error, bool) {
+// connection when there is none or the last one broke, and retries once
+// on a new connection as onShared's callers do (fresh is set for that
+// retry).
+func sharedIntsDial(ctx context.Context, p *pool, cmd string, fresh bool) ([]int64, error) {
 	rep, err, retry := onShared(ctx, p, false, true, cmd, fresh)
-	return rep.ints, err, retry
+	if retry {
+		rep, err, _ = onShared(ctx, p, false, true, cmd, true)
+	}
+	return rep.ints, err
 }
 
-// await waits for the reply of cl, queued on m, at most the write and
-// read timeouts (or until the context's deadline, if sooner). A command
-// that times out breaks the connection: a server that slow is treated
-// like a dead one.
+// await waits for the reply of cl, queued on m, or until ctx is done.
+// The watchdog bounds the wait by the write and read timeouts.
 func await(ctx context.Context, m *muxConn, cl *call) error {
-	wait := m.opts.WriteTimeout + m.opts.ReadTimeout
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
-		wait = time.Until(d)
-	}
-	// No defer: under yaegi one costs more than the rest of this function.
-	t := time.NewTimer(wait)
 	select {
 	case <-cl.done:
-		t.Stop()
 		return cl.err
-	case <-t.C:
-		m.fail(timeoutError{})
-		<-cl.done
-		return timeoutError{}
 	case <-ctx.Done():
-		t.Stop()
 		return ctx.Err()
 	}
 }
 
+// writeLoop writes the queued commands in batches for as long as the
+// queue is not empty, once a caller handed it the write side (wake), then
+// gives the write side up.
 func (m *muxConn) writeLoop() {
 	// Every variable is declared once, out of the loop: under yaegi a
 	// declaration allocates each time it runs.
@@ -147,44 +200,88 @@ func (m *muxConn) writeLoop() {
 	var b []byte
 	var err error
 	for range m.wake {
-		// Let the callers that the last replies woke queue their next
-		// command first, so that it joins this write instead of costing
-		// one of its own (about 10% more decisions/s at 50 callers).
-		runtime.Gosched()
+		for {
+			// Let the callers that the last replies woke queue their next
+			// command first, so that it joins this write instead of
+			// costing one of its own (about 10% more decisions/s at 50
+			// callers).
+			runtime.Gosched()
+			m.mu.Lock()
+			if m.err != nil {
+				m.mu.Unlock()
+				return
+			}
+			if len(m.queue) == 0 {
+				m.writing = false
+				m.mu.Unlock()
+				break
+			}
+			batch = append(batch[:0], m.queue...)
+			m.queue = m.queue[:0]
+			m.pending = append(m.pending, batch...)
+			b = m.c.wbuf[:0]
+			m.mu.Unlock()
+			for i := range batch {
+				if batch[i].asking {
+					b = append(b, askingCmd...)
+				}
+				b = append(b, batch[i].cmd...)
+				batch[i] = nil
+			}
+			if _, err = m.c.nc.Write(b); err != nil {
+				m.fail(err)
+				return
+			}
+			m.c.wbuf = b
+		}
+	}
+}
+
+// watchTicks is how many times per timeout the watchdog looks.
+const watchTicks = 8
+
+// watch breaks the connection when its oldest command has waited past
+// the write and read timeouts: it looks watchTicks times per timeout and
+// fails the connection when it finds the same oldest command watchTicks
+// times after the first, so a command waits at most one look longer
+// than its timeout. A write that blocks holds its commands, the oldest
+// ones, in pending: the watchdog bounds writes too. It ends with the
+// connection.
+func (m *muxConn) watch() {
+	every := (m.opts.WriteTimeout + m.opts.ReadTimeout) / watchTicks
+	if every <= 0 {
+		every = 1
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var seen, oldest *call
+	looks := 0
+	for range t.C {
 		m.mu.Lock()
 		if m.err != nil {
 			m.mu.Unlock()
 			return
 		}
-		batch = append(batch[:0], m.queue...)
-		m.queue = m.queue[:0]
-		m.pending = append(m.pending, batch...)
+		oldest = nil
+		if len(m.pending) > 0 {
+			oldest = m.pending[0]
+		} else if len(m.queue) > 0 {
+			oldest = m.queue[0]
+		}
 		m.mu.Unlock()
-		if len(batch) == 0 {
+		if oldest == nil || oldest != seen {
+			seen, looks = oldest, 0
 			continue
 		}
-		b = m.c.wbuf[:0]
-		for i := range batch {
-			if batch[i].asking {
-				b = append(b, askingCmd...)
-			}
-			b = append(b, batch[i].cmd...)
-			batch[i] = nil
-		}
-		m.c.wbuf = b
-		// send, inlined: one call less on every write.
-		if err = m.c.nc.SetWriteDeadline(time.Now().Add(m.opts.WriteTimeout)); err == nil {
-			_, err = m.c.nc.Write(b)
-		}
-		if err != nil {
-			m.fail(err)
+		if looks++; looks >= watchTicks {
+			m.fail(timeoutError{})
 			return
 		}
 	}
 }
 
-// readLoop reads replies as they come (without a deadline: callers time
-// themselves out) and completes the oldest pending call with each. A
+// readLoop reads replies as they come (without a deadline: the watchdog
+// times them out) and completes the oldest pending call with each. A
 // closed connection ends it at once, so a restarted server is noticed
 // before the next command. Its work per reply is inline: under yaegi the
 // loop's locals are allocated once, a call's on every call.
@@ -196,8 +293,10 @@ func (m *muxConn) readLoop() {
 	var rep Reply
 	var vals []int64
 	var err, rerr error
-	var line []byte
+	var line, buf []byte
+	var lines []string
 	var isReply bool
+	var n, i int
 	for {
 		// Wait for a reply to begin, then let the oldest pending call say
 		// how to read it: a reply comes only after its command was
@@ -215,12 +314,34 @@ func (m *muxConn) readLoop() {
 		m.mu.Unlock()
 		err = nil
 		if cl != nil && cl.ints && (!cl.asking || asked == cl) {
-			// readInts, inlined: one call less on every reply.
+			// readInts and bufferedInts, inlined: under yaegi the slots of
+			// a loop are allocated once, a call's on every call
+			// (FuzzPipelinedInts keeps the two in step).
 			line, rerr = m.c.br.ReadSlice('\n')
-			if rerr != nil || len(line) != 4 || line[0] != '*' || line[1] < '1' || line[1] > '9' || line[2] != '\r' {
+			vals = nil
+			if rerr == nil && len(line) == 4 && line[0] == '*' && line[1] >= '1' && line[1] <= '9' && line[2] == '\r' {
+				n = int(line[1] - '0')
+				if i = m.c.br.Buffered(); i > n*maxIntLine {
+					i = n * maxIntLine
+				}
+				buf, _ = m.c.br.Peek(i)
+				if lines = strings.SplitN(string(buf), "\r\n", n+1); len(lines) > n {
+					vals = make([]int64, n)
+				}
+				for i = 0; i < len(vals); i++ {
+					if len(lines[i]) < 2 || len(lines[i]) > 21 || lines[i][0] != ':' || lines[i][1] == '+' {
+						vals = nil
+					} else if vals[i], rerr = strconv.ParseInt(lines[i][1:], 10, 64); rerr != nil {
+						vals = nil
+					}
+				}
+				if vals != nil {
+					m.c.br.Discard(len(buf) - len(lines[n]))
+				} else {
+					vals, err = readIntsRest(m.c.br, int64(n))
+				}
+			} else {
 				vals, err = readIntsHead(m.c.br, line, rerr)
-			} else if vals = bufferedInts(m.c.br, int(line[1]-'0')); vals == nil {
-				vals, err = readIntsRest(m.c.br, int64(line[1]-'0'))
 			}
 		} else if rep, err = readReply(m.c.br); err == nil && rep.Kind == '-' {
 			err = &Error{Msg: rep.Str}

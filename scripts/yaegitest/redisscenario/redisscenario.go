@@ -265,7 +265,8 @@ func Throughput(addr string, pipelined bool, n int) (float64, error) {
 // Traefik plugin's Redis path against the server at addr: "client" runs
 // the script's EVALSHA with a decision's keys and arguments, "store"
 // RedisStore.Take, "guard" Guard.Take in front of it (denial cache and
-// breaker), as the plugin does. It returns the time taken. A benchmark
+// breaker), "remote" ratelimit.TakeRemote through that guard, the call
+// the plugin makes. It returns the time taken. A benchmark
 // against a fake server that answers at compiled speed measures the
 // layers' own cost.
 func Layer(addr, layer string, pipelined bool, n int) (time.Duration, error) {
@@ -313,6 +314,12 @@ func Layer(addr, layer string, pipelined bool, n int) (time.Duration, error) {
 		for k := 0; k < n; k++ {
 			if _, err := s.Take(ctx, time.Now(), items, out); err != nil {
 				return 0, err
+			}
+		}
+	case "remote":
+		for k := 0; k < n; k++ {
+			if d := ratelimit.TakeRemote(g, ctx, z, "203.0.113.7", time.Now()); !d.Allowed {
+				return 0, errors.New("remote: denied")
 			}
 		}
 	default:
