@@ -36,6 +36,9 @@ type Middleware struct {
 	// source than the remote address, a store, other headers than legacy,
 	// dry run, or a limit or window beyond the decimals tables.
 	slow bool
+	// redisInline is set when ServeHTTP's inline path would apply but for
+	// the store, Redis through guard: serveRedis then serves the request.
+	redisInline bool
 	// decimals is the header values table of the inline path.
 	decimals []string
 	// limitStr is the X-RateLimit-Limit value.

@@ -39,9 +39,14 @@ const (
 // are allocated all the same); a rejection adds one call. An IPv6 remote
 // address (bracketed: "[2001:db8::1]:443", grouped by v6Bits) or one
 // without a port adds one call; an IPv4 address pays one byte comparison.
-// Everything else is in serveOther.
+// The same settings with a redis block go to serveRedis; everything else
+// is in serveOther.
 func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if m.slow {
+		if m.redisInline {
+			serveRedis(m, w, r)
+			return
+		}
 		serveOther(m, w, r)
 		return
 	}

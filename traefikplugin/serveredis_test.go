@@ -18,6 +18,10 @@ func TestServeRedisMatchesServeHTTP(t *testing.T) {
 	c := redisConfig(srv.Addr(), 3)
 	c.Redis.KeyPrefix = "other-" + c.Redis.KeyPrefix
 	general := redisMiddleware(t, c, "fast@file-general").(*Middleware)
+	if !fast.redisInline || !general.redisInline {
+		t.Fatal("ServeHTTP does not send a Redis middleware with the inline path's settings to serveRedis")
+	}
+	general.redisInline = false // through serveOther
 	// The middleware serveRedis is for: the inline path's but for its store.
 	if fast.guard == nil || fast.source != nil || fast.decimals == nil || fast.dryRun || fast.countStatus != nil || fast.overrides != nil {
 		t.Fatal("the fast middleware is not one serveRedis serves")

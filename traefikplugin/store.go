@@ -13,6 +13,7 @@ import (
 func useStore(m *Middleware, s ratelimit.Store) {
 	m.store = s
 	m.guard, _ = s.(*ratelimit.Guard)
+	m.redisInline = !m.slow && m.guard != nil
 	m.slow = true
 }
 
