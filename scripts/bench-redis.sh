@@ -194,9 +194,9 @@ if command -v valgrind >/dev/null && command -v callgrind_control >/dev/null; th
 	slow=(0 10000000 1000000 1073741824 1 -1066 0)
 	# cgcount FILE CALLS: instructions per call of the calls in FILE.
 	cgcount() {
-		callgrind_control --zero "$cgpid" >/dev/null
+		callgrind_control --zero "$cgpid" >/dev/null 2>&1
 		pipe "$cgport" "$1"
-		callgrind_control --dump "$cgpid" >/dev/null
+		callgrind_control --dump "$cgpid" >/dev/null 2>&1
 		local ir
 		ir=$(grep -h '^summary:' "$(ls -t "$dir"/cg.* | head -1)" | awk '{ print $2 }')
 		echo $((ir / $2))

@@ -319,10 +319,11 @@ func TestPluginReload(t *testing.T) {
 }
 
 // BenchmarkPluginInterpreted times ServeHTTP under yaegi: allowed requests
-// from 1024 clients (limit 4000 per minute each), the same without
-// rate-limit headers, allowed requests of one client under a limit of
-// 60000 (the larger table) and a huge one (beyond the tables: the general
-// path), and rejected requests.
+// from 1024 clients (limit 4000 per minute each), the same from 1024 IPv6
+// clients (grouped by /64: 1024 networks), the same without rate-limit
+// headers, allowed requests of one client under a limit of 60000 (the
+// larger table) and a huge one (beyond the tables: the general path), and
+// rejected requests.
 func BenchmarkPluginInterpreted(b *testing.B) {
 	pb, _ := loadPlugin(b)
 	for _, bc := range []struct {
@@ -330,6 +331,7 @@ func BenchmarkPluginInterpreted(b *testing.B) {
 		clients              int
 	}{
 		{"allowed", "4000", "legacy", 1024},
+		{"allowed-ipv6", "4000", "legacy", 1024},
 		{"allowed-headers-none", "4000", "none", 1024},
 		{"allowed-limit-60000", "60000", "legacy", 1},
 		{"allowed-huge-limit", "1000000000", "legacy", 1},
@@ -341,6 +343,9 @@ func BenchmarkPluginInterpreted(b *testing.B) {
 			for i := range reqs {
 				reqs[i] = httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
 				reqs[i].RemoteAddr = "10.0." + strconv.Itoa(i/256) + "." + strconv.Itoa(i%256) + ":4711"
+				if strings.HasSuffix(bc.name, "-ipv6") {
+					reqs[i].RemoteAddr = "[2001:db8:" + strconv.FormatInt(int64(i), 16) + "::1]:4711"
+				}
 			}
 			w := &discard{h: http.Header{}}
 			b.ReportAllocs()
