@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,9 +55,15 @@ const (
 
 // scriptCall is one script call waiting for its pipeline.
 type scriptCall struct {
-	cmd  *redis.IntSliceCmd
-	done chan struct{} // receives once the reply is in cmd
+	cmd    *redis.IntSliceCmd
+	queued time.Time     // when do queued it
+	done   chan struct{} // receives once the reply is in cmd
 }
+
+// errBacklog is the error of a call that waited for a free pipeline
+// longer than a pipeline may take: Redis is too slow for the calls that
+// arrive, and sending it would only make the calls behind it wait longer.
+var errBacklog = errors.New("redis pipeline: waited longer than the pipeline timeout for a free pipeline")
 
 var callPool = sync.Pool{New: func() any { return &scriptCall{done: make(chan struct{}, 1)} }}
 
@@ -74,6 +81,7 @@ func newPipeliner(client func() redis.UniversalClient, timeout time.Duration) *p
 func (p *pipeliner) do(ctx context.Context, cmd *redis.IntSliceCmd) ([]int64, error) {
 	c := callPool.Get().(*scriptCall)
 	c.cmd = cmd
+	c.queued = time.Now()
 	p.mu.Lock()
 	p.queue = append(p.queue, c)
 	var batch []*scriptCall
@@ -131,20 +139,34 @@ func (p *pipeliner) takeLocked() []*scriptCall {
 	return batch
 }
 
-// send runs batch as one pipeline and completes its calls.
+// send runs batch as one pipeline and completes its calls. A call that
+// already waited longer than a pipeline may take fails with errBacklog
+// unsent, so that a call waits at most for the pipelines in flight and
+// then its own however long the queue grew while Redis was slow.
 func (p *pipeliner) send(batch []*scriptCall) {
-	p.pipelines.Add(1)
 	ctx, cancel := context.Background(), context.CancelFunc(func() {})
 	if p.timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, p.timeout)
 	}
+	late := time.Time{}
+	if p.timeout > 0 {
+		late = time.Now().Add(-p.timeout)
+	}
 	pipe := p.client().Pipeline()
 	for _, c := range batch {
+		if c.queued.Before(late) {
+			c.cmd.SetErr(errBacklog)
+			continue
+		}
 		pipe.Process(ctx, c.cmd)
 	}
 	// Every command carries its own error, but for a failure before the
 	// write (no connection): go-redis then sets none.
-	_, err := pipe.Exec(ctx)
+	var err error
+	if pipe.Len() > 0 {
+		p.pipelines.Add(1)
+		_, err = pipe.Exec(ctx)
+	}
 	cancel()
 	for i, c := range batch {
 		if err != nil && c.cmd.Err() == nil && c.cmd.Val() == nil {

@@ -229,3 +229,50 @@ func TestPipelinedSlowRedis(t *testing.T) {
 		t.Fatalf("DEBUG SLEEP: %v", err)
 	}
 }
+
+// TestPipelinedBacklogBound: with Redis stalled, calls queued behind more
+// than the pipelines in flight can take still end within the bound of
+// two pipelines (those in flight, then their own), rather than one
+// pipeline timeout per round of the backlog before them.
+func TestPipelinedBacklogBound(t *testing.T) {
+	srv := redistest.Start(t)
+	const timeout = 100 * time.Millisecond
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, MaxRetries: 1})
+	s, r := pipelinedStore(t, c, false)
+	z := testZone(t, "backlog", ratelimit.Rule{Window: time.Hour, Limit: ratelimit.MaxLimit})
+	items := []ratelimit.Item{{Zone: z, Key: "k"}}
+	if _, err := s.Take(context.Background(), time.Now(), items, make([]ratelimit.Decision, 1)); err != nil {
+		t.Fatal(err)
+	}
+
+	sleeper := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: 10 * time.Second})
+	defer sleeper.Close()
+	slept := make(chan error, 1)
+	go func() { slept <- sleeper.Do(context.Background(), "debug", "sleep", "5").Err() }()
+	time.Sleep(100 * time.Millisecond) // let DEBUG SLEEP start
+
+	// Far more callers than the pipelines in flight take: a burst of
+	// requests on a busy proxy.
+	const callers = 16 * defaultPipelines * maxPipelineLen
+	var slowest atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			s.Take(context.Background(), start, items, make([]ratelimit.Decision, 1))
+			if d := int64(time.Since(start)); d > slowest.Load() {
+				slowest.Store(d) // racy max; good enough for a bound
+			}
+		}()
+	}
+	wg.Wait()
+	// Two bounds, and scheduling slack for thousands of goroutines.
+	if d := time.Duration(slowest.Load()); d > 2*r.pipe.timeout+time.Second {
+		t.Errorf("a call took %v with Redis stalled, want at most about %v", d, 2*r.pipe.timeout)
+	}
+	if err := <-slept; err != nil {
+		t.Fatalf("DEBUG SLEEP: %v", err)
+	}
+}

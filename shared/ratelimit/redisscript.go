@@ -99,7 +99,7 @@ if lib and #KEYS == 1 and ARGV[2] == '0' then
   if usable and v then
     local sh
     sh, newest, total = sunpack(hf, v)
-    usable = sh == shape
+    usable = sh == shape and newest * T < 9007199254740992 -- see load
   end
   if usable then
     local c = floor(t / T)
@@ -272,7 +272,7 @@ local function fromHash(key, shape, m)
 end
 
 -- load reads the bucket key into V, CW, CF, NEWEST and TOTAL.
-local function load(key, shape, m)
+local function load(key, shape, m, T)
   V, NEWEST, TOTAL, REWRITE = false, false, 0, true
   local v, converted = redis.pcall('GET', key), false
   if type(v) == 'table' then
@@ -287,7 +287,10 @@ local function load(key, shape, m)
   if w < 1 or w > 6 or w ~= floor(w) then return end
   local f = cellFormat(w)
   local sh, newest = sunpack('<i8i7', v)
-  if sh ~= shape then return end
+  -- A newest sub-window past the clock's 2^53 microseconds is no count
+  -- of ours (a corrupt or hostile value): doubles do not count in ones
+  -- there, and the loops over sub-windows would never end.
+  if sh ~= shape or newest * T >= 9007199254740992 then return end
   V, CW, CF, NEWEST, TOTAL, REWRITE = v, w, f, newest, (sunpack(f, v, head)), converted
 end
 
@@ -296,7 +299,7 @@ local function buckets(key, alg, W, T, N, cost, shape, t)
   local m = k + 1
   local reach = m
   if alg == 1 then reach = 1 end
-  load(key, shape, m)
+  load(key, shape, m, T)
   local c = floor(t / T)
   if NEWEST and c < NEWEST then
     c = NEWEST -- the clock went back: stay in the newest sub-window

@@ -55,6 +55,15 @@ func dial(ctx context.Context, addr string, o *Options) (*conn, error) {
 		nc.Close()
 		return nil, err
 	}
+	// The handshake's deadline must not outlive it: a pooled command sets
+	// its own, and a pipelined connection reads and writes without one
+	// (its watchdog times commands out), so a stale one would break it
+	// the dial timeout after it was dialled, failing the commands in
+	// flight.
+	if err := nc.SetDeadline(time.Time{}); err != nil {
+		nc.Close()
+		return nil, err
+	}
 	return c, nil
 }
 

@@ -136,3 +136,23 @@ func TestPipelinedTimeoutBound(t *testing.T) {
 		t.Fatalf("%d connections, want 2 (a timed-out one is never reused)", n)
 	}
 }
+
+// TestPipelinedOutlivesDialDeadline: the handshake's deadline (AUTH and
+// SELECT, or TLS) does not stay on a shared connection, which reads and
+// writes without one: commands that run past the dial timeout after the
+// dial, while the connection is busy, all succeed on that one connection.
+func TestPipelinedOutlivesDialDeadline(t *testing.T) {
+	m := miniredis.RunT(t)
+	m.RequireAuth("s3cret")
+	const dial = 150 * time.Millisecond
+	c := newTestClient(t, Options{Addrs: []string{m.Addr()}, AutoPipeline: true, Password: "s3cret", DialTimeout: dial, ReadTimeout: time.Second})
+	start := time.Now()
+	for time.Since(start) < 3*dial {
+		if got, err := c.Eval(context.Background(), "return {7}", nil, nil); err != nil || len(got) != 1 || got[0] != 7 {
+			t.Fatalf("%v after the first command: %v, %v", time.Since(start), got, err)
+		}
+	}
+	if n := m.TotalConnectionCount(); n != 1 {
+		t.Fatalf("%d connections, want 1", n)
+	}
+}
