@@ -159,10 +159,14 @@ func addrKeyRest(addr string, v6Bits int) string {
 }
 
 // remoteHost returns the host part of a remote address, or the address
-// itself when it has no port.
+// itself when it has no port, without the brackets of an IPv6 address
+// ("[2001:db8::1]"), so that it is grouped as one with a port.
 func remoteHost(addr string) string {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
+		if n := len(addr); n > 2 && addr[0] == '[' && addr[n-1] == ']' {
+			return addr[1 : n-1]
+		}
 		return addr
 	}
 	return host
