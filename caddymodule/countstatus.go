@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -68,6 +69,23 @@ func (rec *statusRecorder) WriteHeader(code int) {
 func (rec *statusRecorder) Write(b []byte) (int, error) {
 	rec.status.Body()
 	return rec.ResponseWriterWrapper.Write(b)
+}
+
+// ReadFrom is the wrapper's, which io.Copy calls for a body from a reader
+// without WriteTo (a proxied one): it writes past Write.
+func (rec *statusRecorder) ReadFrom(r io.Reader) (int64, error) {
+	rec.status.Body()
+	return rec.ResponseWriterWrapper.ReadFrom(r)
+}
+
+// FlushError passes on http.ResponseController's Flush, which would
+// otherwise reach the writer below through Unwrap, past the recorder.
+func (rec *statusRecorder) FlushError() error {
+	err := http.NewResponseController(rec.ResponseWriterWrapper.ResponseWriter).Flush()
+	if err == nil {
+		rec.status.Body()
+	}
+	return err
 }
 
 // countStatus parses count_status's arguments: codes, or classes written

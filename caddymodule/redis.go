@@ -174,6 +174,11 @@ func (c *RedisConfig) resolve(policy ratelimit.FailurePolicy) (*redisSetup, erro
 			// The URL may hold a password: name the field, not the value.
 			return nil, fmt.Errorf("url: %v", redactURLError(perr, u))
 		}
+		// The URL's database is checked as the db setting is: a bad one
+		// would otherwise fail every request's SELECT, not the load.
+		if derr := (&ratelimit.RedisSettings{DB: parsed.DB}).Check(); derr != nil {
+			return nil, fmt.Errorf("url: %w", spelling.Error(derr))
+		}
 		o.Addrs = []string{parsed.Addr}
 		o.Username, o.Password, o.DB = parsed.Username, parsed.Password, parsed.DB
 		if parsed.TLSConfig != nil && s.tls == nil {

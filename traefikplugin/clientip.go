@@ -131,7 +131,10 @@ func clientIP(s *ipStrategy, r *http.Request) string {
 // addrKey returns the key of a request's remote address addr as a
 // keySource with neither depth nor excluded IPs computes it: the host part
 // (the whole address when it has no port), an IPv6 address grouped by
-// v6Bits (see httplimit.MaskIP), at most httplimit.MaxKeyLength bytes.
+// v6Bits (see httplimit.MaskIP). A host that is not an address is bounded
+// (httplimit.BoundKey) only when it has no port: net/http writes
+// RemoteAddr as an address and port, and the zone and the Redis store
+// hold a long key as a hash anyway.
 // ServeHTTP inlines its first lines, which are all an IPv4 address takes,
 // and calls addrKeyRest for the rest.
 func addrKey(addr string, v6Bits int) string {
@@ -159,10 +162,14 @@ func addrKeyRest(addr string, v6Bits int) string {
 }
 
 // remoteHost returns the host part of a remote address, or the address
-// itself when it has no port.
+// itself when it has no port, without the brackets of an IPv6 address
+// ("[2001:db8::1]"), so that it is grouped as one with a port.
 func remoteHost(addr string) string {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
+		if n := len(addr); n > 2 && addr[0] == '[' && addr[n-1] == ']' {
+			return addr[1 : n-1]
+		}
 		return addr
 	}
 	return host

@@ -116,10 +116,7 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 	if opts.SweepInterval > 0 && opts.SweepInterval < MinSweepInterval {
 		return nil, fieldError(FieldSweepInterval, opts.SweepInterval.String()+" is too short (at least "+MinSweepInterval.String()+")")
 	}
-	maxKeys := opts.MaxKeys
-	if maxKeys == 0 {
-		maxKeys = DefaultMaxKeys
-	}
+	maxKeys, interval := effectiveOptions(rule, opts)
 	z := &Zone{
 		name:     name,
 		rule:     rule,
@@ -165,16 +162,6 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 		z.shards[i].init(z)
 	}
 
-	interval := opts.SweepInterval
-	if interval == 0 {
-		interval = rule.Window
-		if interval < time.Second {
-			interval = time.Second
-		}
-		if interval > time.Minute {
-			interval = time.Minute
-		}
-	}
 	if interval > 0 {
 		now := opts.Now
 		if now == nil {
@@ -187,6 +174,26 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 		go z.sweepEvery(interval, now, opts.Evicting, every)
 	}
 	return z, nil
+}
+
+// effectiveOptions returns the MaxKeys and SweepInterval a zone of the
+// normalized rule runs with under opts: zero means the default.
+func effectiveOptions(rule Rule, opts Options) (int, time.Duration) {
+	maxKeys := opts.MaxKeys
+	if maxKeys == 0 {
+		maxKeys = DefaultMaxKeys
+	}
+	interval := opts.SweepInterval
+	if interval == 0 {
+		interval = rule.Window
+		if interval < time.Second {
+			interval = time.Second
+		}
+		if interval > time.Minute {
+			interval = time.Minute
+		}
+	}
+	return maxKeys, interval
 }
 
 // Name returns the zone's name.

@@ -39,3 +39,19 @@ func TestZoneID(t *testing.T) {
 		t.Error("a quoted name collides")
 	}
 }
+
+// A default written out and one left implicit give one ID, for the
+// options as for the rule: writing max_keys 100000 (the default) must not
+// throw away every count at the next reload.
+func TestZoneIDDefaultOptions(t *testing.T) {
+	rule := Rule{Window: time.Minute, Limit: 10}
+	if err := rule.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := ZoneID("api", rule, Options{}), ZoneID("api", rule, Options{MaxKeys: DefaultMaxKeys}); a != b {
+		t.Errorf("max keys: implicit %q, written out %q", a, b)
+	}
+	if a, b := ZoneID("api", rule, Options{}), ZoneID("api", rule, Options{SweepInterval: time.Minute}); a != b {
+		t.Errorf("sweep interval: implicit %q, written out %q", a, b)
+	}
+}

@@ -1,0 +1,41 @@
+package traefikplugin
+
+import (
+	"context"
+	"testing"
+)
+
+// A reload that changes only what does not shape the counters
+// (sourceCriterion's ipv6Subnet, headers, logKey, statusCode, message, or
+// maxKeys written out at its default) keeps the counts, as
+// docs/traefik.md says; changing maxKeys does not.
+func TestReloadKeepsCountAcrossUnrelatedChanges(t *testing.T) {
+	c := validConfig()
+	c.Limit = 2
+	h := newMiddleware(t, c, "unrelated@file")
+	serve(h, "203.0.113.7:1", nil)
+	serve(h, "203.0.113.7:1", nil)
+	changed := validConfig()
+	changed.Limit = 2
+	changed.SourceCriterion = &SourceCriterion{IPStrategy: &IPStrategy{IPv6Subnet: 56}}
+	changed.Headers = "both"
+	changed.LogKey = true
+	changed.StatusCode = 503
+	changed.Message = "slow down"
+	changed.MaxKeys = 100000
+	h2, err := New(context.Background(), okHandler, changed, "unrelated@file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := serve(h2, "203.0.113.7:1", nil).Code; got != 503 {
+		t.Fatalf("third request after the reload: %d, want 503 (the count kept)", got)
+	}
+	changed.MaxKeys = 5000
+	h3, err := New(context.Background(), okHandler, changed, "unrelated@file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := serve(h3, "203.0.113.7:1", nil).Code; got != 200 {
+		t.Fatalf("first request after a reload that changed maxKeys: %d, want 200 (a fresh zone)", got)
+	}
+}
