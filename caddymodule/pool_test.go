@@ -140,3 +140,21 @@ func sweepers() int {
 		buf = make([]byte, 2*len(buf))
 	}
 }
+
+func TestReloadIntoDryRunKeepsCounts(t *testing.T) {
+	// dry_run does not shape a zone's state either: a reload into it and
+	// back keeps the count.
+	old := provisionRaw(t, `{"rate_limits":{"dry":{"window":"1m","limit":2}}}`)
+	statuses(t, old, 2, "203.0.113.7", "/")
+	dry := provisionRaw(t, `{"dry_run":true,"rate_limits":{"dry":{"window":"1m","limit":2}}}`)
+	cleanupHandler(t, old)
+	if res := serve(t, dry, "203.0.113.7", "/"); res.status != 200 || res.header.Get("X-RateLimit-Remaining") != "0" {
+		t.Fatalf("in dry run: %d with remaining %q, want 200 with 0", res.status, res.header.Get("X-RateLimit-Remaining"))
+	}
+	cur := provisionRaw(t, `{"rate_limits":{"dry":{"window":"1m","limit":2}}}`)
+	cleanupHandler(t, dry)
+	defer cleanupHandler(t, cur)
+	if got := serve(t, cur, "203.0.113.7", "/").status; got != 429 {
+		t.Fatalf("out of dry run: %d, want 429 (the count kept)", got)
+	}
+}

@@ -39,3 +39,32 @@ func TestReloadKeepsCountAcrossUnrelatedChanges(t *testing.T) {
 		t.Fatalf("first request after a reload that changed maxKeys: %d, want 200 (a fresh zone)", got)
 	}
 }
+
+// A reload into dry run and back keeps the count too: dry run lets the
+// request over the limit through, with headers that say so, and counts
+// nothing more.
+func TestReloadIntoDryRunKeepsCount(t *testing.T) {
+	c := validConfig()
+	c.Limit = 2
+	h := newMiddleware(t, c, "dry-reload@file")
+	serve(h, "203.0.113.7:1", nil)
+	serve(h, "203.0.113.7:1", nil)
+	dry := validConfig()
+	dry.Limit = 2
+	dry.DryRun = true
+	h2, err := New(context.Background(), okHandler, dry, "dry-reload@file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := serve(h2, "203.0.113.7:1", nil)
+	if w.Code != 200 || w.Header().Get("X-Ratelimit-Remaining") != "0" {
+		t.Fatalf("third request, in dry run: %d with remaining %q, want 200 with 0", w.Code, w.Header().Get("X-Ratelimit-Remaining"))
+	}
+	h3, err := New(context.Background(), okHandler, c, "dry-reload@file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := serve(h3, "203.0.113.7:1", nil).Code; got != 429 {
+		t.Fatalf("fourth request, out of dry run: %d, want 429 (the count kept)", got)
+	}
+}
