@@ -61,6 +61,7 @@ done <<'EOF'
 ./traefikplugin FuzzClientIP
 ./shared/resp FuzzReadReply
 ./shared/resp FuzzReadInts
+./shared/resp FuzzPipelinedInts
 EOF
 
 step "yaegi harness: shared/ and the plugin interpreted as Traefik does"
