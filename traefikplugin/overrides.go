@@ -20,11 +20,11 @@ func overrides(list []string, r ratelimit.Rule) (*ratelimit.Overrides, error) {
 			e = strings.TrimSpace(e)
 			i := strings.LastIndexByte(e, '=')
 			if i <= 0 {
-				return nil, fieldError("overrides", "entry "+quote(e)+" must be <key or CIDR>=<limit> or <key or CIDR>=unlimited")
+				return nil, fieldError("overrides", "entry "+quoteValue(e)+" must be <key or CIDR>=<limit> or <key or CIDR>=unlimited")
 			}
 			n, err := ratelimit.ParseOverrideLimit(e[i+1:])
 			if err != nil {
-				return nil, fieldError("overrides", "entry "+quote(e)+": "+err.Error())
+				return nil, fieldError("overrides", "entry "+quoteValue(e)+": "+err.Error())
 			}
 			ovs = append(ovs, ratelimit.Override{Key: e[:i], Limit: n})
 		}
@@ -35,8 +35,6 @@ func overrides(list []string, r ratelimit.Rule) (*ratelimit.Overrides, error) {
 	}
 	return o, nil
 }
-
-func quote(s string) string { return `"` + s + `"` }
 
 // serveOverridden serves a request of a middleware with overrides: an
 // exempt key goes straight on, without headers; another gets its own

@@ -140,7 +140,7 @@ func TakeRemote(g *Guard, ctx context.Context, z *Zone, key string, now time.Tim
 	pc, _ := z.redisCall.Load().(*preparedCall)
 	if pc == nil || pc.store != g.redis || g.denials != nil && atomic.LoadInt64(&g.denials.n) != 0 ||
 		g.breaker != nil && atomic.LoadInt32(&g.breaker.isOpen) == 1 ||
-		len(key) > MaxRedisKeyPart || key != "" && key[0] == '#' {
+		len(key) > MaxRedisKeyPart || key != "" && key[0] == '#' { // a hashed key (redisKeyPart)
 		return remoteRest(g, ctx, z, key, now, nil, nil, false)
 	}
 	res, err := pc.store.evalPrepared(ctx, pc.head, pc.keyHead+key+"}", pc.take)

@@ -17,15 +17,17 @@ const MaxRedisKeyPart = 128
 // braces make the key its own Redis Cluster hash tag, so every rule of a
 // request on the same key lands in one slot and one script call.
 func RedisKey(prefix, zone, key string) string {
-	if len(key) > MaxRedisKeyPart || strings.HasPrefix(key, "#") {
-		key = hashedKeyPart(key)
-	}
-	return prefix + zone + ":{" + key + "}"
+	return prefix + zone + ":{" + redisKeyPart(key) + "}"
 }
 
-// hashedKeyPart is what stands for a long key, or one that starts with
-// '#', in a Redis key: '#' and the hex SHA-256 of the key.
-func hashedKeyPart(key string) string {
+// redisKeyPart returns what stands for key inside the braces of its Redis
+// key: key itself, or, for a long key or one that starts with '#', '#' and
+// the hex SHA-256 of the key. takeOne and TakeRemote write its test
+// inline.
+func redisKeyPart(key string) string {
+	if len(key) <= MaxRedisKeyPart && !strings.HasPrefix(key, "#") {
+		return key
+	}
 	sum := sha256.Sum256([]byte(key))
 	return "#" + hex.EncodeToString(sum[:])
 }

@@ -295,8 +295,10 @@ func takeOne(s *RedisStore, ctx context.Context, now time.Time, items []Item, ou
 		}
 	}
 	key := it.Key
+	// redisKeyPart's test, inline: under yaegi the call would cost every
+	// request of this path its frame.
 	if len(key) > MaxRedisKeyPart || len(key) > 0 && key[0] == '#' {
-		key = hashedKeyPart(key)
+		key = redisKeyPart(key)
 	}
 	tail := pc.take
 	if it.Deferred {
