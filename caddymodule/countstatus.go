@@ -1,13 +1,14 @@
 package caddymodule
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -17,48 +18,90 @@ import (
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
-// serveCounted passes an admitted request that count_status zones checked
-// without counting, and charges those zones whose statuses include the
-// response's. It releases s.
-func (h *Handler) serveCounted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, s *scratch) error {
+// serveCounted passes on an admitted request that count_status zones
+// reserved, and once the response's status is settled, refunds the zones
+// that do not count it. Anything else keeps every count: a panic (such as
+// http.ErrAbortHandler, a client gone mid-body), a client that left, a
+// timeout, a hijack without status. It releases s.
+func (h *Handler) serveCounted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, s *scratch) (err error) {
 	rec := &statusRecorder{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
-	err := next.ServeHTTP(rec, r)
-	status := rec.status.Code()
+	returned := false
+	defer func() {
+		if returned {
+			h.refund(r, s, rec.settled(r, err))
+		}
+		h.release(s)
+	}()
+	err = next.ServeHTTP(rec, r)
+	returned = true
+	return err
+}
+
+// refund gives back the reservations of the zones that do not count
+// status (0: nothing is settled, nothing comes back).
+func (h *Handler) refund(r *http.Request, s *scratch, status int) {
 	if status == 0 {
-		// Nothing written: an error handled further out (handle_errors)
-		// writes the response, with the error's status.
+		return
+	}
+	out, back := s.out[:len(s.items)], false
+	for k, i := range s.which {
+		if !s.items[k].Refundable {
+			continue
+		}
+		if h.zones[i].countStatus.Has(status) {
+			out[k] = ratelimit.Decision{} // counted: no receipt to refund
+		} else {
+			back = true
+		}
+	}
+	if !back {
+		return
+	}
+	// The response is gone: a client that leaves now must not keep the
+	// refund from Redis. The store's own timeouts bound the call.
+	ctx := context.WithoutCancel(r.Context())
+	if err := h.store.(ratelimit.Refunder).Refund(ctx, s.items, out); err != nil {
+		h.logger.Error("rate limit store could not refund a response", zap.Error(err))
+	}
+}
+
+// statusRecorder remembers the status of the final response written
+// through it, and whether the connection was taken over.
+type statusRecorder struct {
+	*caddyhttp.ResponseWriterWrapper
+	status   httplimit.ResponseStatus
+	hijacked bool
+}
+
+// settled returns the status the client got from a handler that returned
+// err, or 0 when it is not settled (see httplimit.Settled). With nothing
+// written, an error handled further out (handle_errors) writes the
+// response with the error's status, if it has one; no error, 200.
+func (rec *statusRecorder) settled(r *http.Request, err error) int {
+	status := rec.status.Code()
+	if status == 0 && !rec.hijacked {
 		status = http.StatusOK
 		if err != nil {
-			status = http.StatusInternalServerError
+			status = 0
 			var he caddyhttp.HandlerError
-			if errors.As(err, &he) && he.StatusCode != 0 {
+			if errors.As(err, &he) {
 				status = he.StatusCode
 			}
 		}
 	}
-	charged := s.items[:0:0]
-	for k, i := range s.which {
-		if s.items[k].Deferred && h.zones[i].countStatus.Has(status) {
-			charged = append(charged, s.items[k])
-		}
+	if !httplimit.Settled(status, r.Context().Err() != nil) {
+		return 0
 	}
-	h.release(s)
-	if len(charged) > 0 {
-		// The response is gone: a client that left must not undo its
-		// count. The store's own timeouts bound the call.
-		ctx := context.WithoutCancel(r.Context())
-		if err := h.store.(ratelimit.Charger).Charge(ctx, time.Now(), charged); err != nil {
-			h.logger.Error("rate limit store could not count a response", zap.Error(err))
-		}
-	}
-	return err
+	return status
 }
 
-// statusRecorder remembers the status of the final response written
-// through it.
-type statusRecorder struct {
-	*caddyhttp.ResponseWriterWrapper
-	status httplimit.ResponseStatus
+// Hijack passes on a hijack, which http.ResponseController would
+// otherwise reach through Unwrap, past the recorder: a connection taken
+// over with no status written has none settled.
+func (rec *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(rec.ResponseWriterWrapper.ResponseWriter).Hijack()
+	rec.hijacked = rec.hijacked || err == nil
+	return conn, brw, err
 }
 
 func (rec *statusRecorder) WriteHeader(code int) {

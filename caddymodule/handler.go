@@ -298,8 +298,9 @@ type scratch struct {
 	items []ratelimit.Item
 	out   []ratelimit.Decision
 	which []int // index in h.zones of each item
-	// deferred is set when an item is a count_status zone's check.
-	deferred bool
+	// refundable is set when an item is a count_status zone's
+	// reservation.
+	refundable bool
 }
 
 // ServeHTTP checks r against the matching zones and either passes it on or
@@ -321,7 +322,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				continue
 			}
 		}
-		deferred := z.countStatus != nil
+		refundable := z.countStatus != nil
 		key := z.key.of(r, repl)
 		var limit int64
 		if z.overrides != nil || z.limitFrom != "" {
@@ -329,9 +330,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				continue // exempt: neither counted nor limited
 			}
 		}
-		s.items = append(s.items, ratelimit.Item{Zone: z.zone, Key: key, Deferred: deferred, Limit: limit})
+		s.items = append(s.items, ratelimit.Item{Zone: z.zone, Key: key, Refundable: refundable, Limit: limit})
 		s.which = append(s.which, i)
-		s.deferred = s.deferred || deferred
+		s.refundable = s.refundable || refundable
 	}
 	if len(s.items) == 0 {
 		h.release(s)
@@ -357,7 +358,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			h.zones[i].allowed.Inc()
 		}
 		httplimit.WriteHeaders(z.policy, w.Header(), d)
-		if s.deferred {
+		if s.refundable {
 			return h.serveCounted(w, r, next, s)
 		}
 		h.release(s)
@@ -412,7 +413,7 @@ func hasErrorRoutes(r *http.Request) bool {
 // release clears s, so the pool holds no request's keys, and returns it.
 func (h *Handler) release(s *scratch) {
 	clear(s.items)
-	s.items, s.which, s.deferred = s.items[:0], s.which[:0], false
+	s.items, s.which, s.refundable = s.items[:0], s.which[:0], false
 	h.scratch.Put(s)
 }
 

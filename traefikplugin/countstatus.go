@@ -27,9 +27,12 @@ func countStatus(list []string) (*ratelimit.StatusSet, error) {
 	return set, nil
 }
 
-// serveCounted checks the request without counting it, passes it on if
-// the key has room for one more, and charges it once the response's status
-// is known and listed. A rejection (ours) is never charged.
+// serveCounted reserves the request's count, passes it on if the key had
+// room for it, and gives the count back once the response's status is
+// settled and not one countStatus lists. Anything else keeps the count: a
+// panic (http.ErrAbortHandler, a client gone mid-body), a client that
+// left, a timeout, a hijack without status. A rejection (ours) counts
+// nothing.
 func serveCounted(m *Middleware, w http.ResponseWriter, r *http.Request, key string) {
 	serveCountedLimit(m, w, r, key, 0)
 }
@@ -37,7 +40,7 @@ func serveCounted(m *Middleware, w http.ResponseWriter, r *http.Request, key str
 // serveCountedLimit is serveCounted for a key whose limit is limit (0:
 // the rule's).
 func serveCountedLimit(m *Middleware, w http.ResponseWriter, r *http.Request, key string, limit int64) {
-	items := []ratelimit.Item{{Zone: m.zone, Key: key, Deferred: true, Limit: limit}}
+	items := []ratelimit.Item{{Zone: m.zone, Key: key, Refundable: true, Limit: limit}}
 	out := make([]ratelimit.Decision, 1)
 	if m.store == nil {
 		ratelimit.TakeAll(time.Now(), items, out)
@@ -48,21 +51,46 @@ func serveCountedLimit(m *Middleware, w http.ResponseWriter, r *http.Request, ke
 		deny(m, w, r, key, out[0])
 		return
 	}
-	httplimit.WriteHeaders(m.policy, w.Header(), out[0]) // what the check saw
+	httplimit.WriteHeaders(m.policy, w.Header(), out[0]) // the budget with this request reserved
 	rec := &statusRecorder{ResponseWriter: w}
+	returned := false
+	defer func() {
+		// A panic leaves returned unset: the count stays.
+		if returned {
+			refund(m, r, rec, items, out)
+		}
+	}()
 	m.next.ServeHTTP(rec, r)
+	returned = true
+}
+
+// refund gives back the reservation of items, decided as out, when the
+// status rec recorded is settled and not listed.
+func refund(m *Middleware, r *http.Request, rec *statusRecorder, items []ratelimit.Item, out []ratelimit.Decision) {
 	status := rec.status.Code()
-	if status == 0 {
+	if status == 0 && !rec.hijacked {
 		status = http.StatusOK // nothing written: net/http sends 200
 	}
-	charge(m, key, limit, status)
+	if !httplimit.Settled(status, r.Context().Err() != nil) || m.countStatus.Has(status) {
+		return
+	}
+	if m.store == nil {
+		ratelimit.RefundAll(items, out)
+	} else if m.refunder != nil {
+		// The response is gone: a client that leaves now must not keep
+		// the refund from Redis. The Redis client's timeouts bound the
+		// call; the guard logs failures.
+		m.refunder.Refund(context.Background(), items, out)
+	}
 }
 
 // statusRecorder remembers the status of the final response written
-// through it, and keeps the optional interfaces of the writer it wraps.
+// through it and whether the connection was taken over, and keeps the
+// optional interfaces of the writer it wraps.
 type statusRecorder struct {
 	http.ResponseWriter
-	status httplimit.ResponseStatus
+	status   httplimit.ResponseStatus
+	hijacked bool
 }
 
 func (rec *statusRecorder) WriteHeader(code int) {
@@ -89,27 +117,10 @@ func (rec *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if !ok {
 		return nil, nil, errors.New("windowlimit: the response writer cannot be hijacked")
 	}
-	return h.Hijack()
+	conn, brw, err := h.Hijack()
+	rec.hijacked = rec.hijacked || err == nil
+	return conn, brw, err
 }
 
 // Unwrap lets http.ResponseController reach the wrapped writer.
 func (rec *statusRecorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
-
-// charge counts the request of key, whose limit is limit, if its
-// response's status is listed.
-func charge(m *Middleware, key string, limit int64, status int) {
-	if !m.countStatus.Has(status) {
-		return
-	}
-	items := []ratelimit.Item{{Zone: m.zone, Key: key, Limit: limit}}
-	if m.store == nil {
-		ratelimit.ChargeAll(time.Now(), items)
-		return
-	}
-	if m.charger != nil {
-		// The response is gone: a client that left must not undo the
-		// count. The Redis client's timeouts bound the call; the guard
-		// logs failures and answers them by onStoreError.
-		m.charger.Charge(context.Background(), time.Now(), items)
-	}
-}

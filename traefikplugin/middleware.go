@@ -51,13 +51,15 @@ type Middleware struct {
 	status    int
 	message   string
 	// countStatus, when set, holds the statuses of the responses counted:
-	// requests are checked, then charged (see serveCounted).
+	// requests are reserved, then refunded unless their status is listed
+	// (see serveCounted).
 	countStatus *ratelimit.StatusSet
 	// overrides, when set, give some keys their own limit or exempt
 	// them; such a middleware is slow.
 	overrides *ratelimit.Overrides
-	// charger charges m.store's counts; nil for the in-memory zone.
-	charger ratelimit.Charger
+	// refunder gives back m.store's reservations; nil for the in-memory
+	// zone.
+	refunder ratelimit.Refunder
 }
 
 // New returns the middleware named name in front of next. Traefik calls it
@@ -112,7 +114,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 	}
 	if store != nil {
 		useStore(m, store)
-		m.charger, _ = store.(ratelimit.Charger)
+		m.refunder, _ = store.(ratelimit.Refunder)
 	}
 	return m, nil
 }

@@ -4,7 +4,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestPluginCountStatus runs countStatus interpreted, given as a label
@@ -48,5 +51,71 @@ func TestPluginCountStatus(t *testing.T) {
 	}
 	if hits != before {
 		t.Fatalf("the backend saw %d rejected requests", hits-before)
+	}
+}
+
+// TestPluginCountStatusHolds runs the reservation interpreted: a backend
+// that answers 200 and then aborts (http.ErrAbortHandler, as Traefik's
+// proxy does when the client leaves mid-body) keeps each attempt counted,
+// and 50 attempts in flight at once reach the backend 5 times.
+func TestPluginCountStatusHolds(t *testing.T) {
+	b, _ := loadPlugin(t)
+	cfg, err := b.createConfig(map[string]any{"window": "15m", "limit": "5", "countStatus": "401"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hits atomic.Int64
+	release := make(chan struct{})
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if r.Header.Get("X-Abort") != "" {
+			w.WriteHeader(http.StatusOK)
+			panic(http.ErrAbortHandler)
+		}
+		select {
+		case <-release:
+		case <-time.After(time.Second):
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+	})
+	h, err := b.newHandler(next, cfg, "login-holds@docker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(ip string, abort bool) (code int) {
+		r := httptest.NewRequest(http.MethodPost, "http://example.com/login", nil)
+		r.RemoteAddr = ip + ":1"
+		if abort {
+			r.Header.Set("X-Abort", "1")
+		}
+		w := httptest.NewRecorder()
+		defer func() {
+			if recover() != nil {
+				code = 0
+			}
+		}()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	for i := 0; i < 8; i++ {
+		send("203.0.113.7", true)
+	}
+	if n := hits.Load(); n != 5 {
+		t.Fatalf("aborted attempts: the backend saw %d, want 5", n)
+	}
+	hits.Store(0)
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			send("203.0.113.8", false)
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	if n := hits.Load(); n != 5 {
+		t.Fatalf("50 attempts in flight: the backend saw %d, want 5", n)
 	}
 }

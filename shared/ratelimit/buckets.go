@@ -47,7 +47,7 @@ func take(z *Zone, s *shard, key uint64, t int64, limit int64, commit bool) Deci
 	}
 	slot, known := s.index[key]
 	if !known {
-		slot = newSlot(z, s, key, t)
+		slot = newSlot(z, s, key, t, limit)
 	}
 	h := &s.heads[slot]
 	t = headTime(z, h, t)
@@ -90,12 +90,13 @@ func take(z *Zone, s *shard, key uint64, t int64, limit int64, commit bool) Deci
 }
 
 // headTime returns the time a request at t counts at for the key of head
-// h, and moves a head that holds nothing admitted to t. Nothing admitted
-// yet (an admission leaves its count in the head's sub-window), the head
-// may move to t either way; once it holds a count, a clock that went back
-// counts in the newest sub-window written, as the Redis script does.
+// h, and moves a head that counts nothing to t. Counting nothing (neither
+// inside nor leaving: a new key, or one whose counts were all refunded),
+// its ring is empty and the head may move to t either way; once it holds
+// a count, a clock that went back counts in the newest sub-window
+// written, as the Redis script does.
 func headTime(z *Zone, h *head, t int64) int64 {
-	if h.inside == 0 {
+	if h.inside == 0 && h.leaving == 0 {
 		if t < h.end-z.span || t >= h.end {
 			*h = head{end: (t/z.span + 1) * z.span}
 		}

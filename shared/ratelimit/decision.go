@@ -17,6 +17,19 @@ type Decision struct {
 	RetryAfter time.Duration
 	// ResetAfter is the delay until the window holds no counted request.
 	ResetAfter time.Duration
+
+	// receipt says where an admitted Refundable item was counted (see
+	// Refund); the zero receipt holds nothing to give back.
+	receipt receipt
+}
+
+// receipt is where a store counted a request: the time it counted it at,
+// after its clock clamps, in nanoseconds in memory or microseconds in
+// Redis, which fixes the sub-window (or the log entry) a refund takes the
+// count back from.
+type receipt struct {
+	at     int64 // 0: not counted
+	remote bool  // counted by a remote store rather than in memory
 }
 
 // Tightest returns the index of the decision that should speak for a

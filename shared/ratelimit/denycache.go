@@ -120,6 +120,18 @@ func (c *denyCache) record(now time.Time, items []Item, out []Decision) {
 	}
 }
 
+// forget drops the denial cached for it, if any: its count fell.
+func (c *denyCache) forget(it *Item) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	zr := itemRule(it)
+	if keys := c.zones[zr]; keys != nil {
+		if _, ok := keys[it.Key]; ok {
+			c.remove(zr, keys, it.Key)
+		}
+	}
+}
+
 // itemRule is the zone and rule an item is decided under: its zone's,
 // with the item's own limit.
 func itemRule(it *Item) zoneRule {

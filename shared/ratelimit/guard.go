@@ -217,10 +217,19 @@ func guardFailed(g *Guard, ctx context.Context, now time.Time, items []Item, out
 		g.oomErrs.report(err, now)
 		return g.policy.decide(now, items, out)
 	}
+	if ctx.Err() != nil {
+		// The client left during the call: that says nothing about the
+		// store, and no one waits for the answer. The request is denied,
+		// uncounted, so that a client that resets at the right moment
+		// does not reach the backend past the limit under allow.
+		for i := range items {
+			out[i] = Decision{Limit: items[i].limit(), RetryAfter: DenyRetryAfter, ResetAfter: DenyRetryAfter}
+		}
+		return false
+	}
 	atomic.AddUint64(&g.failures, 1)
 	atomic.AddUint64(&g.fallbacks, 1)
-	// A request abandoned by its client says nothing about the store.
-	if g.breaker != nil && ctx.Err() == nil {
+	if g.breaker != nil {
 		g.breaker.trip()
 	}
 	g.errs.report(err, now)

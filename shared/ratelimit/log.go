@@ -43,6 +43,28 @@ func (r *logRing) push(t int64, limit int) {
 	r.n++
 }
 
+// remove deletes up to n of the timestamps equal to t, and reports
+// whether it found one. The ring stays in order.
+func (r *logRing) remove(t int64, n int) bool {
+	found := false
+	for i := r.n - 1; i >= 0 && n > 0; i-- {
+		v := r.at(i)
+		if v < t {
+			break // in order: no older entry is t
+		}
+		if v != t {
+			continue
+		}
+		for j := i; j < r.n-1; j++ {
+			r.ts[(r.head+j)%len(r.ts)] = r.at(j + 1)
+		}
+		r.n--
+		n--
+		found = true
+	}
+	return found
+}
+
 // logAt returns the time a request at t counts at for the log r (the
 // newest timestamp held, if the clock went back, as in the Redis script)
 // and how many timestamps at its head left the window by then.
@@ -62,7 +84,7 @@ func logAt(z *Zone, r *logRing, t int64) (int64, int) {
 func takeLog(z *Zone, s *shard, key uint64, t int64, limit int, commit bool) Decision {
 	slot, ok := s.index[key]
 	if !ok {
-		slot = newSlot(z, s, key, t)
+		slot = newSlot(z, s, key, t, int64(limit))
 	}
 	r := &s.logs[slot]
 	// Only an admission removes the timestamps that left the window: a

@@ -83,22 +83,48 @@ func TestItemLimitTakeAll(t *testing.T) {
 	}
 }
 
-// TestItemLimitLogCharge: a Log key charged under a high limit, then
-// decided under a low one, then charged again, keeps a sane ring.
-func TestItemLimitLogCharge(t *testing.T) {
+// TestItemLimitLogTiers: a Log key counted under a high limit, then
+// decided under a low one and a higher one, keeps a sane ring.
+func TestItemLimitLogTiers(t *testing.T) {
 	z := newZone(t, "log", Rule{Window: time.Minute, Limit: 2, Algorithm: Log})
 	for i := 0; i < 6; i++ {
-		ChargeAll(epoch, []Item{{Zone: z, Key: "k", Limit: 8}})
+		if d := takeN(t, Memory{}, epoch, z, "k", 8); !d.Allowed {
+			t.Fatalf("take %d under limit 8: %+v", i, d)
+		}
 	}
 	if d := takeN(t, Memory{}, epoch, z, "k", 0); d.Allowed || d.Remaining != 0 {
-		t.Fatalf("under limit 2 after 6 charges: %+v", d)
+		t.Fatalf("under limit 2 after 6: %+v", d)
 	}
 	if d := takeN(t, Memory{}, epoch, z, "k", 7); !d.Allowed || d.Remaining != 0 {
-		t.Fatalf("under limit 7 after 6 charges: %+v", d)
+		t.Fatalf("under limit 7 after 6: %+v", d)
 	}
-	ChargeAll(epoch, []Item{{Zone: z, Key: "k"}}) // under 2: keeps the 2 newest
-	if d := takeN(t, Memory{}, epoch, z, "k", 4); !d.Allowed || d.Remaining != 1 {
-		t.Fatalf("under limit 4 after a charge under 2: %+v", d)
+	if d := takeN(t, Memory{}, epoch, z, "k", 4); d.Allowed {
+		t.Fatalf("under limit 4 after 7: %+v", d)
+	}
+}
+
+// TestLogEvictedKeepsOwnLimit: a Log key at its own limit, above the
+// rule's, that is evicted comes back with its whole count, not the
+// rule's limit of it: a tier of 100 at its limit stays denied.
+func TestLogEvictedKeepsOwnLimit(t *testing.T) {
+	z := newZone(t, "log", Rule{Window: time.Minute, Limit: 5, Algorithm: Log}, Options{MaxKeys: 1, SweepInterval: -1})
+	for i := 0; i < 100; i++ {
+		if d := takeN(t, Memory{}, epoch, z, "tier", 100); !d.Allowed {
+			t.Fatalf("take %d: %+v", i, d)
+		}
+	}
+	takeN(t, Memory{}, epoch, z, "other", 0) // evicts tier
+	if n := z.Len(); n != 1 {
+		t.Fatalf("zone holds %d keys, want 1", n)
+	}
+	admitted := 0
+	for i := 0; i < 100; i++ {
+		if takeN(t, Memory{}, epoch.Add(time.Second), z, "tier", 100).Allowed {
+			admitted++
+		}
+	}
+	if admitted != 0 {
+		t.Fatalf("the evicted tier key was admitted %d more times in its window, want 0", admitted)
 	}
 }
 

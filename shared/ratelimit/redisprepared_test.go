@@ -88,7 +88,12 @@ func TestRedisPreparedCall(t *testing.T) {
 		slow, _ := NewRedisStore(plainRunner{gen}, RedisOptions{KeyPrefix: prefix})
 		for _, key := range []string{"203.0.113.7", "", "#x", strings.Repeat("k", MaxRedisKeyPart+1)} {
 			for _, deferred := range []bool{false, true} {
-				items := []Item{{Zone: z, Key: key, Deferred: deferred}}
+				items := []Item{{Zone: z, Key: key, Refundable: deferred}}
+				rec.reply, gen.reply = reply, reply
+				if deferred { // a reservation's reply ends with its receipt
+					rec.reply = append(reply[:4:4], 0)
+					gen.reply = rec.reply
+				}
 				out, gout := make([]Decision, 1), make([]Decision, 1)
 				allowed, err := fast.Take(context.Background(), time.Now(), items, out)
 				gallowed, gerr := slow.Take(context.Background(), time.Now(), items, gout)
@@ -104,6 +109,7 @@ func TestRedisPreparedCall(t *testing.T) {
 			}
 		}
 		// A key's own limit goes the general way.
+		rec.reply = reply
 		out := make([]Decision, 1)
 		fast.Take(context.Background(), time.Now(), []Item{{Zone: z, Key: "k", Limit: 50}}, out)
 		if rec.prepared || out[0].Limit != 50 {

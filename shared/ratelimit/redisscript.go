@@ -12,15 +12,16 @@ import (
 // KEYS[i] is the Redis key of item i. ARGV[1] is the time in microseconds,
 // or 0 for the server's TIME (the only value production passes; tests pass
 // a fixed time to compare against the in-memory zone). Item i then has two
-// arguments: ARGV[2i], its mode: 0 take (decide, and count if every
-// decided item admits), 1 check (decide, never count: a Deferred item), 2
-// charge (count whatever the count; its decision is not part of the
-// request's and its reply is the count before it); and ARGV[2i+1], its
-// rule packed by packRule: algorithm (0 sliding, 1 fixed, 2 strict, 3
-// log), window and sub-window in microseconds, limit, cost and shape (see
-// shapeField: it names the rule's sub-window and count of sub-windows, so
-// a rule with another sub-window or window starts afresh instead of
-// misreading old counters).
+// arguments: ARGV[2i], its mode: 0 take (decide, and count if every item
+// admits), 1 reserve (a take whose reply also says where it counted: a
+// Refundable item), 3 refund (give back a reserved count); and
+// ARGV[2i+1], its rule packed by packRule: algorithm (0 sliding, 1 fixed,
+// 2 strict, 3 log), window and sub-window in microseconds, limit, cost
+// and shape (see shapeField: it names the rule's sub-window and count of
+// sub-windows, so a rule with another sub-window or window starts afresh
+// instead of misreading old counters), followed for a refund by the
+// receipt, the time the reserve reply gave, in eight more bytes. A call
+// refunds all its items or none.
 //
 // A bucket rule keeps one string per key (its layout is described in the
 // script): the shape, the newest sub-window index written and the counts
@@ -30,8 +31,8 @@ import (
 // string and replaced by one on the key's next write, so an upgrade keeps
 // the counts. Log rules keep a sorted set of admitted timestamps; member
 // "<t>.<n>" is unique because, at one t, the count n only grows. Keys are
-// written only when the whole request is admitted (its taken items; a
-// charge is written whatever the count), and the decisions write nothing
+// written only when the whole request is admitted, and the decisions
+// write nothing
 // (the timestamps that left a log's window are removed when it is next
 // written), so that Redis over its maxmemory refuses the first write and
 // the request is not counted at all. A bucket key's TTL is set when a new
@@ -42,10 +43,14 @@ import (
 // would expire a busy key while it still counts.
 //
 // The reply holds four integers per item: allowed (1 or 0), remaining,
-// retry-after and reset-after in microseconds. When every item admits but
-// Redis refuses to count the request for lack of memory (over maxmemory
-// with noeviction), one more integer follows, redisNotCounted, and no key
-// was written.
+// retry-after and reset-after in microseconds, and for a reserved item a
+// fifth, its receipt: the time it was counted at, in microseconds (the
+// time of its sub-window, or its log entry's score), 0 if it was not
+// counted. When every item admits but Redis refuses to count the request
+// for lack of memory (over maxmemory with noeviction), one more integer
+// follows, redisNotCounted, and no key was written. A refund's reply is
+// one integer per item: 1 if its count came back, 0 if its sub-window (or
+// entry) no longer holds it.
 const redisScript = `
 local floor, ceil = math.floor, math.ceil
 local now
@@ -74,7 +79,7 @@ local out = nil
 -- algorithm, several items, no struct library) falls through to the
 -- general path below, which decides from the start with the same
 -- arithmetic: nothing has been written yet.
-if lib and #KEYS == 1 and ARGV[2] == '0' then
+if lib and #KEYS == 1 and (ARGV[2] == '0' or ARGV[2] == '1') then
   local sunpack, spack, key, t = lib.unpack, lib.pack, KEYS[1], now
   local alg, W, T, N, cost, shape = sunpack('<i1i8i8i8i8i8', ARGV[3])
   local v = false
@@ -148,11 +153,13 @@ if lib and #KEYS == 1 and ARGV[2] == '0' then
         r = redis.pcall('SET', key, nv, 'PX', ceil(((c + reach) * T - t) / 1000) + 1)
       end
       out = {1, N - cost - whole, 0, (c + reach) * T - t}
+      if ARGV[2] == '1' then out[5] = t end -- the receipt
       if type(r) == 'table' and r.err then
         -- The script's first write: Redis over its maxmemory refuses it
         -- (see refused below), and nothing was written.
         if not string.find(r.err, 'OOM', 1, true) then error(r.err) end
-        out[5] = 1 -- admitted but not counted: out of memory
+        if ARGV[2] == '1' then out[5] = 0 end
+        out[#out + 1] = 1 -- admitted but not counted: out of memory
       end
     end
   end
@@ -468,7 +475,7 @@ end
 -- decide decides every item and counts the request; it returns the reply.
 -- Item i's arguments are ARGV[2i] (its mode) and ARGV[2i+1] (its rule).
 local function decide()
-  local res, states, rules, all = {}, {}, {}, true
+  local res, states, rules, receipts, all = {}, {}, {}, {}, true
   for i = 1, #KEYS do
     local mode, rule = ARGV[2 * i], {sunpack('<i1i8i8i8i8i8', ARGV[2 * i + 1])}
     rules[i] = rule
@@ -482,17 +489,20 @@ local function decide()
       ok, remaining, retry, reset = buckets(KEYS[i], alg, W, T, N, cost, shape, now)
       states[i] = {V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE}
     end
-    if ok == 0 and mode ~= '2' then all = false end
+    if ok == 0 then all = false end
     res[#res + 1] = ok
     res[#res + 1] = remaining
     res[#res + 1] = retry
     res[#res + 1] = reset
+    if mode == '1' then
+      res[#res + 1] = 0 -- the receipt, once counted
+      receipts[i] = #res
+    end
   end
   -- The first write of the call is the one Redis may refuse for memory.
   local first = true
   for i = 1, #KEYS do
-    local mode = ARGV[2 * i]
-    if mode == '2' or (mode == '0' and all) then
+    if all then
       local s, rule, oom = states[i], rules[i], false
       if rule[1] == 3 then
         oom = commitLog(s, KEYS[i], first)
@@ -508,12 +518,72 @@ local function decide()
         res[#res + 1] = 1 -- admitted but not counted: out of memory
         break
       end
+      if receipts[i] then
+        if rule[1] == 3 then res[receipts[i]] = s.t else res[receipts[i]] = TM end
+      end
     end
   end
   return res
 end
 
-out = decide()
+-- refundBuckets takes cost back from the sub-window of time at in a
+-- bucket key, if the key still holds that sub-window and as much in it;
+-- it returns 1 if it did. Only that cell and the total change, in place,
+-- and the key's expiry stays.
+local function refundBuckets(key, alg, W, T, cost, shape, at)
+  local m = W / T + 1
+  load(key, shape, m, T)
+  if not V or REWRITE then return 0 end
+  local reach = m
+  if alg == 1 then reach = 1 end
+  local b = floor(at / T)
+  if b > NEWEST or b <= NEWEST - reach then return 0 end
+  local p = head + CW * (1 + b % m)
+  local x = sunpack(CF, V, p)
+  if x < cost then return 0 end
+  local span = spack(CF, TOTAL - cost)
+  if p > head + CW then span = span .. string.sub(V, head + CW, p - 1) end
+  local r = redis.pcall('SETRANGE', key, head - 1, span .. spack(CF, x - cost))
+  if type(r) == 'table' and r.err then return 0 end
+  return 1
+end
+
+-- refundLog removes cost members of score at from a log key; it returns 1
+-- if it removed any. It takes those named last (see commitLog): a later
+-- request at the same time names its member after the count, which is
+-- then free again.
+local function refundLog(key, at, cost)
+  local ms = redis.pcall('ZRANGEBYSCORE', key, fmt(at), fmt(at))
+  if type(ms) ~= 'table' or ms.err or #ms == 0 then return 0 end
+  local ns = {}
+  for j = 1, #ms do ns[j] = tonumber(string.match(ms[j], '%.(%d+)$')) or 0 end
+  for _ = 1, cost do
+    local best = 0
+    for j = 1, #ms do
+      if ns[j] >= 0 and (best == 0 or ns[j] > ns[best]) then best = j end
+    end
+    if best == 0 then break end
+    redis.call('ZREM', key, ms[best])
+    ns[best] = -1
+  end
+  return 1
+end
+
+-- refund gives back the reserved counts of a refund call.
+local function refund()
+  local res = {}
+  for i = 1, #KEYS do
+    local alg, W, T, _, cost, shape, at = sunpack('<i1i8i8i8i8i8i8', ARGV[2 * i + 1])
+    if alg == 3 then
+      res[i] = refundLog(KEYS[i], at, cost)
+    else
+      res[i] = refundBuckets(KEYS[i], alg, W, T, cost, shape, at)
+    end
+  end
+  return res
+end
+
+if ARGV[2] == '3' then out = refund() else out = decide() end
 end
 return out
 `

@@ -149,7 +149,7 @@ func (s *RedisStore) takeMany(ctx context.Context, now time.Time, items []Item, 
 		keys[i] = RedisKey(s.prefix, items[i].Zone.Name(), items[i].Key)
 	}
 	if !s.cluster || sameTag(keys) {
-		return s.call(ctx, now, items, keys, nil, out, false)
+		return s.call(ctx, now, items, keys, nil, out)
 	}
 	// One call per hash tag, in the order the tags first appear. A group
 	// Redis could not count does not stop the others: a later denial
@@ -157,7 +157,7 @@ func (s *RedisStore) takeMany(ctx context.Context, now time.Time, items []Item, 
 	groups := tagGroups(keys)
 	var notCounted error
 	for g, group := range groups {
-		allowed, err := s.call(ctx, now, items, keys, group, out, false)
+		allowed, err := s.call(ctx, now, items, keys, group, out)
 		if errors.Is(err, ErrOutOfMemory) {
 			notCounted, err = err, nil
 		}
@@ -200,8 +200,8 @@ func tagGroups(keys []string) [][]int {
 }
 
 // call decides the items named by group (all items when group is nil) in
-// one script call, or, with charge set, counts them whatever their counts.
-func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys []string, group []int, out []Decision, charge bool) (bool, error) {
+// one script call.
+func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys []string, group []int, out []Decision) (bool, error) {
 	n := len(items)
 	if group != nil {
 		n = len(group)
@@ -215,6 +215,7 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 	if s.callerTime {
 		args[0] = strconv.FormatInt(now.UnixMicro(), 10)
 	}
+	want := 0 // integers in the reply: 4 per item, 5 per reserved one
 	for j := 0; j < n; j++ {
 		i := j
 		if group != nil {
@@ -225,12 +226,11 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 		if err != nil {
 			return false, err
 		}
-		switch {
-		case charge:
-			args = append(args, modeCharge)
-		case items[i].Deferred:
-			args = append(args, modeCheck)
-		default:
+		want += 4
+		if items[i].Refundable {
+			args = append(args, modeReserve)
+			want++
+		} else {
 			args = append(args, modeTake)
 		}
 		args = append(args, spec...)
@@ -243,23 +243,30 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 	if err != nil {
 		return false, err
 	}
-	notCounted := len(res) == 4*n+1 && res[4*n] == redisNotCounted
-	if len(res) != 4*n && !notCounted {
+	notCounted := len(res) == want+1 && res[want] == redisNotCounted
+	if len(res) != want && !notCounted {
 		return false, fmt.Errorf("redis limiter script: got %d integers for %d keys", len(res), n)
 	}
 	allowed := true
-	for j := 0; j < n; j++ {
+	for j, p := 0, 0; j < n; j++ {
 		i := j
 		if group != nil {
 			i = group[j]
 		}
-		r := res[4*j : 4*j+4]
+		r := res[p : p+4]
 		out[i] = Decision{
 			Allowed:    r[0] == 1,
 			Limit:      items[i].limit(),
 			Remaining:  r[1],
 			RetryAfter: time.Duration(r[2]) * time.Microsecond,
 			ResetAfter: time.Duration(r[3]) * time.Microsecond,
+		}
+		p += 4
+		if items[i].Refundable {
+			if res[p] != 0 {
+				out[i].receipt = receipt{at: res[p], remote: true}
+			}
+			p++
 		}
 		allowed = allowed && out[i].Allowed
 	}
@@ -273,10 +280,10 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 // store's preparedRunner: the parts around the key, with the tail of each
 // mode, and the key's beginning.
 type preparedCall struct {
-	store       *RedisStore
-	keyHead     string // prefix, zone name and ":{" (see RedisKey)
-	head        string
-	take, check string
+	store         *RedisStore
+	keyHead       string // prefix, zone name and ":{" (see RedisKey)
+	head          string
+	take, reserve string
 }
 
 // takeOne is Take of one item at its rule's limit, the Traefik plugin's
@@ -291,7 +298,7 @@ func takeOne(s *RedisStore, ctx context.Context, now time.Time, items []Item, ou
 		if pc = prepareCall(s, it.Zone); pc == nil {
 			// call reports the rule's error.
 			keys := []string{RedisKey(s.prefix, it.Zone.name, it.Key)}
-			return s.call(ctx, now, items, keys, nil, out, false)
+			return s.call(ctx, now, items, keys, nil, out)
 		}
 	}
 	key := it.Key
@@ -301,20 +308,25 @@ func takeOne(s *RedisStore, ctx context.Context, now time.Time, items []Item, ou
 		key = redisKeyPart(key)
 	}
 	tail := pc.take
-	if it.Deferred {
-		tail = pc.check
+	if it.Refundable {
+		tail = pc.reserve
 	}
 	res, err := s.evalPrepared(ctx, pc.head, pc.keyHead+key+"}", tail)
 	return takeOneDone(s, ctx, now, items, out, res, err)
 }
 
 // takeOneDone finishes takeOne given the reply res and error err of its
-// script call.
+// script call: four integers, a fifth for a reserved item, and one more
+// if Redis could not count the request.
 func takeOneDone(s *RedisStore, ctx context.Context, now time.Time, items []Item, out []Decision, res []int64, err error) (bool, error) {
-	if err != nil || len(res) != 4 && (len(res) != 5 || res[4] != redisNotCounted) {
+	it := &items[0]
+	want := 4
+	if it.Refundable {
+		want = 5
+	}
+	if err != nil || len(res) != want && (len(res) != want+1 || res[want] != redisNotCounted) {
 		return takeOneOther(s, ctx, now, items, out, res, err)
 	}
-	it := &items[0]
 	out[0] = Decision{
 		Allowed:    res[0] == 1,
 		Limit:      it.Zone.rule.Limit,
@@ -322,7 +334,10 @@ func takeOneDone(s *RedisStore, ctx context.Context, now time.Time, items []Item
 		RetryAfter: time.Duration(res[2]) * time.Microsecond,
 		ResetAfter: time.Duration(res[3]) * time.Microsecond,
 	}
-	if len(res) == 5 {
+	if it.Refundable && res[4] != 0 {
+		out[0].receipt = receipt{at: res[4], remote: true}
+	}
+	if len(res) > want {
 		return out[0].Allowed, ErrOutOfMemory
 	}
 	return out[0].Allowed, nil
@@ -334,7 +349,7 @@ func takeOneDone(s *RedisStore, ctx context.Context, now time.Time, items []Item
 func takeOneOther(s *RedisStore, ctx context.Context, now time.Time, items []Item, out []Decision, res []int64, err error) (bool, error) {
 	if err != nil && isNoScript(err) {
 		keys := []string{RedisKey(s.prefix, items[0].Zone.Name(), items[0].Key)}
-		return s.call(ctx, now, items, keys, nil, out, false)
+		return s.call(ctx, now, items, keys, nil, out)
 	}
 	if err != nil {
 		return false, fmt.Errorf("redis limiter script: %w", err)
@@ -354,41 +369,18 @@ func prepareCall(s *RedisStore, z *Zone) *preparedCall {
 	args := append([]string{"0", modeTake}, spec...)
 	pc := &preparedCall{store: s, keyHead: s.prefix + z.name + ":{"}
 	pc.head, pc.take = s.prep.PrepareEvalSha(redisScriptSHA, args)
-	args[1] = modeCheck
-	_, pc.check = s.prep.PrepareEvalSha(redisScriptSHA, args)
+	args[1] = modeReserve
+	_, pc.reserve = s.prep.PrepareEvalSha(redisScriptSHA, args)
 	z.redisCall.Store(pc)
 	return pc
 }
 
 // The script's modes of an item (see redisScript).
 const (
-	modeTake   = "0"
-	modeCheck  = "1"
-	modeCharge = "2"
+	modeTake    = "0"
+	modeReserve = "1"
+	modeRefund  = "3"
 )
-
-// Charge implements Charger: one script call (per hash tag in Cluster
-// mode) counts the request in every item's key, with the key layout and
-// TTLs of a take. Redis over its maxmemory refuses it: the error then
-// wraps ErrOutOfMemory, and the keys of that call are unchanged.
-func (s *RedisStore) Charge(ctx context.Context, now time.Time, items []Item) error {
-	keys := make([]string, len(items))
-	for i := range items {
-		keys[i] = RedisKey(s.prefix, items[i].Zone.Name(), items[i].Key)
-	}
-	out := make([]Decision, len(items))
-	if !s.cluster || sameTag(keys) {
-		_, err := s.call(ctx, now, items, keys, nil, out, true)
-		return err
-	}
-	var failed error
-	for _, group := range tagGroups(keys) {
-		if _, err := s.call(ctx, now, items, keys, group, out, true); err != nil && failed == nil {
-			failed = err
-		}
-	}
-	return failed
-}
 
 // eval runs the script by its SHA1 and sends the text once when the server
 // lost it (restart, failover, SCRIPT FLUSH).

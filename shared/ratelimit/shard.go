@@ -66,10 +66,10 @@ type denyUntil struct {
 // evictSample is how many keys a full shard looks at to choose a victim.
 const evictSample = 8
 
-// newSlot creates the slot of a new key at t, evicting another key first
-// if the shard is full, and seeds it from the sketch of evicted keys. The
-// caller holds s locked.
-func newSlot(z *Zone, s *shard, key uint64, t int64) uint32 {
+// newSlot creates the slot of a new key at t, whose limit is limit,
+// evicting another key first if the shard is full, and seeds it from the
+// sketch of evicted keys. The caller holds s locked.
+func newSlot(z *Zone, s *shard, key uint64, t int64, limit int64) uint32 {
 	if len(s.index) >= z.perShard {
 		s.evict(z, t)
 	}
@@ -90,7 +90,7 @@ func newSlot(z *Zone, s *shard, key uint64, t int64) uint32 {
 	s.index[key] = i
 	if t < s.evicted.live {
 		if e, until := s.evicted.estimate(key, t); e > 0 {
-			s.seed(z, i, e, until)
+			s.seed(z, i, e, until, limit)
 			s.estimated++
 		}
 	}
@@ -120,19 +120,21 @@ func (s *shard) grow(z *Zone) uint32 {
 // seed gives the new key in slot i the count e that stops counting at
 // until, as if e requests had been admitted in the newest sub-window (the
 // newest time, for Log) whose requests stop counting then: the seeded
-// count never outlives the evicted count it stands for.
-func (s *shard) seed(z *Zone, i uint32, e uint32, until int64) {
+// count never outlives the evicted count it stands for. A Log ring holds
+// at most the key's own limit of entries: the rule's would hand a key
+// whose override or tier is higher a fresh budget.
+func (s *shard) seed(z *Zone, i uint32, e uint32, until int64, limit int64) {
 	if z.log {
 		r := &s.logs[i]
 		n := int(e)
-		if n > int(z.rule.Limit) {
-			n = int(z.rule.Limit)
+		if n > int(limit) {
+			n = int(limit)
 		}
 		if len(r.ts) < n {
 			r.ts = make([]int64, n) // one allocation, not one per doubling
 		}
 		for j := 0; j < n; j++ {
-			r.push(until-z.window, int(z.rule.Limit))
+			r.push(until-z.window, int(limit))
 		}
 		r.newest = until - z.window
 		return
@@ -171,7 +173,7 @@ func (s *shard) load(z *Zone, i uint32, t int64) (uint32, int64) {
 	}
 	h := &s.heads[i]
 	until := h.end + z.resetTail
-	if h.inside == 0 || until <= t {
+	if h.inside == 0 && h.leaving == 0 || until <= t {
 		return 0, until // nothing written, or all of it gone
 	}
 	if t < h.end {

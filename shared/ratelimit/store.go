@@ -10,12 +10,13 @@ import (
 type Item struct {
 	Zone *Zone
 	Key  string
-	// Deferred makes the item a check only: it decides as a take would
-	// (a key with no room for one more request of the zone's cost is
-	// denied), but does not count the request, whatever the other items
-	// decide. The host charges it later, once the response shows it
-	// counts (see Charger).
-	Deferred bool
+	// Refundable makes the item a reservation: it is decided and counted
+	// as any other, and its decision records where it was counted, so
+	// that the host can give the count back with Refund once the
+	// response shows it must not count (count_status). Counting first is
+	// what bounds a client's requests in flight: what is counted or in
+	// flight never exceeds the limit, whatever the concurrency.
+	Refundable bool
 	// Limit, when positive, is the key's own N for this request instead of
 	// the rule's: an override or a tier. The key's count does not depend
 	// on it, so a key that changes tier keeps its count. It must be at
@@ -56,11 +57,12 @@ func (Memory) Take(_ context.Context, now time.Time, items []Item, out []Decisio
 const maxStackItems = 8
 
 // TakeAll decides items together in memory and counts the request in every
-// zone, but the Deferred ones, only if all allow it. The shards involved are locked in one global
-// order (zone id, then shard), so concurrent requests over the same zones
-// cannot deadlock or slip between another request's check and count.
+// zone only if all allow it; a Refundable item's decision then holds its
+// receipt. The shards involved are locked in one global order (zone id,
+// then shard), so concurrent requests over the same zones cannot deadlock
+// or slip between another request's check and count.
 func TakeAll(now time.Time, items []Item, out []Decision) bool {
-	if len(items) == 1 && !items[0].Deferred {
+	if len(items) == 1 && !items[0].Refundable {
 		if it := &items[0]; it.Limit > 0 && it.Limit != it.Zone.rule.Limit {
 			out[0] = TakeLimitAt(it.Zone, it.Key, now.UnixNano(), it.Limit)
 		} else {
@@ -102,11 +104,12 @@ func TakeAll(now time.Time, items []Item, out []Decision) bool {
 	}
 	if allowed {
 		for i := range items {
-			if items[i].Deferred {
-				continue
-			}
 			z := items[i].Zone
-			take(z, &z.shards[hashes[i]&z.mask], hashes[i], t, items[i].limit(), true)
+			s := &z.shards[hashes[i]&z.mask]
+			take(z, s, hashes[i], t, items[i].limit(), true)
+			if items[i].Refundable {
+				out[i].receipt = receipt{at: countedAt(z, s, hashes[i])}
+			}
 		}
 	}
 	for i, j := range order {

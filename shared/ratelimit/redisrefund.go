@@ -1,0 +1,69 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Refund implements Refunder: one script call (per hash tag in Cluster
+// mode) gives back the counts of the Refundable items whose decisions hold
+// a receipt of Redis. Each comes off the sub-window (or the log entry) it
+// was counted in, if the key still holds it there.
+func (s *RedisStore) Refund(ctx context.Context, items []Item, out []Decision) error {
+	var keys, args []string
+	for i := range items {
+		r := out[i].receipt
+		if !items[i].Refundable || r.at == 0 || !r.remote {
+			continue
+		}
+		spec, err := s.ruleArgs(items[i].Zone)
+		if err != nil {
+			return err
+		}
+		if args == nil {
+			args = append(args, "0")
+		}
+		keys = append(keys, RedisKey(s.prefix, items[i].Zone.Name(), items[i].Key))
+		args = append(args, modeRefund, withReceipt(spec[0], items[i].limit(), r.at))
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if !s.cluster || sameTag(keys) {
+		return s.refund(ctx, keys, args)
+	}
+	var failed error
+	for _, group := range tagGroups(keys) {
+		gk, ga := make([]string, 0, len(group)), []string{"0"}
+		for _, j := range group {
+			gk = append(gk, keys[j])
+			ga = append(ga, args[1+2*j], args[2+2*j])
+		}
+		failed = errors.Join(failed, s.refund(ctx, gk, ga))
+	}
+	return failed
+}
+
+// refund runs one refund call and checks its reply.
+func (s *RedisStore) refund(ctx context.Context, keys, args []string) error {
+	res, err := s.eval(ctx, keys, args)
+	if err != nil {
+		return err
+	}
+	if len(res) != len(keys) {
+		return fmt.Errorf("redis limiter script: got %d integers for %d refunds", len(res), len(keys))
+	}
+	return nil
+}
+
+// withReceipt returns the packed rule with the limit n and, after it, the
+// receipt at: a refund's rule argument.
+func withReceipt(rule string, n int64, at int64) string {
+	b := make([]byte, 0, ruleBytes+8)
+	b = append(b, withLimit(rule, n)...)
+	for j := 0; j < 8; j++ {
+		b = append(b, byte(at>>(8*j)))
+	}
+	return string(b)
+}
