@@ -16,6 +16,23 @@ import (
 // INFO commandstats ("evalsha", "eval", ...).
 func Calls(tb testing.TB, addr string) map[string]int64 {
 	tb.Helper()
+	calls := make(map[string]int64)
+	for name, st := range CommandStats(tb, addr) {
+		calls[name] = st.Calls
+	}
+	return calls
+}
+
+// CommandStat is one command's line of INFO commandstats.
+type CommandStat struct {
+	Calls int64 // times the server ran it
+	Usec  int64 // microseconds of server CPU it took, in all
+}
+
+// CommandStats returns INFO commandstats of the server at addr, by
+// command ("evalsha", "eval", ...).
+func CommandStats(tb testing.TB, addr string) map[string]CommandStat {
+	tb.Helper()
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		tb.Fatal(err)
@@ -33,18 +50,27 @@ func Calls(tb testing.TB, addr string) map[string]int64 {
 	if _, err := io.ReadFull(r, body); err != nil {
 		tb.Fatal(err)
 	}
-	calls := make(map[string]int64)
+	stats := make(map[string]CommandStat)
 	for _, line := range strings.Split(string(body), "\r\n") {
-		// cmdstat_evalsha:calls=12,usec=...
-		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":calls=")
-		if !ok {
+		// cmdstat_evalsha:calls=12,usec=345,usec_per_call=...
+		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
+		if !ok || name == line {
 			continue
 		}
-		num, _, _ := strings.Cut(rest, ",")
-		v, _ := strconv.ParseInt(num, 10, 64)
-		calls[name] = v
+		var st CommandStat
+		for _, field := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(field, "=")
+			x, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "calls":
+				st.Calls = x
+			case "usec":
+				st.Usec = x
+			}
+		}
+		stats[name] = st
 	}
-	return calls
+	return stats
 }
 
 // Do sends one command to the server, over TLS when it has TLS, and

@@ -165,6 +165,38 @@ if lib and #KEYS == 1 and (ARGV[2] == '0' or ARGV[2] == '1') then
   end
 end
 
+-- A refund of one bucket key, count_status's settled response, is a
+-- straight line too: the receipt's cell and the total are read from the
+-- value and rewritten in place, with refundBuckets's conditions below.
+if lib and #KEYS == 1 and ARGV[2] == '3' then
+  local sunpack, spack, key = lib.unpack, lib.pack, KEYS[1]
+  local alg, W, T, _, cost, shape, at = sunpack('<i1i8i8i8i8i8i8', ARGV[3])
+  if alg ~= 3 then
+    out = {0}
+    local v = redis.pcall('GET', key)
+    local m = W / T + 1
+    local w, cf = 0, false
+    if type(v) == 'string' then w = (#v - 15) / (m + 1) end
+    if w == 1 then cf = '<I1' elseif w == 2 then cf = '<I2' elseif w == 3 then cf = '<I3'
+    elseif w == 4 then cf = '<I4' elseif w == 5 then cf = '<I5' elseif w == 6 then cf = '<I6' end
+    if cf then
+      local sh, newest, total = sunpack('<i8i7' .. string.sub(cf, 2), v)
+      local reach, b = m, floor(at / T)
+      if alg == 1 then reach = 1 end
+      if sh == shape and newest * T < 9007199254740992 and b <= newest and b > newest - reach then
+        local p = 16 + w * (1 + b % m)
+        local x = sunpack(cf, v, p)
+        if x >= cost then
+          local span = spack(cf, total - cost)
+          if p > 16 + w then span = span .. string.sub(v, 16 + w, p - 1) end
+          local r = redis.pcall('SETRANGE', key, 15, span .. spack(cf, x - cost))
+          if type(r) ~= 'table' then out[1] = 1 end
+        end
+      end
+    end
+  end
+end
+
 if out == nil then
 local function fmt(x) return string.format('%.0f', x) end
 
