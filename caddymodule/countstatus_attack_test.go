@@ -252,3 +252,48 @@ func (hijackable) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, _ := net.Pipe()
 	return c, bufio.NewReadWriter(bufio.NewReader(c), bufio.NewWriter(c)), nil
 }
+
+// TestCountStatusRefundAcrossReload: a request admitted before a reload
+// and answered after it gives its count back to the zone the new config
+// keeps, in memory and in Redis: the old handler, cleaned up meanwhile,
+// still refunds.
+func TestCountStatusRefundAcrossReload(t *testing.T) {
+	for store, config := range loginConfigs(t) {
+		t.Run(store, func(t *testing.T) {
+			old := provisionRaw(t, config)
+			ip := "203.0.113.40"
+			arrived, release, done := make(chan struct{}), make(chan struct{}), make(chan int)
+			go func() {
+				s, _ := attempt(old, context.Background(), ip, func(w http.ResponseWriter, _ *http.Request) error {
+					close(arrived)
+					<-release
+					w.WriteHeader(http.StatusOK)
+					return nil
+				})
+				done <- s
+			}()
+			<-arrived
+			for i := 0; i < 4; i++ {
+				if s, _, _ := login(t, old, ip, http.StatusUnauthorized); s != http.StatusUnauthorized {
+					t.Fatalf("failed login %d: %d", i, s)
+				}
+			}
+			cur := provisionRaw(t, config)
+			defer cleanupHandler(t, cur)
+			cleanupHandler(t, old)
+			if s, _, reached := login(t, cur, ip, http.StatusUnauthorized); s != 429 || reached {
+				t.Fatalf("after the reload, 4 failures and 1 in flight: %d (backend reached: %v), want 429", s, reached)
+			}
+			close(release)
+			if s := <-done; s != http.StatusOK {
+				t.Fatalf("the request in flight: %d", s)
+			}
+			if s, _, _ := login(t, cur, ip, http.StatusUnauthorized); s != http.StatusUnauthorized {
+				t.Fatalf("after the refund: %d, want the 5th failure let through", s)
+			}
+			if s, _, reached := login(t, cur, ip, http.StatusUnauthorized); s != 429 || reached {
+				t.Fatalf("after 5 failures: %d (backend reached: %v), want 429", s, reached)
+			}
+		})
+	}
+}
