@@ -53,9 +53,11 @@ type Middleware struct {
 	// countStatus, when set, holds the statuses of the responses counted:
 	// requests are checked, then charged (see serveCounted).
 	countStatus *ratelimit.StatusSet
-	// overrides, when set, give some keys their own limit or exempt
-	// them; such a middleware is slow.
+	// overrides, when set, give some keys or client addresses their own
+	// limit or exempt them; such a middleware is slow. cidrs is set when
+	// some override is a CIDR: only then is the client address parsed.
 	overrides *ratelimit.Overrides
+	cidrs     bool
 	// charger charges m.store's counts; nil for the in-memory zone.
 	charger ratelimit.Charger
 }
@@ -109,6 +111,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 
 		countStatus: s.countStatus,
 		overrides:   s.overrides,
+		cidrs:       s.overrides != nil && s.overrides.HasCIDRs(),
 	}
 	if store != nil {
 		useStore(m, store)
