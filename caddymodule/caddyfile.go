@@ -43,7 +43,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        sub_window  <duration>
 //	        limit       <n>                  # or events <n>
 //	        limit       {placeholder} [<fallback n>]  # a per-request tier
-//	        override    <key or CIDR> <n>|unlimited   # repeatable
+//	        override    <key or CIDR> <n>|unlimited   # repeatable; a CIDR matches the client IP
 //	        algorithm   sliding|strict|fixed|log
 //	        cost        <n>
 //	        ipv4_prefix <bits>
@@ -294,7 +294,8 @@ func unmarshalLimit(d *caddyfile.Dispenser, z *Zone) error {
 }
 
 // unmarshalOverride parses `override <key or CIDR> <n>|unlimited`. An
-// argument with a slash, or that is an IP address, is a CIDR.
+// argument with a slash, or that is an IP address, is a CIDR, matched
+// against the client IP (see Override.CIDR).
 func unmarshalOverride(d *caddyfile.Dispenser, z *Zone) error {
 	args := d.RemainingArgs()
 	if len(args) != 2 {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -311,6 +312,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if h.keysNeedReplacer {
 		repl, _ = r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	}
+	var client netip.Addr // parsed by the first zone with a CIDR override
 	for i, z := range h.zones {
 		if len(z.matchers) > 0 {
 			match, err := z.matchers.AnyMatchWithError(r)
@@ -326,7 +328,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		key := z.key.of(r, repl)
 		var limit int64
 		if z.overrides != nil || z.limitFrom != "" {
-			if limit = h.limitOf(z, r, key, repl); limit == ratelimit.Unlimited {
+			if limit = h.limitOf(z, r, key, &client, repl); limit == ratelimit.Unlimited {
 				continue // exempt: neither counted nor limited
 			}
 		}

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -111,4 +112,12 @@ func (k *keySource) mask(s string) string {
 func clientIP(r *http.Request) string {
 	ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
 	return ip
+}
+
+// clientAddr returns the client IP Caddy's server recorded for r, parsed:
+// the address CIDR overrides match. It is the zero Addr when there is
+// none (outside Caddy's server).
+func clientAddr(r *http.Request) netip.Addr {
+	a, _ := netip.ParseAddr(clientIP(r))
+	return a
 }

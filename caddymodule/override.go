@@ -14,20 +14,25 @@ import (
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
-// Override gives some keys of a zone a limit of their own. Set exactly
-// one of Key and CIDR, and exactly one of Limit and Unlimited:
+// Override gives some requests of a zone a limit of their own. Set
+// exactly one of Key and CIDR, and exactly one of Limit and Unlimited:
 //
 //	{"key": "gold-key", "limit": 600}
 //	{"cidr": "10.0.0.0/8", "unlimited": true}
 type Override struct {
-	// Key is a key, compared with the request's key after placeholder
-	// replacement (and address grouping by ipv4_prefix/ipv6_prefix).
+	// Key is compared with the request's key after placeholder
+	// replacement (and address grouping by ipv4_prefix and ipv6_prefix),
+	// and must match it exactly. It cannot be an IP address or a CIDR:
+	// those go in CIDR.
 	Key string `json:"key,omitempty"`
-	// CIDR matches every request whose key is an IP address inside it,
-	// and every request whose key is empty by its client IP. A single
-	// address is a CIDR of one address.
+	// CIDR matches every request whose client IP is inside it: the
+	// address Caddy determined for {client_ip}, honouring the server's
+	// trusted_proxies, before any grouping by ipv6_prefix. It never
+	// matches the key, which the client may choose. A single address is a
+	// CIDR of one address, and an IPv4-mapped IPv6 client matches as its
+	// IPv4 address.
 	CIDR string `json:"cidr,omitempty"`
-	// Limit is the matching keys' limit per window.
+	// Limit is the limit per window of the matching requests.
 	Limit int64 `json:"limit,omitempty"`
 	// Unlimited exempts the matching requests: the zone neither counts
 	// nor limits them, and sets no header for them.
@@ -49,6 +54,9 @@ func (z *Zone) overrides(rule ratelimit.Rule) (*ratelimit.Overrides, error) {
 		case o.Key != "":
 			if strings.IndexByte(o.Key, '/') >= 0 {
 				return nil, fmt.Errorf("override %s: a CIDR goes in cidr, not key", o.Key)
+			}
+			if _, err := netip.ParseAddr(o.Key); err == nil {
+				return nil, fmt.Errorf("override %s: an address goes in cidr, not key (it matches the client IP, never the key)", o.Key)
 			}
 			ov.Key = o.Key
 		case o.CIDR != "":
@@ -95,20 +103,18 @@ const badLimitEvery = time.Minute
 
 // limitOf returns the limit of a request with key in z: 0 for the rule's
 // own, a positive N, or ratelimit.Unlimited when the zone skips it. An
-// override of the key wins over the limit placeholder. A placeholder
-// value that is not a valid limit (see ratelimit.ValidLimit) falls back
-// to the rule's limit, the zone's fallback, and is logged at most once a
-// minute: a bad tier never lifts the limit.
-func (h *Handler) limitOf(z *zoneState, r *http.Request, key string, repl *caddy.Replacer) int64 {
+// override of the key, or of a CIDR holding the client IP, wins over the
+// limit placeholder; client holds the client IP once parsed, so that the
+// zones of a request parse it once, and only when a zone has a CIDR. A
+// placeholder value that is not a valid limit (see ratelimit.ValidLimit)
+// falls back to the rule's limit, the zone's fallback, and is logged at
+// most once a minute: a bad tier never lifts the limit.
+func (h *Handler) limitOf(z *zoneState, r *http.Request, key string, client *netip.Addr, repl *caddy.Replacer) int64 {
 	if z.overrides != nil {
-		var n int64
-		var ok bool
-		if strings.HasPrefix(key, emptyKeyPrefix) {
-			n, ok = z.overrides.MatchIP(key[len(emptyKeyPrefix):])
-		} else {
-			n, ok = z.overrides.Match(key)
+		if !client.IsValid() && z.overrides.HasCIDRs() {
+			*client = clientAddr(r)
 		}
-		if ok {
+		if n, ok := z.overrides.Match(key, *client); ok {
 			return n
 		}
 	}

@@ -21,9 +21,10 @@ import (
 const overridesZone = `"api":{"key":"{http.request.header.X-API-Key}","window":"1m","limit":2,
 	"overrides":[{"key":"gold-key","limit":600},{"cidr":"10.0.0.0/8","unlimited":true},{"cidr":"192.0.2.0/24","limit":3}]}`
 
-// testOverrides: the gold key gets 600 while others get 2, a key inside an
-// exempt CIDR is neither counted nor limited, and the keyless fallback's
-// client IP is matched by a CIDR.
+// testOverrides: the gold key gets 600 while others get 2, a client inside
+// an exempt CIDR is neither counted nor limited whatever its key, a key
+// that spells an address inside it is counted as any other, and CIDRs
+// match the client IP of a keyless request too.
 func testOverrides(t *testing.T, config string) {
 	h, _ := newHandler(t, config)
 	res := serve(t, h, "203.0.113.7", "/", "X-API-Key", "gold-key")
@@ -39,12 +40,16 @@ func testOverrides(t *testing.T, config string) {
 	if res := serve(t, h, "203.0.113.7", "/", "X-API-Key", "silver-key"); res.header.Get("X-RateLimit-Limit") != "2" {
 		t.Fatalf("another key's limit header %q, want 2", res.header.Get("X-RateLimit-Limit"))
 	}
-	// A key that is an address inside the exempt CIDR: no limit, no header.
+	// A client inside the exempt CIDR: no limit, no header, whatever its key.
 	for i := 0; i < 10; i++ {
-		res := serve(t, h, "203.0.113.7", "/", "X-API-Key", "10.1.2.3")
+		res := serve(t, h, "10.1.2.3", "/", "X-API-Key", "silver-key")
 		if res.status != 200 || res.header.Get("X-RateLimit-Limit") != "" {
-			t.Fatalf("exempt key, request %d: %d %v", i+1, res.status, res.header)
+			t.Fatalf("exempt client, request %d: %d %v", i+1, res.status, res.header)
 		}
+	}
+	// A key that spells an address inside it, from outside: limited.
+	if got := statuses(t, h, 3, "203.0.113.7", "/", "X-API-Key", "10.1.2.3"); !slices.Equal(got, []int{200, 200, 429}) {
+		t.Fatalf("key 10.1.2.3 from 203.0.113.7: %v, want [200 200 429]", got)
 	}
 	// No key: the fallback counts the client IP, which CIDRs match.
 	for i := 0; i < 10; i++ {
@@ -75,6 +80,72 @@ func TestOverridesIETF(t *testing.T) {
 	res := serve(t, h, "203.0.113.7", "/", "X-API-Key", "gold-key")
 	if got := res.header.Get("RateLimit-Policy"); got != `"api";q=600;w=60` {
 		t.Fatalf("RateLimit-Policy %q", got)
+	}
+}
+
+// headerKeyedZone is keyed by X-API-Key, limit 2, and exempts the clients
+// of 10.0.0.0/8.
+const headerKeyedZone = `{"rate_limits":{"api":{"key":"{http.request.header.X-API-Key}","window":"1m","limit":2,
+	"overrides":[{"cidr":"10.0.0.0/8","unlimited":true}]}}}`
+
+// TestOverrideCIDRMatchesClientNotKey: a CIDR override matches the
+// client's address, never the key a client sends: keys that spell an
+// address, a mapped address or the CIDR itself are counted as any other,
+// and a client inside the CIDR is exempt whatever its key, an address
+// outside the CIDR or none.
+func TestOverrideCIDRMatchesClientNotKey(t *testing.T) {
+	h, _ := newHandler(t, headerKeyedZone)
+	for _, key := range []string{"10.0.0.1", "::ffff:10.9.9.9", "10.0.0.0/8", "10.0.0.0"} {
+		got := statuses(t, h, 3, "127.0.0.1", "/", "X-API-Key", key)
+		if !slices.Equal(got, []int{200, 200, 429}) {
+			t.Errorf("client 127.0.0.1 with the key %q: %v, want [200 200 429]", key, got)
+		}
+	}
+	for _, client := range []string{"10.1.2.3", "::ffff:10.9.9.9"} {
+		for _, key := range []string{"any-key", "127.0.0.1", ""} {
+			for i := range 4 {
+				res := serve(t, h, client, "/", "X-API-Key", key)
+				if res.status != 200 || res.header.Get("X-RateLimit-Limit") != "" {
+					t.Fatalf("client %s with the key %q, request %d: %d %v, want 200 without headers", client, key, i+1, res.status, res.header)
+				}
+			}
+		}
+	}
+}
+
+// TestOverrideIPv6Client: a CIDR override matches an IPv6 client by its
+// own address, not by the /64 that groups its key: ::1 exempts the
+// client ::1 and ::/128 does not, with the default key and with a header
+// key; a CIDR holding the whole /64 exempts it too.
+func TestOverrideIPv6Client(t *testing.T) {
+	for i, c := range []struct {
+		cidr, key string
+		exempt    bool
+	}{
+		{"::1", "", true},
+		{"::1/128", "", true},
+		{"::/128", "", false},
+		{"::/64", "", true},
+		{"::1", "{http.request.header.X-API-Key}", true},
+		{"::/128", "{http.request.header.X-API-Key}", false},
+	} {
+		zone := "v6-" + strconv.Itoa(i) // handlers of one zone share its counts
+		h, _ := newHandler(t, `{"rate_limits":{"`+zone+`":{"key":"`+c.key+`","window":"1m","limit":1,
+			"overrides":[{"cidr":"`+c.cidr+`","unlimited":true}]}}}`)
+		got := statuses(t, h, 3, "::1", "/", "X-API-Key", "k")
+		want := []int{200, 429, 429}
+		if c.exempt {
+			want = []int{200, 200, 200}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("override %s, key %q, client ::1: %v, want %v", c.cidr, c.key, got, want)
+		}
+	}
+	// A header key that spells the exempt address, from another /64.
+	h, _ := newHandler(t, `{"rate_limits":{"v6-key":{"key":"{http.request.header.X-API-Key}","window":"1m","limit":1,
+		"overrides":[{"cidr":"::1","unlimited":true}]}}}`)
+	if got := statuses(t, h, 2, "2001:db8::5", "/", "X-API-Key", "::1"); !slices.Equal(got, []int{200, 429}) {
+		t.Errorf("client 2001:db8::5 with the key ::1: %v, want [200 429]", got)
 	}
 }
 
@@ -188,6 +259,8 @@ func TestOverrideErrors(t *testing.T) {
 		{`,"overrides":[{"cidr":"10.0.0.0/33","limit":5}]`, "bad CIDR"},
 		{`,"overrides":[{"cidr":"not-an-ip","limit":5}]`, "bad CIDR"},
 		{`,"overrides":[{"key":"10.0.0.0/8","limit":5}]`, "goes in cidr"},
+		{`,"overrides":[{"key":"10.0.0.1","limit":5}]`, "goes in cidr"},
+		{`,"overrides":[{"key":"::1","limit":5}]`, "goes in cidr"},
 		{`,"overrides":[{"key":"a","limit":-1}]`, "positive integer"},
 		{`,"overrides":[{"key":"a"}]`, "positive integer"},
 		{`,"overrides":[{"key":"a","limit":5,"unlimited":true}]`, "not both"},

@@ -55,12 +55,13 @@ type Zone struct {
 	// most once a minute. Window, sub-window and algorithm stay static.
 	LimitPlaceholder string `json:"limit_placeholder,omitempty"`
 
-	// Overrides give some keys or CIDRs a limit of their own, or exempt
-	// them ("unlimited": neither counted nor limited, no headers from the
-	// zone). An override of the request's key applies first; then that
-	// of the narrowest CIDR holding the key, when it is an IP address, or
-	// the client IP, when the key was empty. A key's count does not
-	// depend on its limit.
+	// Overrides give the requests of some keys or client IPs a limit of
+	// their own, or exempt them ("unlimited": neither counted nor limited,
+	// no headers from the zone). An override of the request's key applies
+	// first; then that of the narrowest CIDR holding the client IP, as
+	// Caddy determined it (trusted_proxies honoured), whatever the key. A
+	// CIDR never matches the key, which the client may choose. A key's
+	// count does not depend on its limit.
 	Overrides []Override `json:"overrides,omitempty"`
 
 	// MaxEvents is caddy-ratelimit's name for Limit, accepted so that its

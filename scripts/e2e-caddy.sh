@@ -13,11 +13,14 @@
 #     throwaway redis-server: 11 requests to each, alternating, give exactly
 #     20 x 200 in total, then 429; and a count_status 401 zone with limit 5
 #     shared through Redis counts only the 401s (wl_count_status); a zone
-#     with `override gold-key 600`, `override 10.0.0.0/8 unlimited` and
-#     `limit {plan_limit}` fed by the map directive (silver-key 4,
-#     broken-key oops, default 2) gives gold-key 600, exempts the key
-#     10.1.2.3 (no headers), limits silver-key to 4, plain keys to 2, and
-#     broken-key to the fallback 1, logged (wl_overrides, tiers); part 8
+#     keyed by X-API-Key with `override gold-key 600`,
+#     `override 10.0.0.0/8 unlimited` and `limit {plan_limit}` fed by the
+#     map directive (silver-key 4, broken-key oops, default 2) gives
+#     gold-key 600, does not exempt the key 10.1.2.3 sent from 127.0.0.1
+#     (a CIDR matches the client's address, never the key: limit 2),
+#     limits silver-key to 4, plain keys to 2, and broken-key to the
+#     fallback 1, logged; a zone with `override 127.0.0.0/8 unlimited`
+#     exempts the test's client (no headers) (wl_overrides, tiers); part 8
 #     does the same in memory;
 #  5. chaos: the redis-server is killed (kill -9) while 300 requests, 8 at a
 #     time, each on its own key, run against one instance of a zone with the
@@ -227,6 +230,21 @@ instance() {
 				}
 				respond "tiers"
 			}
+			handle /internal {
+				rate_limit {
+					zone internal {
+						key      {http.request.header.X-API-Key}
+						window   1m
+						limit    2
+						override 127.0.0.0/8 unlimited
+					}
+					store redis {
+						address 127.0.0.1:$WL_REDIS_PORT
+						key_prefix internal:
+					}
+				}
+				respond "internal"
+			}
 			handle /login {
 				rate_limit {
 					zone login {
@@ -283,7 +301,7 @@ if grep -i 'redis store failed' "$WL_WORK/caddy-$ADMIN_A.log" "$WL_WORK/caddy-$A
 	wl_die "caddy logged redis errors"
 fi
 wl_pass "$WL_SUMMARY"
-wl_overrides "redis" "$WEB_A" "$WEB_B" /tiers
+wl_overrides "redis" "$WEB_A" "$WEB_B" /tiers /internal
 wl_pass "$WL_SUMMARY"
 tiers "redis" "$WEB_A" "$WEB_B" "$ADMIN_A"
 wl_pass "$WL_SUMMARY"
@@ -472,25 +490,38 @@ cat >"$WL_WORK/Caddyfile.tiers" <<-EOF
 	}
 	:$WEB_F {
 		bind 127.0.0.1
-		map {header.X-API-Key} {plan_limit} {
-			silver-key 4
-			broken-key oops
-			default    2
-		}
-		rate_limit {
-			zone tiers {
-				key      {http.request.header.X-API-Key}
-				window   1m
-				limit    {plan_limit}
-				override gold-key 600
-				override 10.0.0.0/8 unlimited
+		handle /tiers {
+			map {header.X-API-Key} {plan_limit} {
+				silver-key 4
+				broken-key oops
+				default    2
 			}
+			rate_limit {
+				zone tiers {
+					key      {http.request.header.X-API-Key}
+					window   1m
+					limit    {plan_limit}
+					override gold-key 600
+					override 10.0.0.0/8 unlimited
+				}
+			}
+			respond "tiers"
 		}
-		respond "tiers"
+		handle /internal {
+			rate_limit {
+				zone internal {
+					key      {http.request.header.X-API-Key}
+					window   1m
+					limit    2
+					override 127.0.0.0/8 unlimited
+				}
+			}
+			respond "internal"
+		}
 	}
 EOF
 wc_start "$WL_WORK/Caddyfile.tiers" "$ADMIN_F"
-wl_overrides "memory" "$WEB_F" "$WEB_F" /tiers
+wl_overrides "memory" "$WEB_F" "$WEB_F" /tiers /internal
 wl_pass "$WL_SUMMARY"
 tiers "memory" "$WEB_F" "$WEB_F" "$ADMIN_F"
 wl_pass "$WL_SUMMARY"

@@ -13,8 +13,10 @@
 # backend (which answers the status the X-Status header names).
 # Overrides, in memory and through Redis: a middleware keyed by X-API-Key
 # with limit 2 and overrides ["gold-key=600", "10.0.0.0/8=unlimited"]
-# gives gold-key 600 (one count across instances), lets the key 10.1.2.3
-# through without headers, and limits other keys to 2.
+# gives gold-key 600 (one count across instances) and limits other keys
+# to 2, the key 10.1.2.3 sent from 127.0.0.1 too (a CIDR matches the
+# client's address, never the key); one with ["127.0.0.0/8=unlimited"]
+# lets the test's client through without headers.
 # Chaos, on the same two instances: the redis-server is killed (kill -9)
 # while 300 requests, 8 at a time, each on its own key, run against one
 # instance of a middleware with the default onStoreError (allow): every
@@ -45,10 +47,11 @@ read -r WEB PING < <(wt_free_ports 2 | paste -sd' ')
 dynamic() {
 	local message=$1
 	shift
-	wt_dynamic "$WL_WORK/dynamic.yml" "$(wt_router limited /limited api-limit; wt_router login /login login-limit; wt_router tiers /tiers tiers-limit; wt_router plain /plain; printf '%s\n' "$@")" \
+	wt_dynamic "$WL_WORK/dynamic.yml" "$(wt_router limited /limited api-limit; wt_router login /login login-limit; wt_router tiers /tiers tiers-limit; wt_router internal /internal internal-limit; wt_router plain /plain; printf '%s\n' "$@")" \
 		"$(wt_plugin api-limit "window: 1m" "subWindow: 10s" "limit: 20" "headers: both" "message: \"$message\""
 		wt_plugin login-limit "window: 15m" "limit: 5" 'countStatus: ["401"]'
-		wt_plugin tiers-limit "window: 1m" "limit: 2" "sourceCriterion: {requestHeaderName: X-API-Key}" 'overrides: ["gold-key=600", "10.0.0.0/8=unlimited"]')"
+		wt_plugin tiers-limit "window: 1m" "limit: 2" "sourceCriterion: {requestHeaderName: X-API-Key}" 'overrides: ["gold-key=600", "10.0.0.0/8=unlimited"]'
+		wt_plugin internal-limit "window: 1m" "limit: 2" "sourceCriterion: {requestHeaderName: X-API-Key}" 'overrides: ["127.0.0.0/8=unlimited"]')"
 }
 
 dynamic "limited before reload"
@@ -89,7 +92,7 @@ fi
 wl_pass "Traefik $WT_VERSION enforced 20 per minute through the plugin across a reload"
 wl_count_status "memory" "$WEB" "$WEB" /login
 wl_pass "$WL_SUMMARY"
-wl_overrides "memory" "$WEB" "$WEB" /tiers
+wl_overrides "memory" "$WEB" "$WEB" /tiers /internal
 wl_pass "$WL_SUMMARY"
 kill "$WT_TRAEFIK_PID"
 
@@ -115,6 +118,7 @@ instance() {
 		wt_router limited /limited api-limit
 		wt_router login /login login-limit
 		wt_router tiers /tiers tiers-limit
+		wt_router internal /internal internal-limit
 		wt_router chaos /chaos chaos-limit
 		wt_router deny /deny deny-limit
 		wt_router cluster /cluster cluster-limit cluster-user
@@ -123,6 +127,8 @@ instance() {
 		wt_plugin login-limit "window: 15m" "limit: 5" 'countStatus: ["401"]' "redis: {$redis, keyPrefix: \"login:\"}"
 		wt_plugin tiers-limit "window: 1m" "limit: 2" "sourceCriterion: {requestHeaderName: X-API-Key}" \
 			'overrides: ["gold-key=600", "10.0.0.0/8=unlimited"]' "redis: {$redis, keyPrefix: \"tiers:\"}"
+		wt_plugin internal-limit "window: 1m" "limit: 2" "sourceCriterion: {requestHeaderName: X-API-Key}" \
+			'overrides: ["127.0.0.0/8=unlimited"]' "redis: {$redis, keyPrefix: \"internal:\"}"
 		wt_plugin chaos-limit "window: 1m" "limit: 20" "sourceCriterion: {requestHeaderName: X-Key}" \
 			"redis: {$redis, keyPrefix: \"chaos:\"}"
 		wt_plugin deny-limit "window: 1m" "limit: 20" "sourceCriterion: {requestHeaderName: X-Key}" \
@@ -144,7 +150,7 @@ if grep -i 'windowlimit.*error\|plugin.*error' "$WL_WORK"/a/traefik.log "$WL_WOR
 	wl_die "traefik logged plugin errors"
 fi
 wl_pass "$WL_SUMMARY"
-wl_overrides "redis" "$WEB_A" "$WEB_B" /tiers
+wl_overrides "redis" "$WEB_A" "$WEB_B" /tiers /internal
 wl_pass "$WL_SUMMARY"
 wl_count_status "redis" "$WEB_A" "$WEB_B" /login
 [[ $(redis-cli -p "$WL_REDIS_PORT" --scan --pattern 'login:*') == 'login:login-limit@file:{127.0.0.1}' ]] ||

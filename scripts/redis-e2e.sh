@@ -124,37 +124,43 @@ wl_count_status() {
 	WL_SUMMARY="$what: count_status 401, limit 5: 6 x 200 uncounted, 5 x 401, then 429 twice (alternating instances)"
 }
 
-# wl_overrides WHAT PORT_A PORT_B PATH: PATH is a zone keyed by the
-# X-API-Key header, limit 2 for most keys, with the overrides gold-key 600
-# and 10.0.0.0/8 unlimited. Requests alternate between the two instances
-# (give one port twice for one instance): gold-key gets 6 x 200 with
-# X-RateLimit-Limit 600 and X-RateLimit-Remaining 599..594 (one count
-# across instances); the key 10.1.2.3, inside the exempt CIDR, gets
-# 6 x 200 without any rate-limit header; plain-key gets 2 x 200 with
-# X-RateLimit-Limit 2, then 429 with Retry-After.
+# wl_overrides WHAT PORT_A PORT_B PATH INTERNAL: PATH is a zone keyed by
+# the X-API-Key header, limit 2 for most keys, with the overrides gold-key
+# 600 and 10.0.0.0/8 unlimited; INTERNAL is a zone keyed by X-API-Key,
+# limit 2, with the override 127.0.0.0/8 unlimited. A CIDR override
+# matches the client's own address, never the key. Requests come from
+# 127.0.0.1 and alternate between the two instances (give one port twice
+# for one instance): gold-key gets 6 x 200 with X-RateLimit-Limit 600 and
+# X-RateLimit-Remaining 599..594 (one count across instances); the key
+# 10.1.2.3, an address inside the exempt CIDR sent by a client outside
+# it, and plain-key each get 2 x 200 with X-RateLimit-Limit 2, then 429
+# with Retry-After; on INTERNAL, which holds the client's address,
+# plain-key gets 6 x 200 without any rate-limit header.
 wl_overrides() {
-	local what=$1 a=$2 b=$3 path=$4 n port status
+	local what=$1 a=$2 b=$3 path=$4 internal=$5 n port status key
 	for n in $(seq 1 6); do
 		if ((n % 2)); then port=$a; else port=$b; fi
 		status=$(wl_fetch "http://127.0.0.1:$port$path" -H 'X-API-Key: gold-key')
 		[[ $status == 200 && $(wl_header X-RateLimit-Limit) == 600 && $(wl_header X-RateLimit-Remaining) == $((600 - n)) ]] ||
 			wl_die "$what: gold-key request $n: $status, limit '$(wl_header X-RateLimit-Limit)', remaining '$(wl_header X-RateLimit-Remaining)', want 200, 600, $((600 - n))"
-		status=$(wl_fetch "http://127.0.0.1:$port$path" -H 'X-API-Key: 10.1.2.3')
+		status=$(wl_fetch "http://127.0.0.1:$port$internal" -H 'X-API-Key: plain-key')
 		[[ $status == 200 && -z $(wl_header X-RateLimit-Limit) && -z $(wl_header RateLimit-Policy) ]] ||
-			wl_die "$what: exempt key request $n: $status, limit '$(wl_header X-RateLimit-Limit)', want 200 without headers"
+			wl_die "$what: client 127.0.0.1 in the exempt 127.0.0.0/8, request $n: $status, limit '$(wl_header X-RateLimit-Limit)', want 200 without headers"
 	done
-	for n in 1 2 3; do
-		if ((n % 2)); then port=$a; else port=$b; fi
-		status=$(wl_fetch "http://127.0.0.1:$port$path" -H 'X-API-Key: plain-key')
-		[[ $(wl_header X-RateLimit-Limit) == 2 ]] || wl_die "$what: plain-key request $n: X-RateLimit-Limit '$(wl_header X-RateLimit-Limit)', want 2"
-		if ((n <= 2)); then
-			[[ $status == 200 ]] || wl_die "$what: plain-key request $n: $status, want 200"
-		else
-			[[ $status == 429 && $(wl_header Retry-After) =~ ^[1-9][0-9]*$ ]] ||
-				wl_die "$what: plain-key request $n: $status, Retry-After '$(wl_header Retry-After)', want 429"
-		fi
+	for key in 10.1.2.3 plain-key; do
+		for n in 1 2 3; do
+			if ((n % 2)); then port=$a; else port=$b; fi
+			status=$(wl_fetch "http://127.0.0.1:$port$path" -H "X-API-Key: $key")
+			[[ $(wl_header X-RateLimit-Limit) == 2 ]] || wl_die "$what: $key request $n: X-RateLimit-Limit '$(wl_header X-RateLimit-Limit)', want 2"
+			if ((n <= 2)); then
+				[[ $status == 200 ]] || wl_die "$what: $key request $n: $status, want 200"
+			else
+				[[ $status == 429 && $(wl_header Retry-After) =~ ^[1-9][0-9]*$ ]] ||
+					wl_die "$what: $key request $n: $status, Retry-After '$(wl_header Retry-After)', want 429"
+			fi
+		done
 	done
-	WL_SUMMARY="$what: overrides: gold-key 6 x 200 under 600 (599..594), 10.1.2.3 exempt (6 x 200, no headers), plain-key 2 x 200 then 429 (alternating instances)"
+	WL_SUMMARY="$what: overrides: gold-key 6 x 200 under 600 (599..594); client 127.0.0.1 exempt by 127.0.0.0/8 (6 x 200, no headers); the key 10.1.2.3 from 127.0.0.1 not exempt by 10.0.0.0/8 and plain-key: 2 x 200 then 429 (alternating instances)"
 }
 
 # wl_redis_kill_under_load PORT: the redis-server is killed (kill -9) while

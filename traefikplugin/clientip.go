@@ -110,22 +110,28 @@ func parseRange(s string) (netip.Prefix, error) {
 	return p.Masked(), nil
 }
 
-// clientIP returns the client address of r, or "" when the strategy finds
-// none (X-Forwarded-For shorter than the depth, or every entry excluded).
-// Malformed entries are returned as they are, trimmed of spaces.
+// clientIP returns the key of the client address of r: the address
+// pickIP finds, an IPv6 address grouped by the strategy's subnet.
 func clientIP(s *ipStrategy, r *http.Request) string {
-	var ip string
-	if s.depth > 0 {
-		ip = normalizeIP(forwardedAt(r.Header[headerXFF], s.depth))
-	} else if s.excluded != nil {
-		ip = firstNotExcluded(s, r.Header[headerXFF])
-	} else {
-		ip = remoteHost(r.RemoteAddr)
-	}
+	ip := pickIP(s, r)
 	if strings.IndexByte(ip, ':') >= 0 {
 		return httplimit.MaskIP(ip, 0, s.v6Bits) // IPv6 grouped, IPv4-mapped as IPv4
 	}
 	return ip
+}
+
+// pickIP returns the client address of r as the strategy picks it, before
+// any grouping, or "" when it finds none (X-Forwarded-For shorter than the
+// depth, or every entry excluded). Malformed entries are returned as they
+// are, trimmed of spaces.
+func pickIP(s *ipStrategy, r *http.Request) string {
+	if s.depth > 0 {
+		return normalizeIP(forwardedAt(r.Header[headerXFF], s.depth))
+	}
+	if s.excluded != nil {
+		return firstNotExcluded(s, r.Header[headerXFF])
+	}
+	return remoteHost(r.RemoteAddr)
 }
 
 // addrKey returns the key of a request's remote address addr as a

@@ -60,15 +60,18 @@ type Config struct {
 	// ["401", "403", "500-599"]; as a label, countStatus=401,403,500-599.
 	// Its own rejections are never counted.
 	CountStatus []string `json:"countStatus,omitempty" yaml:"countStatus,omitempty" mapstructure:"countStatus"`
-	// Overrides give some keys, the values sourceCriterion chooses, a
-	// limit of their own, or exempt them: entries "<key or CIDR>=<limit>"
-	// or "<key or CIDR>=unlimited", such as ["gold-key=600",
-	// "10.0.0.0/8=unlimited"]; as a label,
-	// overrides=gold-key=600,10.0.0.0/8=unlimited. A CIDR (or a single
-	// IP address) matches every key that is an address inside it; the
-	// override of the key itself applies first, then the narrowest CIDR.
-	// An exempt request is neither counted nor limited, and gets no
-	// rate-limit headers. A key's count does not depend on its limit.
+	// Overrides give some requests a limit of their own, or exempt them:
+	// entries "<key or CIDR>=<limit>" or "<key or CIDR>=unlimited", such
+	// as ["gold-key=600", "10.0.0.0/8=unlimited"]; as a label,
+	// overrides=gold-key=600,10.0.0.0/8=unlimited. A key matches the
+	// request's key, the value sourceCriterion chooses, exactly. A CIDR
+	// (a single IP address is a CIDR of one address) matches the client's
+	// own address: the one ipStrategy picks, before grouping by
+	// ipv6Subnet, or the remote address with requestHeaderName or
+	// requestHost; never the key, which a client may choose. The override
+	// of the key applies first, then the narrowest CIDR. An exempt
+	// request is neither counted nor limited, and gets no rate-limit
+	// headers. A key's count does not depend on its limit.
 	Overrides []string `json:"overrides,omitempty" yaml:"overrides,omitempty" mapstructure:"overrides"`
 	// OnStoreError says how requests are decided while Redis fails: allow
 	// (the default) admits them, deny rejects them, local decides them with

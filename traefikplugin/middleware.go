@@ -54,9 +54,11 @@ type Middleware struct {
 	// requests are reserved, then refunded unless their status is listed
 	// (see serveCounted).
 	countStatus *ratelimit.StatusSet
-	// overrides, when set, give some keys their own limit or exempt
-	// them; such a middleware is slow.
+	// overrides, when set, give some keys or client addresses their own
+	// limit or exempt them; such a middleware is slow. cidrs is set when
+	// some override is a CIDR: only then is the client address parsed.
 	overrides *ratelimit.Overrides
+	cidrs     bool
 	// refunder gives back m.store's reservations; nil for the in-memory
 	// zone.
 	refunder ratelimit.Refunder
@@ -111,6 +113,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 
 		countStatus: s.countStatus,
 		overrides:   s.overrides,
+		cidrs:       s.overrides != nil && s.overrides.HasCIDRs(),
 	}
 	if store != nil {
 		useStore(m, store)

@@ -3,16 +3,20 @@ package traefikplugin
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
+	"github.com/windowlimit/windowlimit/shared/httplimit"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
 // overrides parses the overrides list against the normalized rule r:
-// entries "<key or CIDR>=<limit>|unlimited". A label hands the list over
-// as one comma-separated string or already split: both are accepted. The
-// last '=' splits an entry, so that a key may hold '=' (base64 padding).
+// entries "<key or CIDR>=<limit>|unlimited", where an IP address or a
+// CIDR matches the client address (see overriddenKey). A label hands the
+// list over as one comma-separated string or already split: both are
+// accepted. The last '=' splits an entry, so that a key may hold '='
+// (base64 padding).
 func overrides(list []string, r ratelimit.Rule) (*ratelimit.Overrides, error) {
 	var ovs []ratelimit.Override
 	for _, v := range list {
@@ -37,10 +41,11 @@ func overrides(list []string, r ratelimit.Rule) (*ratelimit.Overrides, error) {
 }
 
 // serveOverridden serves a request of a middleware with overrides: an
-// exempt key goes straight on, without headers; another gets its own
+// exempt request goes straight on, without headers; another gets its own
 // limit, or the rule's.
-func serveOverridden(m *Middleware, w http.ResponseWriter, r *http.Request, key string) {
-	limit, _ := m.overrides.Match(key)
+func serveOverridden(m *Middleware, w http.ResponseWriter, r *http.Request) {
+	key, client := overriddenKey(m, r)
+	limit, _ := m.overrides.Match(key, client)
 	if limit == ratelimit.Unlimited {
 		m.next.ServeHTTP(w, r)
 		return
@@ -60,6 +65,48 @@ func serveOverridden(m *Middleware, w http.ResponseWriter, r *http.Request, key 
 		d = takeLimitFromStore(r.Context(), m, key, limit)
 	}
 	decided(m, w, r, key, d)
+}
+
+// overriddenKey returns the key of r and the client address its CIDR
+// overrides match: for an ipStrategy, the address it picks, before
+// grouping by ipv6Subnet; for the other sources, the remote address; never
+// the key, which a client chooses. The address is the zero Addr when there
+// is none, or when m has no CIDR. The key is the one addrKey or keyOf
+// computes; for an address, it comes from the same parse.
+func overriddenKey(m *Middleware, r *http.Request) (string, netip.Addr) {
+	if !m.cidrs {
+		if m.source == nil {
+			return addrKey(r.RemoteAddr, m.v6Bits), netip.Addr{}
+		}
+		return keyOf(m.source, r), netip.Addr{}
+	}
+	if m.source != nil && m.source.kind != sourceIP {
+		a, _ := netip.ParseAddr(remoteHost(r.RemoteAddr))
+		return keyOf(m.source, r), a
+	}
+	var ip string
+	v6Bits := m.v6Bits
+	if m.source == nil {
+		ip = remoteHost(r.RemoteAddr)
+	} else {
+		ip, v6Bits = pickIP(m.source.ip, r), m.source.ip.v6Bits
+	}
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		// No address (none found, or junk): the key as written.
+		if m.source == nil {
+			return addrKey(r.RemoteAddr, m.v6Bits), a
+		}
+		return keyOf(m.source, r), a
+	}
+	key := ip
+	if strings.IndexByte(ip, ':') >= 0 {
+		key = httplimit.MaskAddr(a, ip, 0, v6Bits) // IPv6 grouped, IPv4-mapped as IPv4
+	}
+	if m.source != nil {
+		key = httplimit.BoundKey(key) // as keyOf: a zone can make an address long
+	}
+	return key, a
 }
 
 // takeLimitFromStore is takeFromStore for a key with its own limit.

@@ -88,15 +88,15 @@ func reject(m *Middleware, w http.ResponseWriter, h http.Header, d ratelimit.Dec
 // store, answered with other headers than legacy, or counted by its
 // response (countStatus), or with overrides.
 func serveOther(m *Middleware, w http.ResponseWriter, r *http.Request) {
+	if m.overrides != nil {
+		serveOverridden(m, w, r)
+		return
+	}
 	var key string
 	if m.source == nil {
 		key = addrKey(r.RemoteAddr, m.v6Bits)
 	} else {
 		key = keyOf(m.source, r)
-	}
-	if m.overrides != nil {
-		serveOverridden(m, w, r, key)
-		return
 	}
 	if m.countStatus != nil {
 		serveCounted(m, w, r, key)

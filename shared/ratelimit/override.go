@@ -13,9 +13,12 @@ import (
 // requests are neither counted nor limited.
 const Unlimited int64 = -1
 
-// Override gives the keys it matches a limit of their own: the key equal
-// to Key, or, when Key is an IP address or a CIDR, every key that is an IP
-// address inside it. Limit is Unlimited or a positive N.
+// Override gives the requests it matches a limit of their own. Key is
+// either a key, which matches the request's key exactly, or an IP address
+// or a CIDR, which matches the client's own address as the host
+// determined it, never the key: a client chooses its key (a header, a
+// query value), not its address. A single address is a CIDR of one
+// address. Limit is Unlimited or a positive N.
 type Override struct {
 	Key   string
 	Limit int64
@@ -45,8 +48,9 @@ func ValidLimit(r Rule, n int64) bool {
 	return n >= r.Cost && n <= max
 }
 
-// Overrides matches keys against a zone's overrides. The zero value
-// matches nothing. It is safe for concurrent use once built.
+// Overrides matches requests against a zone's overrides: keys by the
+// request's key, CIDRs by its client address. The zero value matches
+// nothing. It is safe for concurrent use once built.
 type Overrides struct {
 	keys     map[string]int64
 	prefixes []prefixLimit
@@ -124,7 +128,7 @@ func parseCIDR(s string) (netip.Prefix, bool, error) {
 }
 
 // unmapPrefix turns an IPv4-mapped IPv6 prefix into its IPv4 prefix, as
-// keys are.
+// Match unmaps the client address.
 func unmapPrefix(p netip.Prefix) netip.Prefix {
 	if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
 		return netip.PrefixFrom(a.Unmap(), p.Bits()-96)
@@ -135,57 +139,30 @@ func unmapPrefix(p netip.Prefix) netip.Prefix {
 // Len returns how many overrides o holds.
 func (o *Overrides) Len() int { return len(o.keys) + len(o.prefixes) }
 
-// Match returns the limit of key: the override of the same key first,
-// else that of the narrowest CIDR holding key when key is an IP address (or a
-// masked prefix such as 2001:db8::/64, by its address). It reports false
-// when no override matches.
-func (o *Overrides) Match(key string) (int64, bool) {
+// HasCIDRs reports whether o holds a CIDR, so that a host parses the
+// client address for Match only when one could match it.
+func (o *Overrides) HasCIDRs() bool { return len(o.prefixes) > 0 }
+
+// Match returns the limit of a request with the key key from the client
+// address client: the override of the key first, else that of the
+// narrowest CIDR holding client. client is the address the host
+// determined, its trusted proxies applied, before any grouping by prefix
+// (an IPv6 client is matched by its own address, not by its /64); an
+// IPv4-mapped address matches as its IPv4 address, and the zero Addr (no
+// address known) matches no CIDR. The key is never matched against a
+// CIDR, whatever it spells. It reports false when no override matches.
+func (o *Overrides) Match(key string, client netip.Addr) (int64, bool) {
 	if n, ok := o.keys[key]; ok {
 		return n, true
 	}
-	return o.MatchIP(key)
-}
-
-// MatchIP is Match for the CIDRs only: for a client IP that is not the
-// key (an empty key's fallback).
-func (o *Overrides) MatchIP(ip string) (int64, bool) {
-	if len(o.prefixes) == 0 || !maybeIP(ip) {
+	if len(o.prefixes) == 0 || !client.IsValid() {
 		return 0, false
 	}
-	if i := strings.IndexByte(ip, '/'); i >= 0 {
-		ip = ip[:i]
-	}
-	a, err := netip.ParseAddr(ip)
-	if err != nil {
-		return 0, false
-	}
-	a = a.Unmap()
+	client = client.Unmap().WithZone("")
 	for i := range o.prefixes {
-		if o.prefixes[i].p.Contains(a) {
+		if o.prefixes[i].p.Contains(client) {
 			return o.prefixes[i].limit, true
 		}
 	}
 	return 0, false
-}
-
-// maybeIP reports whether s could be an address, so that other keys skip
-// the parser, whose error allocates.
-func maybeIP(s string) bool {
-	if len(s) < 2 || len(s) > 64 {
-		return false
-	}
-	dots, colons := 0, 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '.':
-			dots++
-		case c == ':':
-			colons++
-		case c == '/' || c == '%' || '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F':
-		default:
-			return false
-		}
-	}
-	return dots == 3 || colons >= 2
 }

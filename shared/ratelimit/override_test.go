@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -170,6 +171,9 @@ func TestGuardDenyCacheLimit(t *testing.T) {
 	}
 }
 
+// TestOverrides: a key override matches the key exactly; a CIDR (or a
+// single address) matches the client address, unmapped, by the narrowest
+// CIDR, and never the key, whatever it spells.
 func TestOverrides(t *testing.T) {
 	r := Rule{Window: time.Minute, Limit: 10}
 	if err := r.Normalize(); err != nil {
@@ -181,36 +185,85 @@ func TestOverrides(t *testing.T) {
 		{Key: "10.1.0.0/16", Limit: 20},
 		{Key: "2001:db8::/32", Limit: 30},
 		{Key: "192.0.2.7", Limit: 40},
+		{Key: "::1", Limit: 50},
+		{Key: "::ffff:198.51.100.0/120", Limit: 60},
+		{Key: "fe80::/10", Limit: 70},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !o.HasCIDRs() || o.Len() != 8 {
+		t.Fatalf("HasCIDRs %v, Len %d; want true, 8", o.HasCIDRs(), o.Len())
+	}
+	var none netip.Addr
 	for _, c := range []struct {
-		key   string
-		limit int64
-		ok    bool
+		key    string
+		client netip.Addr
+		limit  int64
+		ok     bool
 	}{
-		{"gold-key", 600, true},
-		{"silver-key", 0, false},
-		{"10.2.3.4", Unlimited, true},
-		{"10.1.3.4", 20, true}, // the narrowest CIDR
-		{"::ffff:10.2.3.4", Unlimited, true},
-		{"2001:db8:1:2::", 30, true},
-		{"2001:db8:1:2::/64", 30, true}, // a masked key
-		{"192.0.2.7", 40, true},
-		{"192.0.2.8", 0, false},
-		{"11.0.0.1", 0, false},
-		{"beef", 0, false},
+		{"gold-key", none, 600, true},
+		{"gold-key", netip.MustParseAddr("10.2.3.4"), 600, true}, // the key first
+		{"silver-key", none, 0, false},
+		{"silver-key", netip.MustParseAddr("10.2.3.4"), Unlimited, true},
+		{"", netip.MustParseAddr("10.1.3.4"), 20, true}, // the narrowest CIDR
+		{"k", netip.MustParseAddr("::ffff:10.2.3.4"), Unlimited, true},
+		{"k", netip.MustParseAddr("2001:db8:1:2::5"), 30, true},
+		{"k", netip.MustParseAddr("192.0.2.7"), 40, true},
+		{"k", netip.MustParseAddr("192.0.2.8"), 0, false},
+		{"k", netip.MustParseAddr("11.0.0.1"), 0, false},
+		{"k", netip.MustParseAddr("::1"), 50, true},
+		{"k", netip.MustParseAddr("::"), 0, false},
+		{"k", netip.MustParseAddr("fe80::1%eth0"), 70, true}, // without its zone
+		{"k", netip.MustParseAddr("198.51.100.9"), 60, true}, // a mapped CIDR holds IPv4
+		// Keys that spell addresses or CIDRs inside them: no match.
+		{"10.2.3.4", none, 0, false},
+		{"10.2.3.4", netip.MustParseAddr("203.0.113.7"), 0, false},
+		{"::ffff:10.2.3.4", none, 0, false},
+		{"10.0.0.0/8", none, 0, false},
+		{"2001:db8:1:2::/64", none, 0, false},
+		{"192.0.2.7", none, 0, false},
+		{"::1", none, 0, false},
 	} {
-		if n, ok := o.Match(c.key); n != c.limit || ok != c.ok {
-			t.Errorf("Match(%q) = %d, %v; want %d, %v", c.key, n, ok, c.limit, c.ok)
+		if n, ok := o.Match(c.key, c.client); n != c.limit || ok != c.ok {
+			t.Errorf("Match(%q, %v) = %d, %v; want %d, %v", c.key, c.client, n, ok, c.limit, c.ok)
 		}
 	}
-	if _, ok := o.MatchIP("gold-key"); ok {
-		t.Error("MatchIP matched a key")
+	keys, err := NewOverrides(r, []Override{{Key: "gold-key", Limit: 600}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := testing.AllocsPerRun(100, func() { o.Match("silver-key"); o.Match("10.2.3.4"); o.Match("beef:cafe") }); n != 0 {
+	if keys.HasCIDRs() {
+		t.Error("HasCIDRs without a CIDR")
+	}
+	mapped, v6 := netip.MustParseAddr("::ffff:10.2.3.4"), netip.MustParseAddr("2001:db8::1")
+	if n := testing.AllocsPerRun(100, func() {
+		o.Match("silver-key", none)
+		o.Match("silver-key", mapped)
+		o.Match("beef:cafe", v6)
+	}); n != 0 {
 		t.Errorf("Match allocates %v times", n)
+	}
+}
+
+// TestOverridesIPv6ByAddress: a CIDR matches an IPv6 client by its own
+// address, never by the /64 that groups its key.
+func TestOverridesIPv6ByAddress(t *testing.T) {
+	r := Rule{Window: time.Minute, Limit: 10}
+	if err := r.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cidr string
+		ok   bool
+	}{{"::1", true}, {"::1/128", true}, {"::/128", false}, {"::/64", true}} {
+		o, err := NewOverrides(r, []Override{{Key: c.cidr, Limit: Unlimited}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := o.Match("::/64", netip.MustParseAddr("::1")); ok != c.ok {
+			t.Errorf("%s, client ::1 (key ::/64): matched %v, want %v", c.cidr, ok, c.ok)
+		}
 	}
 }
 
