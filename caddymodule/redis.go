@@ -307,6 +307,7 @@ func (p *pooledRedis) Destruct() error {
 	retiredStats.Fallbacks += st.Fallbacks
 	retiredStats.CacheHits += st.CacheHits
 	retiredStats.OutOfMemory += st.OutOfMemory
+	retiredStats.Overloaded += st.Overloaded
 	retiredMu.Unlock()
 	return p.runner.Close()
 }
@@ -341,8 +342,9 @@ func acquireRedis(s *redisSetup, logger *zap.Logger) (string, *ratelimit.Guard, 
 	return key, v.(*pooledRedis).guard, nil
 }
 
-// guardLog returns the log function of the guard of s: failures and Redis
-// out of memory at WARN, recoveries at INFO.
+// guardLog returns the log function of the guard of s: failures, Redis
+// out of memory and calls not sent for this instance's backlog at WARN,
+// recoveries at INFO.
 func guardLog(logger *zap.Logger, s *redisSetup) func(ratelimit.GuardEvent) {
 	addrs := zap.String("redis", strings.Join(s.opts.Addrs, ","))
 	return func(e ratelimit.GuardEvent) {
@@ -350,7 +352,7 @@ func guardLog(logger *zap.Logger, s *redisSetup) func(ratelimit.GuardEvent) {
 		switch {
 		case e.Err == nil:
 			logger.Info(msg, addrs, zap.Duration("unavailable", e.Down))
-		case e.OutOfMemory():
+		case e.OutOfMemory(), e.Overloaded():
 			logger.Warn(msg, addrs, zap.String("on_store_error", e.Policy.String()), zap.Int64("not_logged", e.Suppressed))
 		default:
 			logger.Warn(msg, addrs, zap.String("on_store_error", e.Policy.String()), zap.Int64("errors_not_logged", e.Suppressed), zap.Error(e.Err))
@@ -378,6 +380,7 @@ func guardStats() (sum ratelimit.GuardStats, open int) {
 		sum.Fallbacks += st.Fallbacks
 		sum.CacheHits += st.CacheHits
 		sum.OutOfMemory += st.OutOfMemory
+		sum.Overloaded += st.Overloaded
 		if st.Open {
 			open++
 		}
