@@ -63,9 +63,11 @@ type RedisConfig struct {
 	DB int `json:"db,omitempty"`
 	// TLS, when set, encrypts the connections to Redis.
 	TLS *RedisTLS `json:"tls,omitempty"`
-	// DialTimeout bounds connecting. The default is 1s.
+	// DialTimeout bounds connecting. The default is 1s; it must be at
+	// least 1ms.
 	DialTimeout caddy.Duration `json:"dial_timeout,omitempty"`
-	// Timeout bounds each read and each write. The default is 500ms.
+	// Timeout bounds each read and each write. The default is 500ms; it
+	// must be at least 1ms.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 	// PoolSize is the most connections open to each Redis server. The
 	// default is go-redis's: 10 per CPU.
@@ -113,7 +115,22 @@ func (c *RedisConfig) check() error {
 	if c.DialTimeout < 0 || c.Timeout < 0 {
 		return errors.New("dial_timeout and timeout must not be negative")
 	}
+	if err := checkRedisTimeout("dial_timeout", c.DialTimeout); err != nil {
+		return err
+	}
+	if err := checkRedisTimeout("timeout", c.Timeout); err != nil {
+		return err
+	}
 	return spelling.Error(c.shared().Check())
+}
+
+// checkRedisTimeout reports a timeout set below resp.MinTimeout: no Redis
+// answers within less, and every call would fail. Zero means the default.
+func checkRedisTimeout(field string, d caddy.Duration) error {
+	if d > 0 && time.Duration(d) < resp.MinTimeout {
+		return fmt.Errorf("%s: %v is too short (at least %v)", field, time.Duration(d), resp.MinTimeout)
+	}
+	return nil
 }
 
 // shared returns the settings of c that the core checks.
