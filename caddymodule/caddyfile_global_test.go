@@ -29,6 +29,7 @@ func TestGlobalOptionErrors(t *testing.T) {
 		{"rate_limit {\n\t\ton_store_error maybe\n\t}", "", "on_store_error"},
 		{"rate_limit {\n\t\tstore redis\n\t\tstore memory\n\t}", "", "duplicate store"},
 		{"rate_limit {\n\t\tstore redis {\n\t\t\tdb x\n\t\t}\n\t}", "", "db: want a database number"},
+		{"rate_limit {\n\t\tstore redis {\n\t\t\ttimeout 1ns\n\t\t}\n\t}", "", "timeout: 1ns is too short (at least 1ms)"},
 		{"rate_limit extra", "", "wrong argument count"},
 		// A site that opts out of the global store cannot keep a policy.
 		{"rate_limit {\n\t\tstore redis\n\t}", "store memory\n\t\ton_store_error deny", "on_store_error applies only"},

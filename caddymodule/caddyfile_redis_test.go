@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
@@ -91,6 +92,10 @@ func TestUnmarshalCaddyfileRedisErrors(t *testing.T) {
 		{"db negative", "store redis {\n\t\tdb -1\n\t}", "db: want a database number"},
 		{"dial_timeout bad", "store redis {\n\t\tdial_timeout soon\n\t}", "dial_timeout: want a positive duration"},
 		{"timeout zero", "store redis {\n\t\ttimeout 0s\n\t}", "timeout: want a positive duration"},
+		{"dial_timeout 1ns", "store redis {\n\t\tdial_timeout 1ns\n\t}", "store redis: dial_timeout: 1ns is too short (at least 1ms)"},
+		{"dial_timeout under 1ms", "store redis {\n\t\tdial_timeout 999us\n\t}", "store redis: dial_timeout: 999µs is too short (at least 1ms)"},
+		{"timeout 1ns", "store redis {\n\t\ttimeout 1ns\n\t}", "store redis: timeout: 1ns is too short (at least 1ms)"},
+		{"timeout under 1ms", "store redis {\n\t\ttimeout 0.5ms\n\t}", "store redis: timeout: 500µs is too short (at least 1ms)"},
 		{"pool_size zero", "store redis {\n\t\tpool_size 0\n\t}", "pool_size: want a positive integer"},
 		{"pool_size huge", "store redis {\n\t\tpool_size 99999999\n\t}", "pool_size: 99999999 is too large"},
 		{"key_prefix braces", "store redis {\n\t\tkey_prefix {x}\n\t}", `key_prefix: "{x}" must not contain braces`},
@@ -192,6 +197,8 @@ func TestRedisResolve(t *testing.T) {
 		{RedisConfig{DB: -1}, "db:"},
 		{RedisConfig{PoolSize: -1}, "pool_size:"},
 		{RedisConfig{KeyPrefix: "{"}, "key_prefix"},
+		{RedisConfig{DialTimeout: 1}, "dial_timeout: 1ns is too short (at least 1ms)"},
+		{RedisConfig{Timeout: caddy.Duration(time.Millisecond - 1)}, "timeout: 999.999µs is too short (at least 1ms)"},
 	}
 	for _, tt := range bad {
 		_, err := tt.c.resolve(0)
@@ -201,6 +208,10 @@ func TestRedisResolve(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("error shows the password: %v", err)
 		}
+	}
+	ms := caddy.Duration(time.Millisecond)
+	if s, err = (&RedisConfig{DialTimeout: ms, Timeout: ms}).resolve(0); err != nil || s.opts.DialTimeout != time.Millisecond || s.opts.ReadTimeout != time.Millisecond {
+		t.Errorf("timeouts of 1ms: %+v, %v", s, err)
 	}
 	s, _ = (&RedisConfig{TLS: &RedisTLS{CA: notPEM}}).resolve(0)
 	if _, err := s.clients(); err == nil || !strings.Contains(err.Error(), "tls:") {
@@ -217,6 +228,8 @@ func TestProvisionRedisErrors(t *testing.T) {
 		{`{"rate_limits":{"a":{"window":"1m","limit":1}},"redis":{},"on_store_error":"maybe"}`, "on_store_error: unknown store failure policy"},
 		{`{"rate_limits":{"a":{"window":"1m","limit":1}},"redis":{"address":"a:1","url":"redis://b:1"}}`, "store redis: set one of"},
 		{`{"rate_limits":{"a":{"window":"1m","limit":1}},"redis":{"password":"{env.WL_TEST_UNSET_VARIABLE}"}}`, "store redis: password:"},
+		{`{"rate_limits":{"a":{"window":"1m","limit":1}},"redis":{"dial_timeout":"1ns"}}`, "store redis: dial_timeout: 1ns is too short (at least 1ms)"},
+		{`{"rate_limits":{"a":{"window":"1m","limit":1}},"redis":{"timeout":"999us"}}`, "store redis: timeout: 999µs is too short (at least 1ms)"},
 		{`{"rate_limits":{"a{b}":{"window":"1m","limit":1}},"redis":{}}`, `zone name: "a{b}" must not have braces`},
 		{`{"rate_limits":{"a":{"window":"1500ns","limit":1,"algorithm":"fixed"}},"redis":{}}`, "window: 1.5µs must be whole microseconds"},
 		{`{"rate_limits":{"a":{"window":"10us","sub_window":"2500ns","limit":1}},"redis":{}}`, "sub_window: 2.5µs must be whole microseconds"},

@@ -204,6 +204,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			which: make([]int, 0, n),
 		}
 	}}
+	h.warnSpoofableClientIP(ctx)
 	trackHandler(h) // for the admin API (admin.go)
 	return nil
 }

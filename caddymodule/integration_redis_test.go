@@ -93,7 +93,7 @@ func TestIntegrationRedis(t *testing.T) {
 	}
 	metrics, _ := io.ReadAll(mresp.Body)
 	mresp.Body.Close()
-	for _, m := range []string{"caddy_http_rate_limit_store_errors_total ", "caddy_http_rate_limit_store_fallbacks_total ", "caddy_http_rate_limit_store_out_of_memory_total ", "caddy_http_rate_limit_store_breakers_open 1"} {
+	for _, m := range []string{"caddy_http_rate_limit_store_errors_total ", "caddy_http_rate_limit_store_fallbacks_total ", "caddy_http_rate_limit_store_out_of_memory_total ", "caddy_http_rate_limit_store_overloaded_total ", "caddy_http_rate_limit_store_breakers_open 1"} {
 		if !strings.Contains(string(metrics), m) {
 			t.Errorf("metrics lack %q", m)
 		}

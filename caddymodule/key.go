@@ -60,6 +60,27 @@ func newKeySource(template string, v4, v6 int) keySource {
 // needsReplacer reports whether of needs the request's replacer.
 func (k *keySource) needsReplacer() bool { return !k.clientIP && !k.static }
 
+// readsClientIP reports whether the client IP can tell k's keys apart:
+// the template holds it, or the template may come out empty, and the key
+// then falls back to it (see of).
+func (k *keySource) readsClientIP() bool {
+	return k.clientIP || strings.Contains(k.template, defaultKey) || !k.static && mayBeEmpty(k.template)
+}
+
+// mayBeEmpty reports whether template may come out empty: it is nothing
+// but placeholders, none of them the connection's address, which every
+// request has. Literal text, an escaped brace included, is never empty.
+func mayBeEmpty(template string) bool {
+	for t := template; t != ""; {
+		end := strings.IndexByte(t, '}')
+		if t[0] != '{' || end < 0 || strings.HasPrefix(t[1:end], "http.request.remote") {
+			return false
+		}
+		t = t[end+1:]
+	}
+	return true
+}
+
 // isSinglePlaceholder reports whether s is one placeholder and nothing else.
 func isSinglePlaceholder(s string) bool {
 	return len(s) > 2 && s[0] == '{' && s[len(s)-1] == '}' &&

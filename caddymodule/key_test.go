@@ -63,3 +63,28 @@ func TestKeySource(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyReadsClientIP: a key reads the client IP when its template holds
+// it or may come out empty (the fallback); the connection's address and
+// literal text are never empty.
+func TestKeyReadsClientIP(t *testing.T) {
+	for template, want := range map[string]bool{
+		"":                            true,
+		"{http.vars.client_ip}":       true,
+		"user:{http.vars.client_ip}":  true,
+		"{http.request.header.X-Key}": true,
+		"{http.request.header.A}{http.request.cookie.b}": true,
+		"{http.request.remote.host}":                     false,
+		"{http.request.remote.host/24}":                  false,
+		"{http.request.header.A}{http.request.remote}":   false,
+		"everyone":                      false,
+		"k:{http.request.header.X-Key}": false,
+		"{http.request.header.X-Key}/{http.request.uri.path}": false,
+		`\{{http.request.header.X-Key}\}`:                     false,
+	} {
+		k := newKeySource(template, 0, 0)
+		if got := k.readsClientIP(); got != want {
+			t.Errorf("key %q reads the client IP: %v, want %v", template, got, want)
+		}
+	}
+}

@@ -112,7 +112,7 @@ func (c *keysCollector) Collect(ch chan<- prometheus.Metric) {
 // summed over every Redis store of the process (closed ones included, so
 // the counters never go down).
 type storeCollector struct {
-	errors, fallbacks, cacheHits, outOfMemory, open *prometheus.Desc
+	errors, fallbacks, cacheHits, outOfMemory, overloaded, open *prometheus.Desc
 }
 
 func newStoreCollector() *storeCollector {
@@ -120,11 +120,13 @@ func newStoreCollector() *storeCollector {
 		errors: prometheus.NewDesc("caddy_http_rate_limit_store_errors_total",
 			"Errors of the Redis store (each one decided by on_store_error).", nil, nil),
 		fallbacks: prometheus.NewDesc("caddy_http_rate_limit_store_fallbacks_total",
-			"Requests decided by on_store_error because Redis failed, its circuit breaker was open, or it was out of memory.", nil, nil),
+			"Requests decided by on_store_error because Redis failed, its circuit breaker was open, it was out of memory, or this instance's backlog of Redis calls was too long.", nil, nil),
 		cacheHits: prometheus.NewDesc("caddy_http_rate_limit_store_denial_cache_hits_total",
 			"Requests denied from the local denial cache without asking Redis.", nil, nil),
 		outOfMemory: prometheus.NewDesc("caddy_http_rate_limit_store_out_of_memory_total",
 			"Requests Redis would have admitted but could not count (over maxmemory), decided by on_store_error.", nil, nil),
+		overloaded: prometheus.NewDesc("caddy_http_rate_limit_store_overloaded_total",
+			"Requests whose Redis call was not sent because it waited too long for a free pipeline (load on this instance, not a Redis failure), decided by on_store_error.", nil, nil),
 		open: prometheus.NewDesc("caddy_http_rate_limit_store_breakers_open",
 			"Redis stores whose circuit breaker is open (Redis unavailable).", nil, nil),
 	}
@@ -136,6 +138,7 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.fallbacks
 	ch <- c.cacheHits
 	ch <- c.outOfMemory
+	ch <- c.overloaded
 	ch <- c.open
 }
 
@@ -146,5 +149,6 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.fallbacks, prometheus.CounterValue, float64(st.Fallbacks))
 	ch <- prometheus.MustNewConstMetric(c.cacheHits, prometheus.CounterValue, float64(st.CacheHits))
 	ch <- prometheus.MustNewConstMetric(c.outOfMemory, prometheus.CounterValue, float64(st.OutOfMemory))
+	ch <- prometheus.MustNewConstMetric(c.overloaded, prometheus.CounterValue, float64(st.Overloaded))
 	ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, float64(open))
 }

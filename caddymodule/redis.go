@@ -63,9 +63,11 @@ type RedisConfig struct {
 	DB int `json:"db,omitempty"`
 	// TLS, when set, encrypts the connections to Redis.
 	TLS *RedisTLS `json:"tls,omitempty"`
-	// DialTimeout bounds connecting. The default is 1s.
+	// DialTimeout bounds connecting. The default is 1s; it must be at
+	// least 1ms.
 	DialTimeout caddy.Duration `json:"dial_timeout,omitempty"`
-	// Timeout bounds each read and each write. The default is 500ms.
+	// Timeout bounds each read and each write. The default is 500ms; it
+	// must be at least 1ms.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 	// PoolSize is the most connections open to each Redis server. The
 	// default is go-redis's: 10 per CPU.
@@ -113,7 +115,22 @@ func (c *RedisConfig) check() error {
 	if c.DialTimeout < 0 || c.Timeout < 0 {
 		return errors.New("dial_timeout and timeout must not be negative")
 	}
+	if err := checkRedisTimeout("dial_timeout", c.DialTimeout); err != nil {
+		return err
+	}
+	if err := checkRedisTimeout("timeout", c.Timeout); err != nil {
+		return err
+	}
 	return spelling.Error(c.shared().Check())
+}
+
+// checkRedisTimeout reports a timeout set below resp.MinTimeout: no Redis
+// answers within less, and every call would fail. Zero means the default.
+func checkRedisTimeout(field string, d caddy.Duration) error {
+	if d > 0 && time.Duration(d) < resp.MinTimeout {
+		return fmt.Errorf("%s: %v is too short (at least %v)", field, time.Duration(d), resp.MinTimeout)
+	}
+	return nil
 }
 
 // shared returns the settings of c that the core checks.
@@ -307,6 +324,7 @@ func (p *pooledRedis) Destruct() error {
 	retiredStats.Fallbacks += st.Fallbacks
 	retiredStats.CacheHits += st.CacheHits
 	retiredStats.OutOfMemory += st.OutOfMemory
+	retiredStats.Overloaded += st.Overloaded
 	retiredMu.Unlock()
 	return p.runner.Close()
 }
@@ -341,8 +359,9 @@ func acquireRedis(s *redisSetup, logger *zap.Logger) (string, *ratelimit.Guard, 
 	return key, v.(*pooledRedis).guard, nil
 }
 
-// guardLog returns the log function of the guard of s: failures and Redis
-// out of memory at WARN, recoveries at INFO.
+// guardLog returns the log function of the guard of s: failures, Redis
+// out of memory and calls not sent for this instance's backlog at WARN,
+// recoveries at INFO.
 func guardLog(logger *zap.Logger, s *redisSetup) func(ratelimit.GuardEvent) {
 	addrs := zap.String("redis", strings.Join(s.opts.Addrs, ","))
 	return func(e ratelimit.GuardEvent) {
@@ -350,7 +369,7 @@ func guardLog(logger *zap.Logger, s *redisSetup) func(ratelimit.GuardEvent) {
 		switch {
 		case e.Err == nil:
 			logger.Info(msg, addrs, zap.Duration("unavailable", e.Down))
-		case e.OutOfMemory():
+		case e.OutOfMemory(), e.Overloaded():
 			logger.Warn(msg, addrs, zap.String("on_store_error", e.Policy.String()), zap.Int64("not_logged", e.Suppressed))
 		default:
 			logger.Warn(msg, addrs, zap.String("on_store_error", e.Policy.String()), zap.Int64("errors_not_logged", e.Suppressed), zap.Error(e.Err))
@@ -378,6 +397,7 @@ func guardStats() (sum ratelimit.GuardStats, open int) {
 		sum.Fallbacks += st.Fallbacks
 		sum.CacheHits += st.CacheHits
 		sum.OutOfMemory += st.OutOfMemory
+		sum.Overloaded += st.Overloaded
 		if st.Open {
 			open++
 		}

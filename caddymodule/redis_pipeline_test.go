@@ -9,7 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/windowlimit/windowlimit/internal/redistest"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
@@ -275,4 +280,118 @@ func TestPipelinedBacklogBound(t *testing.T) {
 	if err := <-slept; err != nil {
 		t.Fatalf("DEBUG SLEEP: %v", err)
 	}
+}
+
+// TestPipelinedBacklogKeepsBreakerClosed: calls failed unsent because
+// they waited too long for a free pipeline are this instance's load, not
+// a Redis failure. on_store_error decides them, the breaker stays closed,
+// and they are counted and logged as such. The pipeline's bound is
+// shortened below one stall of Redis that the client's own timeouts
+// outlast: the pipelines in flight are answered late but answered, and
+// every call queued behind them is late. The connections are dialled
+// beforehand: a dial is bounded by the pipeline's context, which a busy
+// machine could let pass, and that would be a real failure.
+func TestPipelinedBacklogKeepsBreakerClosed(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
+		MaxRetries: 1, MinIdleConns: 2 * defaultPipelines})
+	r := newGoRedisRunner(c)
+	r.pipe.timeout = 200 * time.Millisecond
+	for deadline := time.Now().Add(5 * time.Second); c.PoolStats().IdleConns < 2*defaultPipelines; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			r.Close()
+			t.Fatalf("pool %+v: the idle connections were not dialled", c.PoolStats())
+		}
+	}
+	store, err := ratelimit.NewRedisStore(r, ratelimit.RedisOptions{KeyPrefix: "pl:"})
+	if err != nil {
+		r.Close()
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zapcore.WarnLevel)
+	setup := &redisSetup{opts: redis.UniversalOptions{Addrs: []string{srv.Addr()}}}
+	guard, err := ratelimit.NewRedisGuard(store, ratelimit.FailDeny, nil, guardLog(zap.New(core), setup))
+	if err != nil {
+		r.Close()
+		t.Fatal(err)
+	}
+	// In the pool, where the metrics find every guard.
+	const poolKey = "test: pipelined backlog"
+	if _, _, err := redisStores.LoadOrNew(poolKey, func() (caddy.Destructor, error) {
+		return &pooledRedis{runner: r, guard: guard}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { releaseRedis(poolKey) })
+	reg := prometheus.NewRegistry()
+	if _, err := registerMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	before := storeMetric(t, reg, "caddy_http_rate_limit_store_overloaded_total")
+
+	z := testZone(t, "backlog", ratelimit.Rule{Window: time.Hour, Limit: ratelimit.MaxLimit})
+	items := []ratelimit.Item{{Zone: z, Key: "k"}}
+	if ok, _ := guard.Take(context.Background(), time.Now(), items, make([]ratelimit.Decision, 1)); !ok {
+		t.Fatal("the first call was not admitted")
+	}
+
+	sleeper := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: 10 * time.Second})
+	defer sleeper.Close()
+	slept := make(chan error, 1)
+	go func() { slept <- sleeper.Do(context.Background(), "debug", "sleep", "1").Err() }()
+	time.Sleep(100 * time.Millisecond) // let DEBUG SLEEP start
+
+	const callers = 4 * defaultPipelines * maxPipelineLen
+	var denied atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := make([]ratelimit.Decision, 1)
+			if ok, _ := guard.Take(context.Background(), time.Now(), items, out); !ok {
+				if out[0].RetryAfter != ratelimit.DenyRetryAfter {
+					t.Errorf("a denial with RetryAfter %v, want on_store_error deny's %v", out[0].RetryAfter, ratelimit.DenyRetryAfter)
+				}
+				denied.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := <-slept; err != nil {
+		t.Fatalf("DEBUG SLEEP: %v", err)
+	}
+	st := guard.Stats()
+	if st.Open || st.Failures != 0 {
+		t.Fatalf("stats %+v after a backlog: want the breaker closed and no failures; log %+v", st, logs.All())
+	}
+	if denied.Load() == 0 {
+		t.Fatal("no call was late: the backlog was not provoked")
+	}
+	if st.Overloaded != uint64(denied.Load()) || st.Fallbacks != st.Overloaded {
+		t.Errorf("stats %+v, want %d overloaded calls, each a fallback", st, denied.Load())
+	}
+	if got := storeMetric(t, reg, "caddy_http_rate_limit_store_overloaded_total") - before; got != float64(st.Overloaded) {
+		t.Errorf("caddy_http_rate_limit_store_overloaded_total grew by %v, want %d", got, st.Overloaded)
+	}
+	lines := logs.FilterMessageSnippet("waited too long").All()
+	if len(lines) != 1 || lines[0].ContextMap()["on_store_error"] != "deny" || logs.Len() != 1 {
+		t.Errorf("log %+v, want one line about the backlog naming on_store_error deny", logs.All())
+	}
+}
+
+// storeMetric returns the value of the store counter name in reg.
+func storeMetric(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }

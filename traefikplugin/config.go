@@ -96,11 +96,13 @@ type RedisConfig struct {
 	// TLS, when set, encrypts the connections to Redis.
 	TLS *RedisTLS `json:"tls,omitempty" yaml:"tls,omitempty" mapstructure:"tls"`
 	// DialTimeout bounds connecting, with the TLS and AUTH handshakes.
-	// Empty means 1s.
+	// Empty means 1s; a value under 1ms is an error.
 	DialTimeout string `json:"dialTimeout,omitempty" yaml:"dialTimeout,omitempty" mapstructure:"dialTimeout"`
-	// ReadTimeout bounds the wait for each reply. Empty means 500ms.
+	// ReadTimeout bounds the wait for each reply. Empty means 500ms; a
+	// value under 1ms is an error.
 	ReadTimeout string `json:"readTimeout,omitempty" yaml:"readTimeout,omitempty" mapstructure:"readTimeout"`
-	// WriteTimeout bounds sending each command. Empty means 500ms.
+	// WriteTimeout bounds sending each command. Empty means 500ms; a
+	// value under 1ms is an error.
 	WriteTimeout string `json:"writeTimeout,omitempty" yaml:"writeTimeout,omitempty" mapstructure:"writeTimeout"`
 	// PoolSize is the most connections open to each Redis server. Zero
 	// means 64.

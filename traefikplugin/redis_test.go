@@ -59,6 +59,9 @@ func TestRedisRejectsBadValues(t *testing.T) {
 		{"redis.dialTimeout", func(r *RedisConfig, c *Config) { r.DialTimeout = "0" }},
 		{"redis.readTimeout", func(r *RedisConfig, c *Config) { r.ReadTimeout = "-1s" }},
 		{"redis.writeTimeout", func(r *RedisConfig, c *Config) { r.WriteTimeout = "1x" }},
+		{"redis.dialTimeout", func(r *RedisConfig, c *Config) { r.DialTimeout = "1ns" }},
+		{"redis.readTimeout", func(r *RedisConfig, c *Config) { r.ReadTimeout = "1ns" }},
+		{"redis.writeTimeout", func(r *RedisConfig, c *Config) { r.WriteTimeout = "999us" }},
 		{"redis.poolSize", func(r *RedisConfig, c *Config) { r.PoolSize = -1 }},
 		{"redis.maxActiveConns", func(r *RedisConfig, c *Config) { r.MaxActiveConns = -1 }},
 		{"redis.minIdleConns", func(r *RedisConfig, c *Config) { r.MinIdleConns = -1 }},
@@ -101,6 +104,37 @@ func TestRedisRejectsBadValues(t *testing.T) {
 	}
 	if n := redisClients(); n != 0 {
 		t.Errorf("rejected configs left %d redis clients open", n)
+	}
+}
+
+// TestRedisTimeoutsTooShort: a timeout under a millisecond is refused at
+// load, naming the field and the value: the client's watchdog would spin.
+func TestRedisTimeoutsTooShort(t *testing.T) {
+	for _, tt := range []struct {
+		set  func(r *RedisConfig, d string)
+		in   string
+		want string
+	}{
+		{func(r *RedisConfig, d string) { r.DialTimeout = d }, "1ns", "redis.dialTimeout: 1ns is too short (at least 1ms)"},
+		{func(r *RedisConfig, d string) { r.ReadTimeout = d }, "1ns", "redis.readTimeout: 1ns is too short (at least 1ms)"},
+		{func(r *RedisConfig, d string) { r.ReadTimeout = d }, "0.5ms", "redis.readTimeout: 500µs is too short (at least 1ms)"},
+		{func(r *RedisConfig, d string) { r.WriteTimeout = d }, "999999ns", "redis.writeTimeout: 999.999µs is too short (at least 1ms)"},
+	} {
+		c := validConfig()
+		c.Redis = &RedisConfig{}
+		tt.set(c.Redis, tt.in)
+		if _, err := c.redisSettings(); err == nil || err.Error() != tt.want {
+			t.Errorf("%s: %v, want %q", tt.in, err, tt.want)
+		}
+	}
+	c := validConfig()
+	c.Redis = &RedisConfig{DialTimeout: "1ms", ReadTimeout: "1ms", WriteTimeout: "1ms"}
+	rs, err := c.redisSettings()
+	if err != nil {
+		t.Fatalf("timeouts of 1ms: %v", err)
+	}
+	if o := rs.client; o.DialTimeout != time.Millisecond || o.ReadTimeout != time.Millisecond || o.WriteTimeout != time.Millisecond {
+		t.Errorf("timeouts of 1ms: %+v", o)
 	}
 }
 

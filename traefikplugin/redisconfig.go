@@ -100,8 +100,8 @@ func (c *Config) redisSettings() (*redisSettings, error) {
 	return rs, nil
 }
 
-// redisTimeout parses an optional positive duration; empty means the
-// client's default.
+// redisTimeout parses an optional duration of at least resp.MinTimeout;
+// empty means the client's default.
 func redisTimeout(field, s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
@@ -112,6 +112,10 @@ func redisTimeout(field, s string) (time.Duration, error) {
 	}
 	if d <= 0 {
 		return 0, fieldError(field, "must be positive, got "+strconv.Quote(s))
+	}
+	// Shorter, the client's watchdog would spin (see resp.MinTimeout).
+	if d < resp.MinTimeout {
+		return 0, fieldError(field, d.String()+" is too short (at least "+resp.MinTimeout.String()+")")
 	}
 	return d, nil
 }

@@ -35,7 +35,9 @@ type GuardOptions struct {
 	// LogError receives store errors, at most one per ErrorInterval, with
 	// the number of errors suppressed since the previous call. Nil drops
 	// them. ErrOutOfMemory (errors.Is) is reported on its own schedule:
-	// Redis answers, but cannot count what it would admit.
+	// Redis answers, but cannot count what it would admit. So is
+	// ErrOverloaded: the host's backlog, which a flood may fill at will,
+	// so that it must not hide a failure either.
 	LogError func(err error, suppressed int64)
 	// ErrorInterval is the least time between two LogError calls; zero
 	// means DefaultErrorInterval.
@@ -50,18 +52,20 @@ type GuardOptions struct {
 // applies the failure policy when the store fails or its breaker is open.
 // Its Take never returns an error.
 type Guard struct {
-	remote  Store
-	redis   *RedisStore // remote, when it is one
-	policy  FailurePolicy
-	breaker *breaker
-	denials *denyCache
-	errs    errorLog
-	oomErrs errorLog // its own interval: a failure must not hide it
+	remote   Store
+	redis    *RedisStore // remote, when it is one
+	policy   FailurePolicy
+	breaker  *breaker
+	denials  *denyCache
+	errs     errorLog
+	oomErrs  errorLog // its own interval: a failure must not hide it
+	busyErrs errorLog // ErrOverloaded's, for the same reason
 
 	failures    uint64
 	fallbacks   uint64
 	cacheHits   uint64
 	outOfMemory uint64
+	overloaded  uint64
 }
 
 // GuardStats are counters for metrics.
@@ -78,6 +82,12 @@ type GuardStats struct {
 	// Fallbacks too, but not in Failures: the store answered, and its
 	// denials held.
 	OutOfMemory uint64
+	// Overloaded counts requests whose store call was not sent because
+	// the host's own backlog of calls was too long (see ErrOverloaded).
+	// The failure policy decided them, so they are in Fallbacks too, but
+	// not in Failures: the store did not fail, and the breaker stayed
+	// closed.
+	Overloaded uint64
 	// Open reports whether the breaker is open now.
 	Open bool
 }
@@ -110,6 +120,7 @@ func NewGuard(remote Store, opts GuardOptions) (*Guard, error) {
 	g.redis, _ = remote.(*RedisStore)
 	g.errs = errorLog{emit: opts.LogError, interval: opts.ErrorInterval}
 	g.oomErrs = errorLog{emit: opts.LogError, interval: opts.ErrorInterval}
+	g.busyErrs = errorLog{emit: opts.LogError, interval: opts.ErrorInterval}
 	if opts.Probe != nil {
 		g.breaker = newBreaker(opts.Probe, opts.ProbeInterval, opts.ProbeTimeout, opts.LogRecovered)
 	}
@@ -227,6 +238,15 @@ func guardFailed(g *Guard, ctx context.Context, now time.Time, items []Item, out
 		}
 		return false
 	}
+	if errors.Is(err, ErrOverloaded) {
+		// Never sent: the host's own backlog, which says nothing about
+		// the store. Tripping the breaker would let a flood open it with
+		// its own load, and the policy then decide everyone's requests.
+		atomic.AddUint64(&g.overloaded, 1)
+		atomic.AddUint64(&g.fallbacks, 1)
+		g.busyErrs.report(err, now)
+		return g.policy.decide(now, items, out)
+	}
 	atomic.AddUint64(&g.failures, 1)
 	atomic.AddUint64(&g.fallbacks, 1)
 	if g.breaker != nil {
@@ -243,6 +263,7 @@ func (g *Guard) Stats() GuardStats {
 		Fallbacks:   atomic.LoadUint64(&g.fallbacks),
 		CacheHits:   atomic.LoadUint64(&g.cacheHits),
 		OutOfMemory: atomic.LoadUint64(&g.outOfMemory),
+		Overloaded:  atomic.LoadUint64(&g.overloaded),
 		Open:        g.breaker != nil && g.breaker.open(),
 	}
 }

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -215,5 +216,61 @@ func TestErrorLog(t *testing.T) {
 	l.report(errors.New("x"), epoch.Add(time.Minute))
 	if len(calls) != 2 || calls[0] != 0 || calls[1] != 4 {
 		t.Fatalf("calls %v, want [0 4]", calls)
+	}
+}
+
+// TestGuardOverloaded: a store call the host did not send for its own
+// backlog (ErrOverloaded) is decided by the policy, but the breaker stays
+// closed, so the next request asks the store again; it is counted and
+// logged apart, and a flood of it does not keep a real failure, which
+// still opens the breaker, out of the log.
+func TestGuardOverloaded(t *testing.T) {
+	z := newZone(t, "o", Rule{Window: time.Minute, Limit: 2})
+	busy := fmt.Errorf("pipeline: %w", ErrOverloaded)
+	for _, tc := range []struct {
+		policy FailurePolicy
+		want   []bool // three requests on one key
+	}{
+		{FailAllow, []bool{true, true, true}},
+		{FailDeny, []bool{false, false, false}},
+		{FailLocal, []bool{true, true, false}},
+	} {
+		t.Run(tc.policy.String(), func(t *testing.T) {
+			remote := &fakeRemote{err: busy}
+			var logged []error
+			g := newGuard(t, remote, GuardOptions{
+				OnError:       tc.policy,
+				Probe:         func(context.Context) error { return nil },
+				ProbeInterval: time.Hour, // a probe would close the breaker
+				LogError:      func(err error, _ int64) { logged = append(logged, err) },
+			})
+			items := []Item{{Zone: z, Key: "k"}}
+			for i, want := range tc.want {
+				out := make([]Decision, 1)
+				allowed, err := g.Take(context.Background(), epoch, items, out)
+				if err != nil || allowed != want || out[0].Allowed != want || out[0].Limit != 2 {
+					t.Fatalf("request %d: %v %+v %v, want allowed %v", i, allowed, out[0], err, want)
+				}
+			}
+			st := g.Stats()
+			if st.Open || remote.count() != 3 {
+				t.Fatalf("the breaker opened (%v) or requests skipped the store (asked %d times, want 3)", st.Open, remote.count())
+			}
+			if st.Overloaded != 3 || st.Fallbacks != 3 || st.Failures != 0 {
+				t.Fatalf("stats %+v, want 3 overloaded, 3 fallbacks, no failure", st)
+			}
+			if len(logged) != 1 || !errors.Is(logged[0], ErrOverloaded) {
+				t.Fatalf("logged %v, want the overload once", logged)
+			}
+
+			remote.set(errors.New("i/o timeout"), 0)
+			g.Take(context.Background(), epoch, items, make([]Decision, 1))
+			if st := g.Stats(); !st.Open || st.Failures != 1 || st.Overloaded != 3 {
+				t.Fatalf("after a real failure: stats %+v, want the breaker open and 1 failure", st)
+			}
+			if len(logged) != 2 || errors.Is(logged[1], ErrOverloaded) {
+				t.Fatalf("logged %v, want the failure after the overload", logged)
+			}
+		})
 	}
 }

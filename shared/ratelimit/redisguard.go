@@ -8,7 +8,8 @@ import (
 )
 
 // GuardEvent is what the guard of a Redis store reports to its host's
-// log: a failure, Redis out of memory, or the store answering again.
+// log: a failure, Redis out of memory, the host's own backlog of calls, or
+// the store answering again.
 type GuardEvent struct {
 	// Err is the store's error; nil when the store answers again.
 	Err error
@@ -26,6 +27,10 @@ type GuardEvent struct {
 // memory (see ErrOutOfMemory) rather than a failure.
 func (e *GuardEvent) OutOfMemory() bool { return e.Err != nil && errors.Is(e.Err, ErrOutOfMemory) }
 
+// Overloaded reports whether e is calls not sent for the host's own
+// backlog (see ErrOverloaded) rather than a failure of Redis.
+func (e *GuardEvent) Overloaded() bool { return e.Err != nil && errors.Is(e.Err, ErrOverloaded) }
+
 // Message describes e in a sentence without its error and its count of
 // suppressed errors, for a host that logs those as fields of their own;
 // spell names the setting of the failure policy.
@@ -36,6 +41,9 @@ func (e *GuardEvent) Message(spell *Spelling) string {
 	case e.OutOfMemory():
 		return "redis is out of memory (maxmemory reached): requests it would admit cannot be counted and are decided by " +
 			spell.Name(FieldOnStoreError) + " " + e.Policy.String() + "; raise maxmemory or see the sizing guide"
+	case e.Overloaded():
+		return "redis calls waited too long behind this instance's own and were not sent (load here, not a redis failure); requests decided by " +
+			spell.Name(FieldOnStoreError) + " " + e.Policy.String()
 	}
 	return "redis store failed; requests decided by " + spell.Name(FieldOnStoreError) + " " + e.Policy.String()
 }
@@ -45,7 +53,7 @@ func (e *GuardEvent) Message(spell *Spelling) string {
 func (e *GuardEvent) Line(spell *Spelling) string {
 	var line string
 	switch {
-	case e.Err == nil || e.OutOfMemory():
+	case e.Err == nil || e.OutOfMemory() || e.Overloaded():
 		line = e.Message(spell)
 	default:
 		line = "redis store failed: " + e.Err.Error() + "; requests decided by " + spell.Name(FieldOnStoreError) + " " + e.Policy.String()

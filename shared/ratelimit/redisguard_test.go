@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,5 +119,23 @@ func TestNewRedisGuardErrors(t *testing.T) {
 	_, err = NewRedisGuard(store, FailLocal+1, nil, nil)
 	if fe, ok := err.(*FieldError); !ok || fe.Field != FieldOnStoreError {
 		t.Errorf("unknown policy: %#v, want a *FieldError of the policy", err)
+	}
+}
+
+func TestGuardEventOverloaded(t *testing.T) {
+	e := GuardEvent{Err: fmt.Errorf("pipeline: %w", ErrOverloaded), Suppressed: 2, Policy: FailAllow}
+	spell := &Spelling{FieldOnStoreError: "<OnError>"}
+	if !e.Overloaded() || e.OutOfMemory() {
+		t.Fatal("a wrapped ErrOverloaded is not overloaded")
+	}
+	want := "redis calls waited too long behind this instance's own and were not sent (load here, not a redis failure); requests decided by <OnError> allow"
+	if got := e.Message(spell); got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
+	if got := e.Line(spell); got != want+"; 2 more errors since the last line" {
+		t.Errorf("line %q", got)
+	}
+	if (&GuardEvent{Err: errDown}).Overloaded() || (&GuardEvent{}).Overloaded() {
+		t.Error("a failure or a recovery is overloaded")
 	}
 }

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 )
@@ -114,7 +115,13 @@ func (g *Guard) Refund(ctx context.Context, items []Item, out []Decision) error 
 	if !remote || !ok || g.breaker != nil && g.breaker.open() {
 		return nil
 	}
-	if err := rf.Refund(ctx, items, out); err != nil {
+	err := rf.Refund(ctx, items, out)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrOverloaded): // never sent: our own backlog
+		atomic.AddUint64(&g.overloaded, 1)
+		g.busyErrs.report(err, time.Now())
+	default:
 		atomic.AddUint64(&g.failures, 1)
 		if g.breaker != nil && ctx.Err() == nil {
 			g.breaker.trip()

@@ -48,6 +48,30 @@ func TestOptionsErrors(t *testing.T) {
 	}
 }
 
+// TestOptionsShortTimeouts: a timeout under MinTimeout would keep the
+// auto-pipeline's watchdog spinning; New refuses it, naming it.
+func TestOptionsShortTimeouts(t *testing.T) {
+	for _, tt := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{DialTimeout: time.Nanosecond}, "resp: dial timeout 1ns is too short (at least 1ms)"},
+		{Options{ReadTimeout: time.Nanosecond}, "resp: read timeout 1ns is too short (at least 1ms)"},
+		{Options{WriteTimeout: MinTimeout - 1}, "resp: write timeout 999.999µs is too short (at least 1ms)"},
+	} {
+		tt.o.Addrs = []string{"a:1"}
+		tt.o.AutoPipeline = true
+		if _, err := New(tt.o); err == nil || err.Error() != tt.want {
+			t.Errorf("New(%+v): %v, want %q", tt.o, err, tt.want)
+		}
+	}
+	c, err := New(Options{Addrs: []string{"a:1"}, DialTimeout: MinTimeout, ReadTimeout: MinTimeout, WriteTimeout: MinTimeout})
+	if err != nil {
+		t.Fatalf("timeouts of MinTimeout: %v", err)
+	}
+	c.Close()
+}
+
 // TestLazyConnect: New never dials; the first command reports the failure.
 func TestLazyConnect(t *testing.T) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")

@@ -16,6 +16,12 @@ const (
 	DefaultPoolSize     = 64
 )
 
+// MinTimeout is the shortest dial, read or write timeout Options accept.
+// The auto-pipeline's watchdog looks at its connection several times per
+// timeout, so a shorter one would keep it spinning, and no Redis answers
+// within less anyway.
+const MinTimeout = time.Millisecond
+
 // Options configure a Client.
 type Options struct {
 	// Addrs are host:port endpoints. One address is a standalone server;
@@ -69,6 +75,15 @@ func (o *Options) normalize() error {
 	if o.DialTimeout < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 {
 		return errors.New("resp: timeouts must not be negative")
 	}
+	if err := checkTimeout("dial", o.DialTimeout); err != nil {
+		return err
+	}
+	if err := checkTimeout("read", o.ReadTimeout); err != nil {
+		return err
+	}
+	if err := checkTimeout("write", o.WriteTimeout); err != nil {
+		return err
+	}
 	if o.PoolSize < 0 {
 		return fmt.Errorf("resp: pool size must not be negative, got %d", o.PoolSize)
 	}
@@ -83,6 +98,15 @@ func (o *Options) normalize() error {
 	}
 	if o.PoolSize == 0 {
 		o.PoolSize = DefaultPoolSize
+	}
+	return nil
+}
+
+// checkTimeout reports a timeout d set below MinTimeout; zero, the
+// default, is fine.
+func checkTimeout(name string, d time.Duration) error {
+	if d > 0 && d < MinTimeout {
+		return fmt.Errorf("resp: %s timeout %v is too short (at least %v)", name, d, MinTimeout)
 	}
 	return nil
 }
