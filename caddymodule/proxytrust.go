@@ -9,10 +9,12 @@ import (
 )
 
 // warnSpoofableClientIP warns, once per provision, when zones of h tell
-// clients apart by a client IP the client can choose: their server takes
-// it from the leftmost X-Forwarded-For entry (see takesLeftmostClientIP),
-// which the client writes itself, so one that sends a new fake address
-// with every request gets a fresh budget every time.
+// clients apart by a client IP the client can choose, or match it against
+// CIDR overrides: their server takes it from the leftmost X-Forwarded-For
+// entry (see takesLeftmostClientIP), which the client writes itself, so
+// one that sends a new fake address with every request gets a fresh
+// budget every time, and one that sends an address inside an override
+// gets that override's limit.
 //
 // The server is the one whose routes hold h: Caddy provisions each
 // server's routes under a context that carries it. A handler provisioned
@@ -24,14 +26,16 @@ func (h *Handler) warnSpoofableClientIP(ctx caddy.Context) {
 	}
 	var zones []string
 	for _, z := range h.zones {
-		if z.key.readsClientIP() {
+		// A CIDR override matches the client IP too: a fake address
+		// inside it would exempt the client or lift its limit.
+		if z.key.readsClientIP() || z.overrides != nil && z.overrides.HasCIDRs() {
 			zones = append(zones, z.name)
 		}
 	}
 	if len(zones) == 0 {
 		return
 	}
-	h.logger.Warn("client IP is spoofable: this server reads it from the leftmost entry of its client IP headers (X-Forwarded-For by default), which the client can write, so each fake address gets a fresh budget; set trusted_proxies_strict in the server's options",
+	h.logger.Warn("client IP is spoofable: this server reads it from the leftmost entry of its client IP headers (X-Forwarded-For by default), which the client can write, so each fake address gets a fresh budget (or an override's limit); set trusted_proxies_strict in the server's options",
 		zap.String("server", srv.Name()), zap.Strings("zones", zones), zap.Strings("client_ip_headers", srv.ClientIPHeaders))
 }
 

@@ -31,6 +31,7 @@ func TestSpoofableClientIPWarning(t *testing.T) {
 		{"strict", trusted + "\n\t\ttrusted_proxies_strict", "", "{client_ip}", nil},
 		{"no trusted proxies", "", "", "{client_ip}", nil},
 		{"keys that do not read it", trusted, "{remote_host}", "k:{header.X-Api-Key}", nil},
+		{"a CIDR override reads it", trusted, "{remote_host}", "k:{header.X-Api-Key}\n\t\t\toverride 10.0.0.0/8 unlimited", []string{"b"}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
