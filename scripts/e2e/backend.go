@@ -9,17 +9,20 @@
 // attack tests: the password (form field "password") open-sesame is answered
 // 200 at once, any other 401. The query may slow the 401 down: wait=500ms
 // answers it that late (a tarpit; a slow password hash), and hold=10s
-// flushes its status and first line at once but holds the rest of the body
-// that long, so that a client that leaves after the status leaves while its
-// proxy is still copying the body. Both end early when the proxy gives up
-// on the request. GET /count?client=IP prints how many login attempts came
-// from that client, by the address the proxy put last in X-Forwarded-For.
+// flushes its status and first line at once (with pad=N, N more bytes of
+// body: a page big enough that a proxy which does not pass flushes on
+// sends its status too) but holds the rest of the body that long, so that
+// a client that leaves after the status leaves while its proxy is still
+// copying the body. Both end early when the proxy gives up on the request.
+// GET /count?client=IP prints how many login attempts came from that
+// client, by the address the proxy put last in X-Forwarded-For.
 //
 //	go run backend.go -free-ports 3          # print 3 free loopback ports and exit
 //	go run backend.go -port-file /tmp/port   # serve on a free port, written to the file
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"log"
@@ -120,6 +123,9 @@ func (a *attempts) login(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusUnauthorized)
 	w.Write([]byte("wrong password\n"))
+	if n, err := strconv.Atoi(q.Get("pad")); err == nil && n > 0 {
+		w.Write(bytes.Repeat([]byte{'.'}, min(n, 1<<20)))
+	}
 	if q.Get("hold") != "" {
 		http.NewResponseController(w).Flush()
 		if !pause(r, q.Get("hold")) {
