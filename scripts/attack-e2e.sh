@@ -73,8 +73,11 @@ wl_attack() {
 # key per attack):
 #
 #  reset         30 tries, each reading the status line, then resetting the
-#                connection (SO_LINGER 0): the backend holds the body's
-#                rest 10 s, so the proxy is mid-body when the RST comes;
+#                connection (SO_LINGER 0): the backend sends a 401 with
+#                64 KiB of body at once, more than a proxy buffers, so its
+#                status goes out whether or not the proxy passes flushes
+#                on, and holds the rest 10 s: the proxy is mid-body when
+#                the RST comes;
 #  midbody       the same after the headers and the body's first byte;
 #  h2reset       30 streams on one h2c connection, each reset
 #                (RST_STREAM CANCEL) as soon as its HEADERS come;
@@ -90,9 +93,9 @@ wl_attack() {
 # the backend got 17.
 wl_attacks() {
 	local what=$1 url=$2 net=$3 from bin got statuses want
-	wl_attack "$what" reset "$net.1" "$url?hold=10s" '401|429' -mode reset -n 30
-	wl_attack "$what" midbody "$net.2" "$url?hold=10s" '401|429' -mode midbody -n 30
-	wl_attack "$what" h2reset "$net.3" "$url?hold=10s" '401|429' -mode h2reset -n 30
+	wl_attack "$what" reset "$net.1" "$url?hold=10s&pad=65536" '401|429' -mode reset -n 30
+	wl_attack "$what" midbody "$net.2" "$url?hold=10s&pad=65536" '401|429' -mode midbody -n 30
+	wl_attack "$what" h2reset "$net.3" "$url?hold=10s&pad=65536" '401|429' -mode h2reset -n 30
 	wl_attack "$what" tarpit "$net.4" "$url?wait=500ms" 'timeout|200|429' -mode tarpit -n 20 -timeout 300ms
 	wl_attack "$what" concurrent "$net.5" "$url?wait=200ms" '401|429' -mode concurrent -n 200
 	wl_attack "$what" h2concurrent "$net.6" "$url?wait=200ms" '401|429' -mode h2concurrent -n 200
