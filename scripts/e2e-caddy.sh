@@ -42,14 +42,91 @@
 #     /rate_limit/ lists the zones; an unknown zone answers 404 and a PUT
 #     405, both in JSON; no key is in Caddy's log but in the admin
 #     endpoint's own request lines.
+#  8. overrides and tiers in memory (part 4's checks, one instance).
+#  9. count_status under attack (scripts/attack-e2e.sh): a login behind
+#     `reverse_proxy` (the backend) and a zone with limit 5 per minute and
+#     count_status 401, in memory and in a throwaway redis-server, on a
+#     server speaking h1 and h2c. Each attack, from its own loopback
+#     address, leaves the proxy without a final status to count by: the
+#     connection reset after the status line (and mid-body), h2 streams
+#     reset after their HEADERS, a client that gives up before a tarpit's
+#     401 (Caddy's 499), 200 tries at once (200 connections; 200 streams of
+#     one connection). It proves that the backend got at most 5 attempts of
+#     each in the window: the check counts a request before it is passed
+#     on, and gives the count back only for a final status not listed. And
+#     12 logins with the password then 7 wrong ones still give 12 x 200,
+#     5 x 401, then 429.
+#
+# WL_PARTS=attack runs part 9 alone.
 set -euo pipefail
 source "$(dirname "$0")/caddy-lib.sh"
 source "$(dirname "$0")/redis-e2e.sh"
+source "$(dirname "$0")/attack-e2e.sh"
 trap 'wl_cluster_stop; wl_cleanup' EXIT
 
 wl_need curl:curl ss:iproute2 redis-server:redis-server redis-cli:redis-tools jq:jq
 wc_setup
 read -r WEB ADMIN EX_WEB EX_ADMIN REDIS WEB_A ADMIN_A WEB_B ADMIN_B WEB_C ADMIN_C WEB_D ADMIN_D < <(wc_free_ports 13 | paste -sd' ')
+
+# attack_part is part 9: the count_status attacks, through reverse_proxy,
+# in memory (/mem/login, from 127.0.1.x) and in Redis (/redis/login, from
+# 127.0.2.x).
+attack_part() {
+	local web admin redis
+	read -r web admin redis < <(wc_free_ports 3 | paste -sd' ')
+	wl_start_backend
+	wl_redis_start "$redis"
+	cat >"$WL_WORK/Caddyfile.attack" <<-EOF
+		{
+			admin 127.0.0.1:$admin
+			persist_config off
+			servers {
+				protocols h1 h2c
+			}
+		}
+		:$web {
+			bind 127.0.0.1
+			handle /mem/* {
+				rate_limit {
+					zone login_mem {
+						window 1m
+						limit $WL_ATTACK_LIMIT
+						count_status 401
+					}
+				}
+				reverse_proxy 127.0.0.1:$WL_BACKEND_PORT
+			}
+			handle /redis/* {
+				rate_limit {
+					zone login_redis {
+						window 1m
+						limit $WL_ATTACK_LIMIT
+						count_status 401
+					}
+					store redis {
+						address 127.0.0.1:$redis
+						key_prefix atk:
+					}
+				}
+				reverse_proxy 127.0.0.1:$WL_BACKEND_PORT
+			}
+		}
+	EOF
+	wc_start "$WL_WORK/Caddyfile.attack" "$admin"
+	wl_attacks "caddy, memory" "http://127.0.0.1:$web/mem/login" 127.0.1
+	wl_attacks "caddy, redis" "http://127.0.0.1:$web/redis/login" 127.0.2
+	wl_attacks_done
+	wl_stop
+}
+case ${WL_PARTS:-all} in
+all) ;;
+attack)
+	attack_part
+	echo "e2e-caddy: $WL_CHECKS passed, 0 failed"
+	exit 0
+	;;
+*) wl_die "WL_PARTS '$WL_PARTS': want all or attack" ;;
+esac
 
 # site MESSAGE writes the Caddyfile of part 1.
 site() {
@@ -526,5 +603,8 @@ wl_pass "$WL_SUMMARY"
 tiers "memory" "$WEB_F" "$WEB_F" "$ADMIN_F"
 wl_pass "$WL_SUMMARY"
 wl_stop
+
+# Part 9: count_status under attack.
+attack_part
 
 echo "e2e-caddy: $WL_CHECKS passed, 0 failed"

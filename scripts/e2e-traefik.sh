@@ -33,15 +33,67 @@
 # Operators' lines, on a third instance at DEBUG: a dry-run line names the
 # key only with logKey, and a zone that evicts keys that still counted
 # (maxKeys 2, five keys) says so in Traefik's log.
+# countStatus under attack (scripts/attack-e2e.sh), on a fourth instance: a
+# login on the backend, behind a service, with limit 5 per minute and
+# countStatus ["401"], in memory and in a throwaway redis-server, on an
+# entry point speaking h1 and h2c (Traefik's default without TLS). Each
+# attack, from its own loopback address, leaves the proxy without a final
+# status to count by: the connection reset after the status line and
+# mid-body (the proxy panics with http.ErrAbortHandler), h2 streams reset
+# after their HEADERS, a client that gives up before a tarpit's 401
+# (Traefik's 499), 200 tries at once (200 connections; 200 streams of one
+# connection). It proves that the backend got at most 5 attempts of each
+# in the window: the check counts a request before it is passed on, and
+# gives the count back only for a final status not listed. And 12 logins
+# with the password then 7 wrong ones still give 12 x 200, 5 x 401, then
+# 429.
+#
+# WL_PARTS=attack runs the attack part alone.
 set -euo pipefail
 source "$(dirname "$0")/traefik-lib.sh"
 source "$(dirname "$0")/redis-e2e.sh"
+source "$(dirname "$0")/attack-e2e.sh"
 trap 'wl_cluster_stop; wl_cleanup' EXIT
 
 wl_need curl:curl redis-server:redis-server redis-cli:redis-tools
 wt_setup
 wt_start_backend
 read -r WEB PING < <(wt_free_ports 2 | paste -sd' ')
+
+# attack_part is the countStatus attack part, on an instance of its own
+# whose routers send /mem/ (from 127.0.1.x) and /redis/ (from 127.0.2.x) to
+# the backend through a middleware in memory and one in Redis.
+attack_part() {
+	local dir=$WL_WORK/attack redis web ping
+	read -r redis web ping < <(wt_free_ports 3 | paste -sd' ')
+	wl_redis_start "$redis"
+	mkdir -p "$dir"
+	cp -r "$WL_WORK/plugins-local" "$dir/"
+	wt_dynamic "$dir/dynamic.yml" "$(
+		wt_router ready /plain
+		wt_router mem /mem/ mem-login
+		wt_router redis /redis/ redis-login
+	)" "$(
+		wt_plugin mem-login "window: 1m" "limit: $WL_ATTACK_LIMIT" 'countStatus: ["401"]'
+		wt_plugin redis-login "window: 1m" "limit: $WL_ATTACK_LIMIT" 'countStatus: ["401"]' \
+			"redis: {endpoints: [\"127.0.0.1:$redis\"], keyPrefix: \"atk:\"}"
+	)"
+	wt_start_traefik "$web" "$ping" "$dir"
+	wt_wait_status "http://127.0.0.1:$web/plain" 200 || wl_die "instance attack never loaded its routers"
+	wl_attacks "traefik, memory" "http://127.0.0.1:$web/mem/login" 127.0.1
+	wl_attacks "traefik, redis" "http://127.0.0.1:$web/redis/login" 127.0.2
+	wl_attacks_done
+	kill "$WT_TRAEFIK_PID"
+}
+case ${WL_PARTS:-all} in
+all) ;;
+attack)
+	attack_part
+	echo "e2e-traefik: $WL_CHECKS passed, 0 failed"
+	exit 0
+	;;
+*) wl_die "WL_PARTS '$WL_PARTS': want all or attack" ;;
+esac
 
 # dynamic MESSAGE [ROUTER...] writes the file provider's configuration.
 dynamic() {
@@ -215,5 +267,8 @@ grep -q 'drykey-limit@file.*would reject key.*secret-key-7' "$dir/traefik.log" |
 grep -q 'full-limit@file.*zone full (maxKeys 2): evicted [0-9]* keys that still counted' "$dir/traefik.log" ||
 	wl_die "no full-zone line for full-limit"
 wl_pass "Traefik's log: dry run names the key only with logKey; a full zone (maxKeys 2) says so"
+
+# countStatus under attack.
+attack_part
 
 echo "e2e-traefik: $WL_CHECKS passed, 0 failed"

@@ -1,7 +1,8 @@
 # Common helpers of the e2e and bench scripts (sourced, not run), through
 # caddy-lib.sh or traefik-lib.sh: logging and failing, installing missing
 # commands, counting passed checks, fetching over HTTP into the work
-# directory, and stopping the processes a script started. Callers set
+# directory, building the Go commands of scripts/ and starting the loopback
+# backend, and stopping the processes a script started. Callers set
 # -euo pipefail and call wl_cleanup from an EXIT trap.
 
 WL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -9,6 +10,7 @@ WL_CACHE=${WINDOWLIMIT_CACHE:-$HOME/.cache/windowlimit}
 WL_WORK=
 WL_PIDS=()
 WL_CHECKS=0
+WL_BACKEND_PORT=
 
 wl_log() { printf '%s\n' "$*" >&2; }
 wl_die() {
@@ -45,6 +47,42 @@ wl_fetch() {
 }
 # wl_header NAME prints that header of the last wl_fetch.
 wl_header() { awk -v k="$1" 'tolower($1) == tolower(k) ":" {sub(/^[^:]*: /, ""); print}' "$WL_WORK/headers.txt"; }
+
+# wl_go_bin NAME SOURCE prints the path of a binary built from SOURCE, one
+# `//go:build ignore` file of scripts/, inside this module (so that its
+# imports resolve against go.mod). The binary is cached under a name that
+# holds a hash of SOURCE: checkouts of other versions share the cache, and
+# none of them may run another's.
+wl_go_bin() {
+	local name=$1 src=$2 sum bin
+	sum=$(sha256sum <"$src")
+	bin=$WL_CACHE/$name-${sum:0:12}
+	if [[ ! -x $bin ]]; then
+		mkdir -p "$WL_CACHE"
+		(cd "$WL_ROOT" && go build -o "$bin.tmp.$$" "$src") || wl_die "go build $src failed"
+		mv "$bin.tmp.$$" "$bin"
+	fi
+	echo "$bin"
+}
+
+# wl_backend_bin prints the path of scripts/e2e/backend.go's binary.
+wl_backend_bin() { wl_go_bin wl-backend "$WL_ROOT/scripts/e2e/backend.go"; }
+
+# wl_start_backend starts the backend on a free loopback port and sets
+# WL_BACKEND_PORT; its log is $WL_WORK/backend.log.
+wl_start_backend() {
+	local bin i
+	bin=$(wl_backend_bin)
+	rm -f "$WL_WORK/backend.port"
+	"$bin" -port-file "$WL_WORK/backend.port" 2>"$WL_WORK/backend.log" &
+	WL_PIDS+=($!)
+	for ((i = 0; i < 100; i++)); do
+		[[ -s $WL_WORK/backend.port ]] && break
+		sleep 0.1
+	done
+	[[ -s $WL_WORK/backend.port ]] || wl_die "backend did not start"
+	WL_BACKEND_PORT=$(cat "$WL_WORK/backend.port")
+}
 
 # wl_forget PID drops a process that has ended from those wl_stop kills.
 wl_forget() {

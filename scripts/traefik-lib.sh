@@ -36,18 +36,8 @@ wt_traefik() {
 	echo "$bin"
 }
 
-# wt_backend_bin prints the path of the backend binary, built from
-# scripts/e2e/backend.go when it changed.
-wt_backend_bin() {
-	local src="$WL_ROOT/scripts/e2e/backend.go" bin="$WL_CACHE/wl-backend"
-	if [[ ! -x $bin || $src -nt $bin ]]; then
-		go build -o "$bin" "$src"
-	fi
-	echo "$bin"
-}
-
 # wt_free_ports N prints N free loopback ports.
-wt_free_ports() { "$(wt_backend_bin)" -free-ports "$1"; }
+wt_free_ports() { "$(wl_backend_bin)" -free-ports "$1"; }
 
 # wt_setup makes the work directory, with the plugin copied to
 # plugins-local/src/<module>, as experimental.localPlugins wants.
@@ -59,18 +49,11 @@ wt_setup() {
 	find "$dst" -name '*_test.go' -delete
 }
 
-# wt_start_backend starts the backend and sets WT_BACKEND_PORT.
+# wt_start_backend starts the backend (wl_start_backend) and sets
+# WT_BACKEND_PORT.
 wt_start_backend() {
-	local bin i
-	bin=$(wt_backend_bin)
-	"$bin" -port-file "$WL_WORK/backend.port" 2>"$WL_WORK/backend.log" &
-	WL_PIDS+=($!)
-	for ((i = 0; i < 100; i++)); do
-		[[ -s $WL_WORK/backend.port ]] && break
-		sleep 0.1
-	done
-	[[ -s $WL_WORK/backend.port ]] || wl_die "backend did not start"
-	WT_BACKEND_PORT=$(cat "$WL_WORK/backend.port")
+	wl_start_backend
+	WT_BACKEND_PORT=$WL_BACKEND_PORT
 }
 
 # wt_router NAME PATH [MIDDLEWARE...] prints a router of dynamic.yml: PATH

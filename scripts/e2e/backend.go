@@ -5,11 +5,24 @@
 // with the status its X-Status header names (200-599), for
 // the count_status tests.
 //
+// A path ending in /login is a login form instead, for the count_status
+// attack tests: the password (form field "password") open-sesame is answered
+// 200 at once, any other 401. The query may slow the 401 down: wait=500ms
+// answers it that late (a tarpit; a slow password hash), and hold=10s
+// flushes its status and first line at once (with pad=N, N more bytes of
+// body: a page big enough that a proxy which does not pass flushes on
+// sends its status too) but holds the rest of the body that long, so that
+// a client that leaves after the status leaves while its proxy is still
+// copying the body. Both end early when the proxy gives up on the request.
+// GET /count?client=IP prints how many login attempts came from that
+// client, by the address the proxy put last in X-Forwarded-For.
+//
 //	go run backend.go -free-ports 3          # print 3 free loopback ports and exit
 //	go run backend.go -port-file /tmp/port   # serve on a free port, written to the file
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"log"
@@ -17,6 +30,9 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
+	"time"
 )
 
 func main() {
@@ -54,9 +70,18 @@ func main() {
 			log.Fatal(err)
 		}
 	}
+	var logins attempts
 	body := []byte("ok\n")
 	log.Fatal(http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Content-Type"] = []string{"text/plain"}
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/login"):
+			logins.login(w, r)
+			return
+		case r.URL.Path == "/count":
+			fmt.Fprintln(w, logins.count(r.URL.Query().Get("client")))
+			return
+		}
 		if v := r.Header["X-Status"]; len(v) == 1 {
 			if code, err := strconv.Atoi(v[0]); err == nil && code >= 200 && code <= 599 {
 				w.WriteHeader(code)
@@ -64,4 +89,79 @@ func main() {
 		}
 		w.Write(body)
 	})))
+}
+
+// attempts counts the login attempts of each client.
+type attempts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (a *attempts) count(client string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.n[client]
+}
+
+// login answers a login attempt, counted on arrival: what reached the
+// backend is what a limit in front of it let through.
+func (a *attempts) login(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	if a.n == nil {
+		a.n = make(map[string]int)
+	}
+	a.n[client(r)]++
+	a.mu.Unlock()
+
+	if r.PostFormValue("password") == "open-sesame" {
+		w.Write([]byte("welcome\n"))
+		return
+	}
+	q := r.URL.Query()
+	if !pause(r, q.Get("wait")) {
+		return
+	}
+	w.WriteHeader(http.StatusUnauthorized)
+	w.Write([]byte("wrong password\n"))
+	if n, err := strconv.Atoi(q.Get("pad")); err == nil && n > 0 {
+		w.Write(bytes.Repeat([]byte{'.'}, min(n, 1<<20)))
+	}
+	if q.Get("hold") != "" {
+		http.NewResponseController(w).Flush()
+		if !pause(r, q.Get("hold")) {
+			return
+		}
+	}
+	w.Write([]byte("try again\n"))
+}
+
+// pause waits for the duration d (at most 30 s) and reports whether the
+// request is still wanted.
+func pause(r *http.Request, d string) bool {
+	if d == "" {
+		return true
+	}
+	t, err := time.ParseDuration(d)
+	if err != nil || t < 0 {
+		return true
+	}
+	timer := time.NewTimer(min(t, 30*time.Second))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// client is the address the proxy put last in X-Forwarded-For, or the
+// connection's.
+func client(r *http.Request) string {
+	if v := r.Header.Values("X-Forwarded-For"); len(v) > 0 {
+		last := v[len(v)-1]
+		return strings.TrimSpace(last[strings.LastIndexByte(last, ',')+1:])
+	}
+	host, _, _ := net.SplitHostPort(r.RemoteAddr)
+	return host
 }
