@@ -17,8 +17,10 @@ type diffCase struct {
 func us(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
 
 func one(at int64, zone int, key string) diffStep {
-	return diffStep{at, []diffItem{{zone, key}}}
+	return diffStep{at: at, items: []diffItem{{zone, key}}}
 }
+
+func multi(at int64, items []diffItem) diffStep { return diffStep{at: at, items: items} }
 
 func runDiffCases(t *testing.T, forward bool, cases []diffCase) {
 	h := newDiffHarness(t)
@@ -44,11 +46,11 @@ func TestDifferentialCases(t *testing.T) {
 		// sub-window's weight in the last microseconds of a sub-window is
 		// rounded away, and the script admits a request that does not fit.
 		name:  "script admits over the limit with a 12h sub-window",
-		zones: []diffZone{{"z1", Rule{Window: us(345600000000), SubWindow: us(43200000000), Limit: 5, Cost: 2}}},
+		zones: []diffZone{{"z1", Rule{Window: us(345600000000), SubWindow: us(43200000000), Limit: 5, Cost: 2}, false}},
 		steps: []diffStep{one(1770130800000333, 0, "b"), one(1770145099547968, 0, "b"), one(1770476399999999, 0, "b")},
 	}, {
 		name:  "script's Remaining rounded up with a 7h sub-window",
-		zones: []diffZone{{"z0", Rule{Window: us(352800000000), SubWindow: us(25200000000), Limit: 47, Cost: 3}}},
+		zones: []diffZone{{"z0", Rule{Window: us(352800000000), SubWindow: us(25200000000), Limit: 47, Cost: 3}, false}},
 		steps: []diffStep{one(1770778800000001, 0, "c"), one(1771156799999999, 0, "c")},
 	}, {
 		// The zone's weighted count is rate*(end-t) with rate =
@@ -56,11 +58,11 @@ func TestDifferentialCases(t *testing.T) {
 		// is exactly 1, it comes out one ulp over the integer, and the zone
 		// denies a request that fits exactly.
 		name:  "zone denies a request that fits exactly at a sub-window boundary",
-		zones: []diffZone{{"z0", Rule{Window: us(6000), SubWindow: us(6000), Limit: 28, Cost: 7}}},
+		zones: []diffZone{{"z0", Rule{Window: us(6000), SubWindow: us(6000), Limit: 28, Cost: 7}, false}},
 		steps: []diffStep{one(1760558300016001, 0, "a"), one(1760558300016001, 0, "a"), one(1760558300017350, 0, "a"), one(1760558300022000, 0, "a")},
 	}, {
 		name:  "zone's RetryAfter a nanosecond late on a whole microsecond",
-		zones: []diffZone{{"z1", Rule{Window: us(10080), SubWindow: us(2520), Limit: 21, Cost: 6}}},
+		zones: []diffZone{{"z1", Rule{Window: us(10080), SubWindow: us(2520), Limit: 21, Cost: 6}, false}},
 		steps: []diffStep{one(1760146462902750, 0, "b"), one(1760146462902781, 0, "b"), one(1760146462911000, 0, "b"), one(1760146462911240, 0, "b")},
 	}})
 }
@@ -71,24 +73,24 @@ func TestDifferentialCases(t *testing.T) {
 func TestDifferentialClockBackCases(t *testing.T) {
 	runDiffCases(t, false, []diffCase{{
 		name:  "a denied request moves the zone's newest sub-window",
-		zones: []diffZone{{"z1", Rule{Window: us(6480000000), SubWindow: us(720000000), Limit: 5, Cost: 3}}},
+		zones: []diffZone{{"z1", Rule{Window: us(6480000000), SubWindow: us(720000000), Limit: 5, Cost: 3}, false}},
 		steps: []diffStep{one(1760099157356001, 0, "c"), one(1760105519999999, 0, "c"), one(1760099017997277, 0, "c")},
 	}, {
 		name: "a check another rule denied creates the zone's key",
 		zones: []diffZone{
-			{"z0", Rule{Window: us(539000000), SubWindow: us(49000000), Limit: 41}},
-			{"z1", Rule{Window: us(39000000), SubWindow: us(39000000), Limit: 10, Algorithm: Fixed, Cost: 6}},
+			{"z0", Rule{Window: us(539000000), SubWindow: us(49000000), Limit: 41}, false},
+			{"z1", Rule{Window: us(39000000), SubWindow: us(39000000), Limit: 10, Algorithm: Fixed, Cost: 6}, false},
 		},
-		steps: []diffStep{one(1760005030000000, 1, "a"), {1760004898099182, []diffItem{{0, "a"}, {1, "a"}}}, one(1760003966000000, 0, "a")},
+		steps: []diffStep{one(1760005030000000, 1, "a"), multi(1760004898099182, []diffItem{{0, "a"}, {1, "a"}}), one(1760003966000000, 0, "a")},
 	}, {
 		name: "log: a check another rule denied sets the newest timestamp",
 		zones: []diffZone{
-			{"z1", Rule{Window: us(6), SubWindow: us(6), Limit: 3, Algorithm: Log}},
-			{"z2", Rule{Window: us(27), SubWindow: us(27), Limit: 10, Algorithm: Log}},
+			{"z1", Rule{Window: us(6), SubWindow: us(6), Limit: 3, Algorithm: Log}, false},
+			{"z2", Rule{Window: us(27), SubWindow: us(27), Limit: 10, Algorithm: Log}, false},
 		},
 		steps: []diffStep{
 			one(1760884271009617, 0, "a"), one(1760884271009617, 0, "a"), one(1760884271009616, 0, "a"),
-			{1760884271009617, []diffItem{{1, "b"}, {0, "a"}}}, one(1760884271009307, 1, "b"), one(1760884271009337, 1, "b"),
+			multi(1760884271009617, []diffItem{{1, "b"}, {0, "a"}}), one(1760884271009307, 1, "b"), one(1760884271009337, 1, "b"),
 		},
 	}, {
 		// The denied check rolled the zone's ring forward and cleared the
@@ -96,14 +98,14 @@ func TestDifferentialClockBackCases(t *testing.T) {
 		// the script counts 4.
 		name: "a check another rule denied clears the zone's counts",
 		zones: []diffZone{
-			{"z0", Rule{Window: us(7560000000), SubWindow: us(2520000000), Limit: 19, Cost: 4}},
-			{"z2", Rule{Window: us(1680), SubWindow: us(120), Limit: 9, Algorithm: Strict, Cost: 6}},
+			{"z0", Rule{Window: us(7560000000), SubWindow: us(2520000000), Limit: 19, Cost: 4}, false},
+			{"z2", Rule{Window: us(1680), SubWindow: us(120), Limit: 9, Algorithm: Strict, Cost: 6}, false},
 		},
 		steps: []diffStep{one(1760193081760080, 0, "a"), one(1760204594032468, 1, "a"),
-			{1760204594032470, []diffItem{{1, "a"}, {0, "a"}}}, one(1760199840000000, 0, "a")},
+			multi(1760204594032470, []diffItem{{1, "a"}, {0, "a"}}), one(1760199840000000, 0, "a")},
 	}, {
 		name:  "a denial cached at a later time is reused",
-		zones: []diffZone{{"z1", Rule{Window: us(78000000), SubWindow: us(6000000), Limit: 3, Algorithm: Strict}}},
+		zones: []diffZone{{"z1", Rule{Window: us(78000000), SubWindow: us(6000000), Limit: 3, Algorithm: Strict}, false}},
 		steps: []diffStep{one(1760894376000002, 0, "a"), one(1760894376000002, 0, "a"), one(1760894381999999, 0, "a"),
 			one(1760894382000002, 0, "a"), one(1760730106090139, 0, "a")},
 	}})
