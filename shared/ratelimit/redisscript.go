@@ -30,7 +30,8 @@ import (
 // previous version (testdata/redisscript-hash.lua) is read as such a
 // string and replaced by one on the key's next write, so an upgrade keeps
 // the counts. Log rules keep a sorted set of admitted timestamps; member
-// "<t>.<n>" is unique because, at one t, the count n only grows. Keys are
+// "<t>.<n>" is unique because n is above the count in the window and above
+// every n already at t (after a refund the count may be below them). Keys are
 // written only when the whole request is admitted, and the decisions
 // write nothing
 // (the timestamps that left a log's window are removed when it is next
@@ -435,7 +436,9 @@ local function logTake(s, key, W, N, cost, t)
   if top.err then
     s.stale = true
   elseif #top > 0 then
-    if tonumber(top[2]) > t then t = tonumber(top[2]) end
+    local newest = tonumber(top[2])
+    s.same = newest >= t -- the request counts at the newest score
+    if newest > t then t = newest end
     -- The window holds the scores above t - W. The older ones, at the
     -- head, are counted here (cheaper than counting the window) and
     -- removed when the request is counted.
@@ -461,10 +464,20 @@ local function commitLog(s, key, guard)
     s.n, s.old = 0, 0
   end
   local ts = fmt(s.t)
+  -- Members are named after the count, and after those already at this
+  -- time: a refund of an older entry lowers the count below their names,
+  -- and ZADD of a name that is there would count nothing.
+  local n = s.n
+  if s.same then
+    for _, m in ipairs(redis.call('ZRANGEBYSCORE', key, ts, ts)) do
+      local x = tonumber(string.match(m, '%.(%d+)$'))
+      if x and x > n then n = x end
+    end
+  end
   local add = {}
   for i = 1, s.cost do
     add[#add + 1] = ts
-    add[#add + 1] = ts .. '.' .. (s.n + i)
+    add[#add + 1] = ts .. '.' .. (n + i)
   end
   if write(guard, 'ZADD', key, unpack(add)) then return true end
   if s.old > 0 then redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(s.t - s.W)) end
@@ -482,7 +495,7 @@ local function decide()
     local alg, W, T, N, cost, shape = rule[1], rule[2], rule[3], rule[4], rule[5], rule[6]
     local ok, remaining, retry, reset
     if alg == 3 then
-      local s = {t = 0, stale = false, W = 0, n = 0, old = 0, cost = 0}
+      local s = {t = 0, stale = false, same = false, W = 0, n = 0, old = 0, cost = 0}
       ok, remaining, retry, reset = logTake(s, KEYS[i], W, N, cost, now)
       states[i] = s
     else
