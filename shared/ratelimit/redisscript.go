@@ -542,7 +542,8 @@ end
 -- refundBuckets takes cost back from the sub-window of time at in a
 -- bucket key, if the key still holds that sub-window and as much in it;
 -- it returns 1 if it did. Only that cell and the total change, in place,
--- and the key's expiry stays.
+-- and the key's expiry stays; a key left counting nothing (in the
+-- sub-windows that count from its newest on) is deleted.
 local function refundBuckets(key, alg, W, T, cost, shape, at)
   local m = W / T + 1
   load(key, shape, m, T)
@@ -554,6 +555,13 @@ local function refundBuckets(key, alg, W, T, cost, shape, at)
   local p = head + CW * (1 + b % m)
   local x = sunpack(CF, V, p)
   if x < cost then return 0 end
+  if reach == 1 and x == cost or TOTAL == cost then
+    -- The key would count nothing: it goes, as a log's does with its
+    -- last entry, so that a request after a clock step back counts at
+    -- its own time, as in the zone, rather than in this sub-window.
+    redis.call('DEL', key)
+    return 1
+  end
   local span = spack(CF, TOTAL - cost)
   if p > head + CW then span = span .. string.sub(V, head + CW, p - 1) end
   local r = redis.pcall('SETRANGE', key, head - 1, span .. spack(CF, x - cost))
