@@ -38,9 +38,9 @@ func runDiffCases(t *testing.T, forward bool, cases []diffCase) {
 	}
 }
 
-// TestDifferentialCases: forward time.
+// TestDifferentialCases: forward time, and the refund cases.
 func TestDifferentialCases(t *testing.T) {
-	runDiffCases(t, true, []diffCase{{
+	runDiffCases(t, true, append([]diffCase{{
 		// The script's slack of 1e-9 on the count is coarser than the
 		// count's resolution once T is over about 1e9µs: the leaving
 		// sub-window's weight in the last microseconds of a sub-window is
@@ -64,80 +64,78 @@ func TestDifferentialCases(t *testing.T) {
 		name:  "zone's RetryAfter a nanosecond late on a whole microsecond",
 		zones: []diffZone{{"z1", Rule{Window: us(10080), SubWindow: us(2520), Limit: 21, Cost: 6}, false}},
 		steps: []diffStep{one(1760146462902750, 0, "b"), one(1760146462902781, 0, "b"), one(1760146462911000, 0, "b"), one(1760146462911240, 0, "b")},
-	}})
+	}}, refundCases...))
 }
 
 // e is a time on every sub-window boundary of the refund cases.
 const e = int64(1760000000000000)
 
-// TestDifferentialRefundCases: reserve and refund in forward time, each
-// decision checked against the exact reference too.
-func TestDifferentialRefundCases(t *testing.T) {
-	runDiffCases(t, true, []diffCase{{
-		// The third request is denied, the refund of the first makes room
-		// for one, and a denied request has nothing to give back.
-		name:  "refund in the current sub-window",
-		zones: []diffZone{{"z0", Rule{Window: us(1000), Limit: 2, Algorithm: Fixed}, true}},
-		steps: []diffStep{one(e+100, 0, "a"), one(e+200, 0, "a"), one(e+300, 0, "a"), refundOf(0),
-			one(e+400, 0, "a"), one(e+500, 0, "a"), refundOf(5), one(e+600, 0, "a")},
-	}, {
-		// At +12.5ms the sliding count is 2 + 1*0.5, the strict one 2 + 1:
-		// the refund of the request of sub-window 10, the leaving one,
-		// makes room for one more in each.
-		name: "refund in the leaving sub-window",
-		zones: []diffZone{
-			{"z0", Rule{Window: us(2000), SubWindow: us(1000), Limit: 3}, true},
-			{"z1", Rule{Window: us(2000), SubWindow: us(1000), Limit: 3, Algorithm: Strict}, true},
-		},
-		steps: []diffStep{
-			multi(e+10000, []diffItem{{0, "a"}, {1, "a"}}), multi(e+11000, []diffItem{{0, "a"}, {1, "a"}}),
-			multi(e+12000, []diffItem{{0, "a"}, {1, "a"}}), one(e+12500, 0, "a"), one(e+12500, 1, "a"),
-			refundOf(0), one(e+12500, 0, "a"), one(e+12500, 1, "a"), one(e+12600, 0, "a"), one(e+12600, 1, "a"),
-		},
-	}, {
-		// Sub-window 10 left the window, and sub-window 13 (7 for Fixed)
-		// reuses its cell: the late refund must give nothing back. A Log
-		// entry out of the window is gone.
-		name: "refund after the sub-window left the window",
-		zones: []diffZone{
-			{"z0", Rule{Window: us(2000), SubWindow: us(1000), Limit: 2}, true},
-			{"z1", Rule{Window: us(1000), Limit: 2, Algorithm: Fixed}, true},
-			{"z2", Rule{Window: us(1000), Limit: 2, Algorithm: Log}, true},
-		},
-		steps: []diffStep{
-			one(e+5000, 1, "b"), one(e+6000, 2, "c"), one(e+10000, 0, "a"),
-			one(e+13000, 0, "a"), one(e+13000, 0, "a"), one(e+13000, 1, "b"), one(e+13000, 1, "b"),
-			one(e+13000, 2, "c"), one(e+13000, 2, "c"),
-			refundOf(2), refundOf(0), refundOf(1),
-			one(e+13100, 0, "a"), one(e+13100, 1, "b"), one(e+13100, 2, "c"),
-		},
-	}, {
-		// A refund gives back the cost: two units of the request's
-		// sub-window, or the two entries of its time; two requests at one
-		// time, one refunded, then another at that time.
-		name: "cost 2",
-		zones: []diffZone{
-			{"z0", Rule{Window: us(4000), SubWindow: us(1000), Limit: 5, Algorithm: Strict, Cost: 2}, true},
-			{"z1", Rule{Window: us(4000), Limit: 5, Algorithm: Log, Cost: 2}, true},
-		},
-		steps: []diffStep{
-			multi(e+1000, []diffItem{{0, "a"}, {1, "a"}}), multi(e+1500, []diffItem{{0, "a"}, {1, "a"}}),
-			one(e+1600, 0, "a"), one(e+1600, 1, "a"), refundOf(1),
-			one(e+1700, 0, "a"), one(e+1700, 1, "a"), one(e+1800, 0, "a"), one(e+1800, 1, "a"),
-			one(e+2000, 1, "b"), one(e+2000, 1, "b"), refundOf(9), one(e+2000, 1, "b"), one(e+2000, 1, "b"),
-		},
-	}, {
-		// The script names a log member "<t>.<n>", n the count in the
-		// window: after the refund of an older entry the count fell, and
-		// the next request at the newest time gets the name of a member
-		// that is there. ZADD then adds nothing: the request is admitted
-		// and not counted, and the key admits past its limit.
-		name:  "log: a refund, then requests at the newest entry's time",
-		zones: []diffZone{{"z0", Rule{Window: us(1000), Limit: 3, Algorithm: Log}, true}},
-		steps: []diffStep{one(e+100, 0, "a"), one(e+200, 0, "a"), refundOf(0),
-			one(e+200, 0, "a"), one(e+200, 0, "a"), one(e+200, 0, "a")},
-	}})
-}
+// refundCases reserve and refund in forward time, each decision checked
+// against the exact reference too.
+var refundCases = []diffCase{{
+	// The third request is denied, the refund of the first makes room
+	// for one, and a denied request has nothing to give back.
+	name:  "refund in the current sub-window",
+	zones: []diffZone{{"z0", Rule{Window: us(1000), Limit: 2, Algorithm: Fixed}, true}},
+	steps: []diffStep{one(e+100, 0, "a"), one(e+200, 0, "a"), one(e+300, 0, "a"), refundOf(0),
+		one(e+400, 0, "a"), one(e+500, 0, "a"), refundOf(5), one(e+600, 0, "a")},
+}, {
+	// At +12.5ms the sliding count is 2 + 1*0.5, the strict one 2 + 1:
+	// the refund of the request of sub-window 10, the leaving one,
+	// makes room for one more in each.
+	name: "refund in the leaving sub-window",
+	zones: []diffZone{
+		{"z0", Rule{Window: us(2000), SubWindow: us(1000), Limit: 3}, true},
+		{"z1", Rule{Window: us(2000), SubWindow: us(1000), Limit: 3, Algorithm: Strict}, true},
+	},
+	steps: []diffStep{
+		multi(e+10000, []diffItem{{0, "a"}, {1, "a"}}), multi(e+11000, []diffItem{{0, "a"}, {1, "a"}}),
+		multi(e+12000, []diffItem{{0, "a"}, {1, "a"}}), one(e+12500, 0, "a"), one(e+12500, 1, "a"),
+		refundOf(0), one(e+12500, 0, "a"), one(e+12500, 1, "a"), one(e+12600, 0, "a"), one(e+12600, 1, "a"),
+	},
+}, {
+	// Sub-window 10 left the window, and sub-window 13 (7 for Fixed)
+	// reuses its cell: the late refund must give nothing back. A Log
+	// entry out of the window is gone.
+	name: "refund after the sub-window left the window",
+	zones: []diffZone{
+		{"z0", Rule{Window: us(2000), SubWindow: us(1000), Limit: 2}, true},
+		{"z1", Rule{Window: us(1000), Limit: 2, Algorithm: Fixed}, true},
+		{"z2", Rule{Window: us(1000), Limit: 2, Algorithm: Log}, true},
+	},
+	steps: []diffStep{
+		one(e+5000, 1, "b"), one(e+6000, 2, "c"), one(e+10000, 0, "a"),
+		one(e+13000, 0, "a"), one(e+13000, 0, "a"), one(e+13000, 1, "b"), one(e+13000, 1, "b"),
+		one(e+13000, 2, "c"), one(e+13000, 2, "c"),
+		refundOf(2), refundOf(0), refundOf(1),
+		one(e+13100, 0, "a"), one(e+13100, 1, "b"), one(e+13100, 2, "c"),
+	},
+}, {
+	// A refund gives back the cost: two units of the request's
+	// sub-window, or the two entries of its time; two requests at one
+	// time, one refunded, then another at that time.
+	name: "cost 2",
+	zones: []diffZone{
+		{"z0", Rule{Window: us(4000), SubWindow: us(1000), Limit: 5, Algorithm: Strict, Cost: 2}, true},
+		{"z1", Rule{Window: us(4000), Limit: 5, Algorithm: Log, Cost: 2}, true},
+	},
+	steps: []diffStep{
+		multi(e+1000, []diffItem{{0, "a"}, {1, "a"}}), multi(e+1500, []diffItem{{0, "a"}, {1, "a"}}),
+		one(e+1600, 0, "a"), one(e+1600, 1, "a"), refundOf(1),
+		one(e+1700, 0, "a"), one(e+1700, 1, "a"), one(e+1800, 0, "a"), one(e+1800, 1, "a"),
+		one(e+2000, 1, "b"), one(e+2000, 1, "b"), refundOf(9), one(e+2000, 1, "b"), one(e+2000, 1, "b"),
+	},
+}, {
+	// The script names a log member "<t>.<n>", n the count in the
+	// window: after the refund of an older entry the count fell, and
+	// the next request at the newest time gets the name of a member
+	// that is there. ZADD then adds nothing: the request is admitted
+	// and not counted, and the key admits past its limit.
+	name:  "log: a refund, then requests at the newest entry's time",
+	zones: []diffZone{{"z0", Rule{Window: us(1000), Limit: 3, Algorithm: Log}, true}},
+	steps: []diffStep{one(e+100, 0, "a"), one(e+200, 0, "a"), refundOf(0),
+		one(e+200, 0, "a"), one(e+200, 0, "a"), one(e+200, 0, "a")},
+}}
 
 // TestDifferentialClockBackCases: after a step back both stores count as
 // if in the newest sub-window written (the script does; the zone clamps to

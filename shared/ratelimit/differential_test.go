@@ -350,12 +350,12 @@ func (g *diffGen) observe(i int, s diffStep, want []Decision) {
 		admitted = admitted && d.Allowed
 		reserved = reserved || g.zones[s.items[j].zone].reserve
 	}
-	if admitted && reserved && g.rrng.Intn(5) < 3 {
+	if admitted && reserved && g.rrng.Intn(2) == 0 {
 		delay := g.rrng.Intn(2)
-		switch p := g.rrng.Intn(10); {
-		case p >= 8:
+		switch p := g.rrng.Intn(20); {
+		case p >= 17:
 			delay = 17 + g.rrng.Intn(120)
-		case p >= 4:
+		case p >= 10:
 			delay = 2 + g.rrng.Intn(15)
 		}
 		g.pending = append(g.pending, diffPending{step: i, due: g.requests + delay})
