@@ -17,16 +17,23 @@ import (
 // call per request, the script told the trace's time), and compares every
 // decision. Times and rules are whole microseconds, the script's unit.
 
-// diffZone is one rule of a trace; name is the zone's name.
+// diffZone is one rule of a trace; name is the zone's name. The items of
+// a reserving zone are Refundable (count_status): each admission holds a
+// receipt that a later refund step may give back.
 type diffZone struct {
-	name string
-	rule Rule // normalized
+	name    string
+	rule    Rule // normalized
+	reserve bool
 }
 
 func (z diffZone) String() string {
 	r := z.rule
-	return fmt.Sprintf("%s: %v W=%dµs T=%dµs N=%d cost=%d", z.name, r.Algorithm,
+	s := fmt.Sprintf("%s: %v W=%dµs T=%dµs N=%d cost=%d", z.name, r.Algorithm,
 		r.Window/time.Microsecond, r.SubWindow/time.Microsecond, r.Limit, r.Cost)
+	if z.reserve {
+		s += " reserving"
+	}
+	return s
 }
 
 // diffItem is one rule of a request: zone index and key.
@@ -35,11 +42,21 @@ type diffItem struct {
 	key  string
 }
 
-// diffStep is one request at a time in microseconds since the Unix epoch.
+// diffStep is one request at a time in microseconds since the Unix epoch,
+// or, when items is nil, a refund: the response of the request at index
+// refund of the trace settled with a status its zones do not count, and
+// its Refundable items give their counts back (at the time of the request
+// before this step, whatever it is: a refund names no time).
 type diffStep struct {
-	at    int64
-	items []diffItem
+	at     int64
+	items  []diffItem
+	refund int
 }
+
+// refundOf is the refund step of the request at index i of the trace.
+func refundOf(i int) diffStep { return diffStep{refund: i} }
+
+func (s diffStep) isRefund() bool { return s.items == nil }
 
 // diffStats counts what the runs covered.
 type diffStats struct {
@@ -49,11 +66,18 @@ type diffStats struct {
 	rounded int
 	// expired counts Redis keys the harness expired in trace time.
 	expired int
+	// reserved counts the Refundable items admitted (with a receipt);
+	// refunds the receipts given back, of which empty found nothing to
+	// take back in Redis (its sub-window or entry gone, or the key), and
+	// moved those whose sub-window was no longer the newest the request
+	// before the refund was in (or, for Log, whose entry had left the
+	// window).
+	reserved, refunds, empty, moved int
 }
 
 func (s diffStats) String() string {
-	return fmt.Sprintf("%d seeds, %d requests (%d multi-rule), %d items, %d denied requests (%d multi-rule), %d clock steps back, %d keys expired, %d RetryAfters rounded up to the µs by the script",
-		s.seeds, s.steps, s.multi, s.items, s.denied, s.deniedMulti, s.back, s.expired, s.rounded)
+	return fmt.Sprintf("%d seeds, %d requests (%d multi-rule), %d items, %d denied requests (%d multi-rule), %d clock steps back, %d keys expired, %d RetryAfters rounded up to the µs by the script, %d reservations, %d refunds (%d after their sub-window moved on, %d found nothing)",
+		s.seeds, s.steps, s.multi, s.items, s.denied, s.deniedMulti, s.back, s.expired, s.rounded, s.reserved, s.refunds, s.moved, s.empty)
 }
 
 // diffFailure is the first disagreement of a run.
@@ -113,10 +137,11 @@ local redis = {
 var ttlScriptSHA = scriptSHA(ttlScript)
 
 // ttlRunner runs ttlScript in place of the limiter script and keeps the
-// TTLs of the last call.
+// TTLs and the reply of the last call.
 type ttlRunner struct {
-	c    *resp.Client
-	ttls []int64
+	c     *resp.Client
+	ttls  []int64
+	reply []int64
 }
 
 func (r *ttlRunner) EvalSha(ctx context.Context, sha string, keys, args []string) ([]int64, error) {
@@ -130,12 +155,27 @@ func (r *ttlRunner) EvalSha(ctx context.Context, sha string, keys, args []string
 	if err != nil {
 		return nil, err
 	}
-	n := len(keys)
-	if len(res) != 5*n {
+	// The script's own reply: 4 integers per item taken, 5 per item
+	// reserved, and one more if Redis could not count the request; or
+	// one per item refunded. Then one TTL per key.
+	n, want, refund := len(keys), 0, false
+	for i := 0; i < n && 1+2*i < len(args); i++ {
+		switch args[1+2*i] {
+		case modeReserve:
+			want += 5
+		case modeRefund:
+			want, refund = want+1, true
+		default:
+			want += 4
+		}
+	}
+	if len(res) != want+n && (refund || len(res) != want+1+n || res[want] != redisNotCounted) {
 		return nil, fmt.Errorf("ttl script: %d integers for %d keys", len(res), n)
 	}
-	r.ttls = append(r.ttls[:0], res[4*n:]...)
-	return res[:4*n], nil
+	own := len(res) - n
+	r.ttls = append(r.ttls[:0], res[own:]...)
+	r.reply = append(r.reply[:0], res[:own]...)
+	return res[:own], nil
 }
 
 func (r *ttlRunner) Eval(ctx context.Context, _ string, keys, args []string) ([]int64, error) {
@@ -181,16 +221,32 @@ type diffRun struct {
 	// Redis may have forgotten it.
 	expiry map[string]int64
 	stats  *diffStats
+	// step is the index of the next step in the trace, now the time of
+	// the last request.
+	step int
+	now  int64
+	// held is, by its index in the trace, every request with Refundable
+	// items not yet refunded.
+	held map[int]*diffHeld
 
 	items     []Item
 	want, got []Decision
+}
+
+// diffHeld is a request whose response is still to come: what a refund
+// gives back.
+type diffHeld struct {
+	step      diffStep
+	items     []Item
+	want, got []Decision
+	allowed   bool
 }
 
 func (h *diffHarness) start(tb testing.TB, zones []diffZone, forward bool, stats *diffStats) *diffRun {
 	tb.Helper()
 	h.runs++
 	r := &diffRun{h: h, zones: zones, prefix: "d" + strconv.Itoa(h.runs) + ":", forward: forward,
-		expiry: make(map[string]int64), admitted: make(map[diffItem][]int64), stats: stats}
+		expiry: make(map[string]int64), admitted: make(map[diffItem][]int64), held: make(map[int]*diffHeld), stats: stats}
 	for _, dz := range zones {
 		z, err := NewZone(dz.name, dz.rule, Options{SweepInterval: -1, MaxKeys: 1024})
 		if err != nil {
@@ -207,9 +263,14 @@ func (r *diffRun) close() {
 	}
 }
 
-// do runs one request through both stores and returns the memory's
-// decisions, or the first disagreement.
+// do runs one step through both stores and returns the memory's
+// decisions (none for a refund), or the first disagreement.
 func (r *diffRun) do(s diffStep) ([]Decision, *diffFailure) {
+	r.step++
+	if s.isRefund() {
+		return nil, r.refund(s)
+	}
+	r.now = s.at
 	ctx := context.Background()
 	if r.forward {
 		for key, at := range r.expiry {
@@ -225,7 +286,7 @@ func (r *diffRun) do(s diffStep) ([]Decision, *diffFailure) {
 	n := len(s.items)
 	r.items, r.want, r.got = r.items[:0], make([]Decision, n), make([]Decision, n)
 	for _, it := range s.items {
-		r.items = append(r.items, Item{Zone: r.zs[it.zone], Key: it.key})
+		r.items = append(r.items, Item{Zone: r.zs[it.zone], Key: it.key, Refundable: r.zones[it.zone].reserve})
 	}
 	now := time.UnixMicro(s.at)
 	allowed := TakeAll(now, r.items, r.want)
@@ -258,6 +319,9 @@ func (r *diffRun) do(s diffStep) ([]Decision, *diffFailure) {
 		return r.want, r.disagree(s, "allowed (request)", 0)
 	}
 	if f := r.checkTTL(s, allowed); f != nil {
+		return r.want, f
+	}
+	if f := r.checkReceipts(s, allowed); f != nil {
 		return r.want, f
 	}
 	if r.forward {
@@ -346,6 +410,143 @@ func (r *diffRun) checkTTL(s diffStep, allowed bool) *diffFailure {
 	return nil
 }
 
+// checkReceipts checks the receipts of request s: an admitted Refundable
+// item holds one from each store, naming the same sub-window (the same
+// time, for Log) and, in forward time, the request's own time; no other
+// item holds one. It keeps a request with Refundable items for its
+// refund.
+func (r *diffRun) checkReceipts(s diffStep, allowed bool) *diffFailure {
+	reserving := false
+	for j, it := range r.items {
+		if !it.Refundable {
+			continue
+		}
+		reserving = true
+		mem, red := r.want[j].receipt, r.got[j].receipt
+		rule := r.zones[s.items[j].zone].rule
+		span := int64(rule.SubWindow / time.Microsecond)
+		bad := ""
+		switch {
+		case !allowed:
+			if mem != (receipt{}) || red != (receipt{}) {
+				bad = "a denied request holds one"
+			}
+		case mem.at == 0 || mem.remote || red.at == 0 || !red.remote:
+			bad = "want one from each store"
+		case rule.Algorithm == Log && mem.at != red.at*1000:
+			bad = "not the same time"
+		case rule.Algorithm != Log && mem.at/int64(rule.SubWindow) != red.at/span:
+			bad = "not the same sub-window"
+		case r.forward && red.at != s.at:
+			bad = "not the request's time"
+		}
+		if bad != "" {
+			return &diffFailure{kind: "receipt", msg: r.describe(s, fmt.Sprintf("receipt (%s: memory %+v, redis %+v)", bad, mem, red), j)}
+		}
+		if allowed {
+			r.stats.reserved++
+		}
+	}
+	for j, it := range r.items {
+		if !it.Refundable && (r.want[j].receipt != receipt{} || r.got[j].receipt != receipt{}) {
+			return &diffFailure{kind: "receipt", msg: r.describe(s, "receipt (an item not Refundable holds one)", j)}
+		}
+	}
+	if reserving {
+		r.held[r.step-1] = &diffHeld{step: s, items: append([]Item(nil), r.items...),
+			want: append([]Decision(nil), r.want...), got: append([]Decision(nil), r.got...), allowed: allowed}
+	}
+	return nil
+}
+
+// refund gives back, in both stores, the reservations of the request the
+// refund step s names, each at most once. In forward time the exact
+// reference gives back one admission of the receipt's sub-window (of the
+// receipt's time, for Log) if it holds one, and Redis must have found the
+// count exactly when the reference held it, unless the sub-window (the
+// entry) no longer counts, where a store may still hold it or not: no
+// decision from now on reads it.
+func (r *diffRun) refund(s diffStep) *diffFailure {
+	held := r.held[s.refund]
+	if held == nil {
+		return nil // a request with nothing Refundable, or refunded
+	}
+	delete(r.held, s.refund)
+	RefundAll(held.items, held.want)
+	r.h.store.prefix = r.prefix
+	r.h.runner.reply = r.h.runner.reply[:0]
+	if err := r.h.store.Refund(context.Background(), held.items, held.got); err != nil {
+		return &diffFailure{kind: "error", msg: fmt.Sprintf("refund of request %d: redis: %v", s.refund, err)}
+	}
+	reply, p := r.h.runner.reply, 0
+	for j, it := range held.items {
+		if !it.Refundable || held.got[j].receipt.at == 0 {
+			continue
+		}
+		if p == len(reply) {
+			return r.refundFailure(s, held, "error", fmt.Sprintf("the script answered %d integers", len(reply)), j)
+		}
+		found := reply[p] == 1
+		p++
+		r.stats.refunds++
+		if !found {
+			r.stats.empty++
+		}
+		di := held.step.items[j]
+		rule := r.zones[di.zone].rule
+		at, span, window := held.got[j].receipt.at, int64(rule.SubWindow/time.Microsecond), int64(rule.Window/time.Microsecond)
+		log := rule.Algorithm == Log
+		if log && at <= r.now-window || !log && at/span < r.now/span {
+			r.stats.moved++
+		}
+		if !r.forward {
+			continue
+		}
+		adm, i := r.admitted[di], len(r.admitted[di])-1
+		for ; i >= 0; i-- {
+			if log && adm[i] == at || !log && adm[i]/span == at/span {
+				break
+			}
+		}
+		counts := at > r.now-window // Log
+		switch rule.Algorithm {
+		case Fixed:
+			counts = at/span == r.now/span
+		case Sliding, Strict:
+			counts = at/span >= r.now/span-int64(rule.Window/rule.SubWindow)
+		}
+		switch {
+		case found && i < 0:
+			return r.refundFailure(s, held, "refund (redis gave back a count the exact reference does not hold)", "", j)
+		case !found && i >= 0 && counts:
+			return r.refundFailure(s, held, "refund (redis kept a count that still counts, the exact reference gave it back)", "", j)
+		}
+		if i >= 0 {
+			r.admitted[di] = append(adm[:i], adm[i+1:]...)
+		}
+	}
+	if p != len(reply) {
+		return r.refundFailure(s, held, "error", fmt.Sprintf("the script answered %d integers for %d refunds", len(reply), p), 0)
+	}
+	return nil
+}
+
+func (r *diffRun) refundFailure(s diffStep, held *diffHeld, kind, detail string, item int) *diffFailure {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s at the refund of request %d (at %dµs) after the request at %dµs, item %d", kind, s.refund, held.step.at, r.now, item)
+	if detail != "" {
+		b.WriteString(": " + detail)
+	}
+	fmt.Fprintf(&b, "\n  the script's reply %v", r.h.runner.reply)
+	for j, it := range held.step.items {
+		fmt.Fprintf(&b, "\n  item %d %s key %q\n    memory %+v\n    redis  %+v", j, r.zones[it.zone], it.key, held.want[j], held.got[j])
+		if r.forward {
+			fmt.Fprintf(&b, "\n    exact reference holds %v", r.admitted[it])
+		}
+	}
+	return &diffFailure{kind: kind, msg: b.String()}
+}
+
 // diffCompare returns what differs between the zone's decision want and
 // the script's got ("" for nothing). The zone computes a RetryAfter inside
 // a sliding sub-window to the nanosecond, the script to the microsecond:
@@ -402,27 +603,28 @@ func (h *diffHarness) replay(tb testing.TB, zones []diffZone, steps []diffStep, 
 	return nil
 }
 
-// shrink returns a shorter trace that still disagrees, and its failure:
-// greedy removal of chunks of steps, then of items of multi-rule steps,
-// within a bounded number of replays.
-func (h *diffHarness) shrink(tb testing.TB, zones []diffZone, steps []diffStep, forward bool, f *diffFailure) ([]diffStep, *diffFailure) {
+// shrink returns a shorter trace that still disagrees, its zones and its
+// failure: greedy removal of chunks of steps (with the refunds of the
+// requests removed), then of items of multi-rule requests, then of
+// reserving zones' reservations, within a bounded number of replays.
+func (h *diffHarness) shrink(tb testing.TB, zones []diffZone, steps []diffStep, forward bool, f *diffFailure) ([]diffZone, []diffStep, *diffFailure) {
 	steps = steps[:f.step+1]
 	budget := 400
-	try := func(cand []diffStep) bool {
+	try := func(cz []diffZone, cand []diffStep) bool {
 		if budget == 0 {
 			return false
 		}
 		budget--
-		if g := h.replay(tb, zones, cand, forward); g != nil {
-			steps, f = cand[:g.step+1], g
+		if g := h.replay(tb, cz, cand, forward); g != nil {
+			zones, steps, f = cz, cand[:g.step+1], g
 			return true
 		}
 		return false
 	}
 	for chunk := len(steps) / 2; chunk >= 1; chunk /= 2 {
 		for i := 0; i+chunk <= len(steps); {
-			cand := append(append([]diffStep(nil), steps[:i]...), steps[i+chunk:]...)
-			if !try(cand) {
+			from, to := i, i+chunk
+			if !try(zones, keepSteps(steps, func(j int) bool { return j < from || j >= to })) {
 				i += chunk
 			}
 		}
@@ -432,12 +634,38 @@ func (h *diffHarness) shrink(tb testing.TB, zones []diffZone, steps []diffStep, 
 			cand := append([]diffStep(nil), steps...)
 			items := append([]diffItem(nil), steps[i].items[:j]...)
 			cand[i].items = append(items, steps[i].items[j+1:]...)
-			if !try(cand) {
+			if !try(zones, cand) {
 				j++
 			}
 		}
 	}
-	return steps, f
+	for i := range zones {
+		if zones[i].reserve {
+			cz := append([]diffZone(nil), zones...)
+			cz[i].reserve = false
+			try(cz, steps)
+		}
+	}
+	return zones, steps, f
+}
+
+// keepSteps returns the steps that keep reports true for, less the
+// refunds of the requests it drops, with the refunds renumbered.
+func keepSteps(steps []diffStep, keep func(int) bool) []diffStep {
+	at := make([]int, len(steps)) // index in the result, or -1
+	var out []diffStep
+	for i, s := range steps {
+		at[i] = -1
+		if !keep(i) || s.isRefund() && (s.refund >= i || at[s.refund] < 0) {
+			continue
+		}
+		if s.isRefund() {
+			s.refund = at[s.refund]
+		}
+		at[i] = len(out)
+		out = append(out, s)
+	}
+	return out
 }
 
 // formatTrace prints zones and steps as Go literals, to paste into a
@@ -447,22 +675,33 @@ func formatTrace(zones []diffZone, steps []diffStep) string {
 	b.WriteString("zones := []diffZone{\n")
 	for _, z := range zones {
 		r := z.rule
-		fmt.Fprintf(&b, "\t{%q, Rule{Window: %d * time.Microsecond, SubWindow: %d * time.Microsecond, Limit: %d, Algorithm: %d, Cost: %d}}, // %v\n",
-			z.name, r.Window/time.Microsecond, r.SubWindow/time.Microsecond, r.Limit, r.Algorithm, r.Cost, r.Algorithm)
+		fmt.Fprintf(&b, "\t{%q, Rule{Window: %d * time.Microsecond, SubWindow: %d * time.Microsecond, Limit: %d, Algorithm: %d, Cost: %d}, %v}, // %v\n",
+			z.name, r.Window/time.Microsecond, r.SubWindow/time.Microsecond, r.Limit, r.Algorithm, r.Cost, z.reserve, r.Algorithm)
 	}
 	b.WriteString("}\nsteps := []diffStep{\n")
+	last := int64(0)
 	for i, s := range steps {
-		fmt.Fprintf(&b, "\t{%d, []diffItem{", s.at)
-		for j, it := range s.items {
-			if j > 0 {
-				b.WriteString(", ")
+		if s.isRefund() {
+			fmt.Fprintf(&b, "\trefundOf(%d), // step %d\n", s.refund, i)
+			continue
+		}
+		if len(s.items) == 1 {
+			fmt.Fprintf(&b, "\tone(%d, %d, %q),", s.at, s.items[0].zone, s.items[0].key)
+		} else {
+			fmt.Fprintf(&b, "\tmulti(%d, []diffItem{", s.at)
+			for j, it := range s.items {
+				if j > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "{%d, %q}", it.zone, it.key)
 			}
-			fmt.Fprintf(&b, "{%d, %q}", it.zone, it.key)
+			b.WriteString("}),")
 		}
-		b.WriteString("}},")
-		if i > 0 {
-			fmt.Fprintf(&b, " // %+dµs", s.at-steps[i-1].at)
+		fmt.Fprintf(&b, " // step %d", i)
+		if last != 0 {
+			fmt.Fprintf(&b, ", %+dµs", s.at-last)
 		}
+		last = s.at
 		b.WriteString("\n")
 	}
 	b.WriteString("}\n")

@@ -19,6 +19,18 @@ import (
 // also equal the exact one (exactTake), at each store's resolution: the
 // zone's RetryAfter to the nanosecond, the script's to the microsecond.
 //
+// Some zones reserve (count_status): their items are Refundable, and the
+// response of an admitted request comes a random number of requests later
+// (0 to about 140, so that responses overlap other requests and come
+// after their sub-window moved on or left the window): a settled status
+// the zone does not count refunds it (RefundAll in memory, one refund
+// call in Redis, each from its own receipt), a counted status, an abort
+// or a client gone keeps it. Both stores must name the same sub-window
+// (log time) in their receipts, and the exact reference gives back one
+// admission of that sub-window (that time) if it still holds one: Redis
+// must have found the count if and only if the reference held it, where
+// it still counts.
+//
 // Knobs (environment): WINDOWLIMIT_DIFF_SEED, the first seed (default 1;
 // "time" picks one from the clock), WINDOWLIMIT_DIFF_SEEDS, how many
 // (default 50, 10 with -short), WINDOWLIMIT_DIFF_STEPS, requests per seed
@@ -82,21 +94,26 @@ func runDifferential(t *testing.T, back bool) {
 			r := h.start(t, g.zones, !back, &stats)
 			defer r.close()
 			stats.seeds++
-			steps := make([]diffStep, 0, cfg.steps)
-			for i := 0; i < cfg.steps; i++ {
+			steps := make([]diffStep, 0, cfg.steps+cfg.steps/2)
+			last := int64(0)
+			for g.requests < cfg.steps {
 				s := g.next()
-				if i > 0 && s.at < steps[i-1].at {
-					stats.back++
+				i := len(steps)
+				if !s.isRefund() {
+					if last != 0 && s.at < last {
+						stats.back++
+					}
+					last = s.at
 				}
 				steps = append(steps, s)
 				want, f := r.do(s)
 				if f == nil {
-					g.observe(s, want)
+					g.observe(i, s, want)
 					continue
 				}
 				f.step = i
 				kinds[f.kind]++
-				msg := fmt.Sprintf("seed %d, request %d of the trace: %s\nzones:", seed, i, f.msg)
+				msg := fmt.Sprintf("seed %d, step %d of the trace: %s\nzones:", seed, i, f.msg)
 				for _, z := range g.zones {
 					msg += "\n  " + z.String()
 				}
@@ -104,14 +121,14 @@ func runDifferential(t *testing.T, back bool) {
 					seed, t.Name()[:len(t.Name())-len("/seed="+strconv.FormatInt(seed, 10))])
 				if shrunk < cfg.shrink {
 					shrunk++
-					small, sf := h.shrink(t, g.zones, steps, !back, f)
-					msg += fmt.Sprintf("\nshrunk to %d requests: %s\n%s", len(small), sf.msg, formatTrace(g.zones, small))
+					zones, small, sf := h.shrink(t, g.zones, steps, !back, f)
+					msg += fmt.Sprintf("\nshrunk to %d steps: %s\n%s", len(small), sf.msg, formatTrace(zones, small))
 				} else {
 					from := i - 5
 					if from < 0 {
 						from = 0
 					}
-					msg += "\nthe last requests:\n" + formatTrace(g.zones, steps[from:])
+					msg += "\nthe last steps:\n" + formatTrace(g.zones, keepSteps(steps, func(j int) bool { return j >= from }))
 				}
 				t.Error(msg)
 				return
@@ -127,7 +144,10 @@ func runDifferential(t *testing.T, back bool) {
 // diffGen makes the trace of one seed. Its choices depend only on the seed
 // and the memory's decisions, so a seed replays.
 type diffGen struct {
-	rng   *rand.Rand
+	rng *rand.Rand
+	// rrng makes the reservation choices: which zones reserve, which
+	// responses refund and when.
+	rrng  *rand.Rand
 	back  bool
 	zones []diffZone
 	keys  []string
@@ -138,13 +158,21 @@ type diffGen struct {
 	targets []int64
 	// history holds the times of earlier requests, to step back onto.
 	history []int64
+	// requests counts the requests made; pending holds the refunds to
+	// come, each due once that many requests are made.
+	requests int
+	pending  []diffPending
 }
+
+type diffPending struct{ step, due int }
 
 func newDiffGen(seed int64, back bool) *diffGen {
 	rng := rand.New(rand.NewSource(seed))
-	g := &diffGen{rng: rng, back: back}
+	g := &diffGen{rng: rng, rrng: rand.New(rand.NewSource(^seed)), back: back}
 	for i, n := 0, 1+rng.Intn(4); i < n; i++ {
-		g.zones = append(g.zones, randomDiffZone(rng, "z"+strconv.Itoa(i)))
+		z := randomDiffZone(rng, "z"+strconv.Itoa(i))
+		z.reserve = g.rrng.Intn(2) == 0
+		g.zones = append(g.zones, z)
 	}
 	g.keys = []string{"a", "b", "c"}[:1+rng.Intn(3)]
 	g.now = epoch.UnixMicro() + rng.Int63n(1e12)
@@ -199,7 +227,15 @@ func randomDiffZone(rng *rand.Rand, name string) diffZone {
 	return diffZone{name: name, rule: r}
 }
 
+// next returns the next step: a refund that is due, or a request.
 func (g *diffGen) next() diffStep {
+	for i, p := range g.pending {
+		if p.due <= g.requests {
+			g.pending = append(g.pending[:i], g.pending[i+1:]...)
+			return refundOf(p.step)
+		}
+	}
+	g.requests++
 	g.history = append(g.history, g.now)
 	g.now = g.nextTime()
 	return diffStep{at: g.now, items: g.pickItems()}
@@ -300,8 +336,30 @@ func (g *diffGen) pickItems() []diffItem {
 	return items
 }
 
-// observe keeps the times the memory's decisions name as targets.
-func (g *diffGen) observe(s diffStep, want []Decision) {
+// observe keeps the times the memory's decisions name as targets and
+// settles the response of an admitted request with reservations, the
+// step at index i of the trace: a status its zones do not count refunds
+// it later (before the next request, or a few or many requests later),
+// any other end keeps its count.
+func (g *diffGen) observe(i int, s diffStep, want []Decision) {
+	if s.isRefund() {
+		return
+	}
+	admitted, reserved := true, false
+	for j, d := range want {
+		admitted = admitted && d.Allowed
+		reserved = reserved || g.zones[s.items[j].zone].reserve
+	}
+	if admitted && reserved && g.rrng.Intn(2) == 0 {
+		delay := g.rrng.Intn(2)
+		switch p := g.rrng.Intn(20); {
+		case p >= 17:
+			delay = 17 + g.rrng.Intn(120)
+		case p >= 10:
+			delay = 2 + g.rrng.Intn(15)
+		}
+		g.pending = append(g.pending, diffPending{step: i, due: g.requests + delay})
+	}
 	for _, d := range want {
 		if !d.Allowed {
 			g.targets = append(g.targets, s.at+ceilMicros(d.RetryAfter))

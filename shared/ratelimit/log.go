@@ -8,7 +8,7 @@ type logRing struct {
 	ts     []int64
 	head   int   // index of the oldest timestamp
 	n      int   // timestamps held
-	newest int64 // the newest admitted (or seeded) timestamp; before any, when the key was created
+	newest int64 // the newest admitted (or seeded) timestamp held; before any, when the key was created
 }
 
 func (r *logRing) reset(t int64) { r.head, r.n, r.newest = 0, 0, t }
@@ -44,7 +44,9 @@ func (r *logRing) push(t int64, limit int) {
 }
 
 // remove deletes up to n of the timestamps equal to t, and reports
-// whether it found one. The ring stays in order.
+// whether it found one. The ring stays in order, and newest is the newest
+// it still holds: a clock that went back counts there, as in the Redis
+// script, whose newest score went with the entry.
 func (r *logRing) remove(t int64, n int) bool {
 	found := false
 	for i := r.n - 1; i >= 0 && n > 0; i-- {
@@ -61,6 +63,9 @@ func (r *logRing) remove(t int64, n int) bool {
 		r.n--
 		n--
 		found = true
+	}
+	if found && r.n > 0 {
+		r.newest = r.at(r.n - 1)
 	}
 	return found
 }

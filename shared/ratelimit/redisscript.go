@@ -30,7 +30,8 @@ import (
 // previous version (testdata/redisscript-hash.lua) is read as such a
 // string and replaced by one on the key's next write, so an upgrade keeps
 // the counts. Log rules keep a sorted set of admitted timestamps; member
-// "<t>.<n>" is unique because, at one t, the count n only grows. Keys are
+// "<t>.<n>" is unique because n is above the count in the window and above
+// every n already at t (after a refund the count may be below them). Keys are
 // written only when the whole request is admitted, and the decisions
 // write nothing
 // (the timestamps that left a log's window are removed when it is next
@@ -467,7 +468,9 @@ local function logTake(s, key, W, N, cost, t)
   if top.err then
     s.stale = true
   elseif #top > 0 then
-    if tonumber(top[2]) > t then t = tonumber(top[2]) end
+    local newest = tonumber(top[2])
+    s.same = newest >= t -- the request counts at the newest score
+    if newest > t then t = newest end
     -- The window holds the scores above t - W. The older ones, at the
     -- head, are counted here (cheaper than counting the window) and
     -- removed when the request is counted.
@@ -493,10 +496,20 @@ local function commitLog(s, key, guard)
     s.n, s.old = 0, 0
   end
   local ts = fmt(s.t)
+  -- Members are named after the count, and after those already at this
+  -- time: a refund of an older entry lowers the count below their names,
+  -- and ZADD of a name that is there would count nothing.
+  local n = s.n
+  if s.same then
+    for _, m in ipairs(redis.call('ZRANGEBYSCORE', key, ts, ts)) do
+      local x = tonumber(string.match(m, '%.(%d+)$'))
+      if x and x > n then n = x end
+    end
+  end
   local add = {}
   for i = 1, s.cost do
     add[#add + 1] = ts
-    add[#add + 1] = ts .. '.' .. (s.n + i)
+    add[#add + 1] = ts .. '.' .. (n + i)
   end
   if write(guard, 'ZADD', key, unpack(add)) then return true end
   if s.old > 0 then redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(s.t - s.W)) end
@@ -514,7 +527,7 @@ local function decide()
     local alg, W, T, N, cost, shape = rule[1], rule[2], rule[3], rule[4], rule[5], rule[6]
     local ok, remaining, retry, reset
     if alg == 3 then
-      local s = {t = 0, stale = false, W = 0, n = 0, old = 0, cost = 0}
+      local s = {t = 0, stale = false, same = false, W = 0, n = 0, old = 0, cost = 0}
       ok, remaining, retry, reset = logTake(s, KEYS[i], W, N, cost, now)
       states[i] = s
     else
@@ -561,7 +574,8 @@ end
 -- refundBuckets takes cost back from the sub-window of time at in a
 -- bucket key, if the key still holds that sub-window and as much in it;
 -- it returns 1 if it did. Only that cell and the total change, in place,
--- and the key's expiry stays.
+-- and the key's expiry stays; a key left counting nothing (in the
+-- sub-windows that count from its newest on) is deleted.
 local function refundBuckets(key, alg, W, T, cost, shape, at)
   local m = W / T + 1
   load(key, shape, m, T)
@@ -573,6 +587,13 @@ local function refundBuckets(key, alg, W, T, cost, shape, at)
   local p = head + CW * (1 + b % m)
   local x = sunpack(CF, V, p)
   if x < cost then return 0 end
+  if reach == 1 and x == cost or TOTAL == cost then
+    -- The key would count nothing: it goes, as a log's does with its
+    -- last entry, so that a request after a clock step back counts at
+    -- its own time, as in the zone, rather than in this sub-window.
+    redis.call('DEL', key)
+    return 1
+  end
   local span = spack(CF, TOTAL - cost)
   if p > head + CW then span = span .. string.sub(V, head + CW, p - 1) end
   local r = redis.pcall('SETRANGE', key, head - 1, span .. spack(CF, x - cost))
