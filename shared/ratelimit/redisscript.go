@@ -187,7 +187,10 @@ if lib and #KEYS == 1 and ARGV[2] == '3' then
       if sh == shape and newest * T < 9007199254740992 and b <= newest and b > newest - reach then
         local p = 16 + w * (1 + b % m)
         local x = sunpack(cf, v, p)
-        if x >= cost then
+        if x >= cost and (reach == 1 and x == cost or total == cost) then
+          redis.call('DEL', key) -- it would count nothing (see refundBuckets)
+          out[1] = 1
+        elseif x >= cost then
           local span = spack(cf, total - cost)
           if p > 16 + w then span = span .. string.sub(v, 16 + w, p - 1) end
           local r = redis.pcall('SETRANGE', key, 15, span .. spack(cf, x - cost))

@@ -54,7 +54,9 @@ func countedAt(z *Zone, s *shard, key uint64) int64 {
 // refund takes the zone's cost back from the sub-window of time at (the
 // log entry at at, for Log) of the key hashed to key in the locked shard
 // s, if the key still holds it there, and reports whether it did. The
-// key's cached denial goes: its count fell.
+// key's cached denial goes: its count fell. A key left counting nothing
+// is then as a new one (see headTime), as in Redis, where the script
+// deletes it.
 func refund(z *Zone, s *shard, key uint64, at int64) bool {
 	slot, ok := s.index[key]
 	if !ok {
