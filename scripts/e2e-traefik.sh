@@ -113,7 +113,7 @@ quickstart_part() {
 	wt_traefik >/dev/null # a build, if any, before the bounded wait
 	WL_QUICKSTART_PORT=$port WL_QUICKSTART_BACKEND_PORT=$bport "$WL_ROOT/scripts/traefik-quickstart.sh" >"$dir/out.log" 2>&1 &
 	pid=$!
-	WL_PIDS+=($pid)
+	WL_PIDS+=("$pid")
 	for ((i = 0; i < 600; i++)); do
 		grep -q 'traefik-quickstart: ready' "$dir/out.log" && break
 		kill -0 "$pid" 2>/dev/null || { cat "$dir/out.log" >&2; wl_die "quickstart: the script exited"; }

@@ -26,10 +26,12 @@ wt_traefik() {
 		tmp=$(mktemp -d)
 		trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 		# wl_progress's lines go to stderr; each step's output to the log.
+		# shellcheck disable=SC2317 # run through wl_progress
 		download() {
 			cd "$tmp" && GO111MODULE=on GOFLAGS=-mod=mod \
 				go mod download -json "github.com/traefik/traefik/v3@$WT_VERSION" >"$tmp/download.json" 2>"$log"
 		}
+		# shellcheck disable=SC2317 # run through wl_progress
 		compile() {
 			cd "$tmp/src" && go build -o "$bin.tmp" \
 				-ldflags "-X github.com/traefik/traefik/v3/pkg/version.Version=$WT_VERSION" \
