@@ -79,6 +79,24 @@ EOF
 	(cd "$dir" && GOWORK=off go build -trimpath -ldflags='-w -s' -o "$output" .)
 }
 
+# progress LABEL CMD... runs CMD and, while it runs, prints "LABEL: still
+# building (Ns)" every 30 s: the first build is minutes of compiling.
+progress() {
+	local label=$1 pid next=30 start=$SECONDS rc=0
+	shift
+	"$@" &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		if ((SECONDS - start >= next)); then
+			echo "$label: still building ($((SECONDS - start))s)" >&2
+			next=$((next + 30))
+		fi
+		sleep 0.5
+	done
+	wait "$pid" || rc=$?
+	return "$rc"
+}
+
 # replace_if_changed moves $1.new over $1 unless they are equal, so an
 # unchanged file keeps its modification time.
 replace_if_changed() {
@@ -90,7 +108,13 @@ replace_if_changed() {
 }
 
 mkdir -p "$cache"
-(
+if [[ ! -x $output || ! -f $cache/caddy-build/go.sum ]]; then
+	echo "xcaddy.sh: building $output (Caddy $caddy_version with $module/caddymodule):" \
+		"the first build downloads and compiles Caddy, about 3 minutes on 2 cores; later ones take seconds" >&2
+else
+	echo "xcaddy.sh: building $output (Caddy $caddy_version with this checkout)" >&2
+fi
+build() {
 	# One build at a time: the e2e test and the benchmark may start together.
 	flock 9
 	if command -v xcaddy >/dev/null; then
@@ -98,7 +122,8 @@ mkdir -p "$cache"
 	else
 		build_with_go
 	fi
-) 9>"$cache/caddy-build.lock"
+}
+progress xcaddy.sh build 9>"$cache/caddy-build.lock"
 
 if [[ $# -gt 0 ]]; then
 	exec "$output" "$@"

@@ -48,7 +48,14 @@
 # with the password then 7 wrong ones still give 12 x 200, 5 x 401, then
 # 429.
 #
-# WL_PARTS=attack runs the attack part alone.
+# The quickstart (README.md, Quickstart: Traefik): scripts/traefik-quickstart.sh
+# started on free loopback ports, the README's curl lines run against it,
+# each output compared with the "# ..." line under it; then the script is
+# stopped (SIGTERM, as Ctrl-C) and must leave no process, port or directory
+# behind.
+#
+# WL_PARTS=attack runs the attack part alone; WL_PARTS=quickstart the
+# quickstart part.
 set -euo pipefail
 source "$(dirname "$0")/traefik-lib.sh"
 source "$(dirname "$0")/redis-e2e.sh"
@@ -85,6 +92,70 @@ attack_part() {
 	wl_attacks_done
 	kill "$WT_TRAEFIK_PID"
 }
+
+# readme_quickstart_lines prints the curl lines of README.md's Traefik
+# quickstart, each command followed by its "# output" line: the sh block
+# after the heading that names localhost:8081.
+readme_quickstart_lines() {
+	awk '/^## Quickstart: Traefik/ {q = 1; next} /^## / {q = 0}
+		q && /^```sh/ {b = 1; text = ""; next}
+		q && b && /^```/ {b = 0; if (text ~ /localhost:8081/) {printf "%s", text; exit}; next}
+		q && b {text = text $0 "\n"}' "$WL_ROOT/README.md"
+}
+
+# quickstart_part runs scripts/traefik-quickstart.sh and README's lines.
+quickstart_part() {
+	local dir=$WL_WORK/quickstart port bport pid work i line cmd want got n=0
+	read -r port bport < <(wt_free_ports 2 | paste -sd' ')
+	mkdir -p "$dir"
+	readme_quickstart_lines >"$dir/lines"
+	[[ -s $dir/lines ]] || wl_die "quickstart: no curl lines under README's Quickstart: Traefik"
+	wt_traefik >/dev/null # a build, if any, before the bounded wait
+	WL_QUICKSTART_PORT=$port WL_QUICKSTART_BACKEND_PORT=$bport "$WL_ROOT/scripts/traefik-quickstart.sh" >"$dir/out.log" 2>&1 &
+	pid=$!
+	WL_PIDS+=("$pid")
+	for ((i = 0; i < 600; i++)); do
+		grep -q 'traefik-quickstart: ready' "$dir/out.log" && break
+		kill -0 "$pid" 2>/dev/null || { cat "$dir/out.log" >&2; wl_die "quickstart: the script exited"; }
+		sleep 0.1
+	done
+	grep -q 'traefik-quickstart: ready' "$dir/out.log" || { cat "$dir/out.log" >&2; wl_die "quickstart: not ready within 60 s"; }
+	work=$(sed -n 's/^traefik-quickstart: starting Traefik in \([^ ]*\) .*/\1/p' "$dir/out.log")
+	[[ -d $work/plugins-local ]] || wl_die "quickstart: no work directory with plugins-local in its output"
+	cmd=
+	while IFS= read -r line; do
+		if [[ $line == "# "* ]]; then
+			[[ -n $cmd ]] || wl_die "quickstart: README line '$line' follows no command"
+			want=${line#"# "}
+			got=$(bash -c "${cmd//localhost:8081/127.0.0.1:$port}" 2>&1 | sed 's/[[:space:]]*$//')
+			[[ $got == "$want" ]] || { cat "$dir/out.log" >&2; wl_die "quickstart: '$cmd' printed '$got', README says '$want'"; }
+			wl_pass "quickstart: $cmd # $got"
+			n=$((n + 1))
+			cmd=
+		else
+			[[ -z $cmd ]] || wl_die "quickstart: README's '$cmd' has no '# output' line under it"
+			cmd=$line
+		fi
+	done <"$dir/lines"
+	[[ -z $cmd && $n -ge 5 ]] || wl_die "quickstart: $n README lines checked, want 5 or more, each with its output"
+	# Stop it as Ctrl-C does (a background job ignores SIGINT: SIGTERM).
+	kill -TERM "$pid"
+	for ((i = 0; i < 200; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$pid" 2>/dev/null && wl_die "quickstart: the script did not stop within 20 s of SIGTERM"
+	wait "$pid" 2>/dev/null || true
+	wl_forget "$pid"
+	for i in "$port" "$bport"; do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$i") 2>/dev/null; then
+			wl_die "quickstart: 127.0.0.1:$i still answers after the script stopped"
+		fi
+	done
+	[[ ! -e $work ]] || wl_die "quickstart: the script left $work behind"
+	wl_pass "quickstart: stopped, leaving no process, port or work directory behind"
+}
+
 case ${WL_PARTS:-all} in
 all) ;;
 attack)
@@ -92,7 +163,12 @@ attack)
 	echo "e2e-traefik: $WL_CHECKS passed, 0 failed"
 	exit 0
 	;;
-*) wl_die "WL_PARTS '$WL_PARTS': want all or attack" ;;
+quickstart)
+	quickstart_part
+	echo "e2e-traefik: $WL_CHECKS passed, 0 failed"
+	exit 0
+	;;
+*) wl_die "WL_PARTS '$WL_PARTS': want all, attack or quickstart" ;;
 esac
 
 # dynamic MESSAGE [ROUTER...] writes the file provider's configuration.
@@ -270,5 +346,8 @@ wl_pass "Traefik's log: dry run names the key only with logKey; a full zone (max
 
 # countStatus under attack.
 attack_part
+
+# The README's quickstart.
+quickstart_part
 
 echo "e2e-traefik: $WL_CHECKS passed, 0 failed"

@@ -35,6 +35,25 @@ wl_need() {
 	apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
+# wl_progress LABEL CMD... runs CMD and, while it runs, prints
+# "LABEL: still working (Ns)" every 30 s, so that a long build is never
+# silent for minutes. It returns CMD's status.
+wl_progress() {
+	local label=$1 pid next=30 start=$SECONDS rc=0
+	shift
+	"$@" &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		if ((SECONDS - start >= next)); then
+			wl_log "$label: still working ($((SECONDS - start))s)"
+			next=$((next + 30))
+		fi
+		sleep 0.5
+	done
+	wait "$pid" || rc=$?
+	return "$rc"
+}
+
 # wl_fetch URL [curl args] stores the response's headers and body in the
 # work directory and prints its status.
 wl_fetch() {

@@ -11,27 +11,43 @@ WT_BACKEND_PORT=
 WT_TRAEFIK_PID=
 
 # wt_traefik prints the path of the Traefik binary, building it from the Go
-# module proxy's source when it is not cached (about 6 minutes on 2 cores).
+# module proxy's source when it is not cached (about 6 minutes on 2 cores),
+# with a progress line every 30 s. (`go install
+# github.com/traefik/traefik/v3/cmd/traefik@...` refuses: Traefik's go.mod
+# has replace directives, which hold only when building inside the module.)
 wt_traefik() {
 	local bin="$WL_CACHE/traefik-$WT_VERSION"
 	mkdir -p "$WL_CACHE"
 	(
 		flock 9
 		[[ -x $bin ]] && exit 0
-		wl_log "building Traefik $WT_VERSION into $bin (log: $WL_CACHE/traefik-build.log)"
-		local tmp dir
+		wl_log "building Traefik $WT_VERSION into $bin, once: about 6 minutes on 2 cores (log: $WL_CACHE/traefik-build.log)"
+		local tmp dir log=$WL_CACHE/traefik-build.log
 		tmp=$(mktemp -d)
 		trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
-		dir=$(cd "$tmp" && GO111MODULE=on GOFLAGS=-mod=mod go mod download -json "github.com/traefik/traefik/v3@$WT_VERSION" |
-			sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+		# wl_progress's lines go to stderr; each step's output to the log.
+		# shellcheck disable=SC2317 # run through wl_progress
+		download() {
+			cd "$tmp" && GO111MODULE=on GOFLAGS=-mod=mod \
+				go mod download -json "github.com/traefik/traefik/v3@$WT_VERSION" >"$tmp/download.json" 2>"$log"
+		}
+		# shellcheck disable=SC2317 # run through wl_progress
+		compile() {
+			cd "$tmp/src" && go build -o "$bin.tmp" \
+				-ldflags "-X github.com/traefik/traefik/v3/pkg/version.Version=$WT_VERSION" \
+				./cmd/traefik >"$log" 2>&1
+		}
+		wl_log "traefik build: downloading github.com/traefik/traefik/v3@$WT_VERSION from the Go module proxy"
+		wl_progress "traefik build: download" download || { cat "$log" >&2; wl_die "go mod download of traefik $WT_VERSION failed"; }
+		dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' "$tmp/download.json")
 		[[ -d $dir ]] || wl_die "go mod download of traefik $WT_VERSION gave no directory"
 		# The module cache is read-only; build from a writable copy.
 		cp -r "$dir" "$tmp/src"
 		chmod -R u+w "$tmp/src"
-		(cd "$tmp/src" && go build -o "$bin.tmp" \
-			-ldflags "-X github.com/traefik/traefik/v3/pkg/version.Version=$WT_VERSION" \
-			./cmd/traefik) >"$WL_CACHE/traefik-build.log" 2>&1 || wl_die "traefik build failed, see $WL_CACHE/traefik-build.log"
+		wl_log "traefik build: downloading its dependencies and compiling (the long part)"
+		wl_progress "traefik build: compile" compile || wl_die "traefik build failed, see $log"
 		mv "$bin.tmp" "$bin"
+		wl_log "traefik build: done, $bin"
 	) 9>"$WL_CACHE/traefik-build.lock"
 	echo "$bin"
 }
