@@ -4,7 +4,7 @@
 #
 #   scripts/traefik-quickstart.sh
 #
-# serves examples/traefik/dynamic.yml (an API limit of 10 per minute per
+# serves docs/examples/traefik/dynamic.yml (an API limit of 10 per minute per
 # API key, per client address without one; 5 failed logins per 15 minutes)
 # on http://localhost:8081, in front of a small backend
 # (scripts/e2e/backend.go) on 127.0.0.1:8082, until Ctrl-C, which stops both.
@@ -15,7 +15,7 @@
 # Needs Go (the go.mod's version) for that build and for the backend.
 #
 # It runs Traefik in a temporary directory holding copies of
-# examples/traefik/traefik.yml and dynamic.yml (with the ports below) and
+# docs/examples/traefik/traefik.yml and dynamic.yml (with the ports below) and
 # plugins-local/src/github.com/windowlimit/windowlimit, a symlink to this
 # checkout: Traefik reads a local plugin from there when it starts, so a
 # restart picks up your edits.
@@ -27,7 +27,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/traefik-lib.sh"
 
 port=${WL_QUICKSTART_PORT:-8081}
 backend_port=${WL_QUICKSTART_BACKEND_PORT:-8082}
-examples=$WL_ROOT/examples/traefik
+examples=$WL_ROOT/docs/examples/traefik
 
 say() { printf 'traefik-quickstart: %s\n' "$*" >&2; }
 die() {
@@ -75,8 +75,8 @@ mkdir -p "$WL_WORK/plugins-local/src/github.com/windowlimit"
 ln -s "$WL_ROOT" "$WL_WORK/plugins-local/src/$WT_MODULE"
 sed "s/127\.0\.0\.1:8081/127.0.0.1:$port/" "$examples/traefik.yml" >"$WL_WORK/traefik.yml"
 sed "s#http://127\.0\.0\.1:8082#http://127.0.0.1:$backend_port#" "$examples/dynamic.yml" >"$WL_WORK/dynamic.yml"
-grep -q "address: \"127.0.0.1:$port\"" "$WL_WORK/traefik.yml" || die "examples/traefik/traefik.yml has no address 127.0.0.1:8081 to set the port in"
-grep -q "url: http://127.0.0.1:$backend_port" "$WL_WORK/dynamic.yml" || die "examples/traefik/dynamic.yml has no url http://127.0.0.1:8082 to set the backend port in"
+grep -q "address: \"127.0.0.1:$port\"" "$WL_WORK/traefik.yml" || die "docs/examples/traefik/traefik.yml has no address 127.0.0.1:8081 to set the port in"
+grep -q "url: http://127.0.0.1:$backend_port" "$WL_WORK/dynamic.yml" || die "docs/examples/traefik/dynamic.yml has no url http://127.0.0.1:8082 to set the backend port in"
 
 backend=$(wl_backend_bin)
 "$backend" -listen "127.0.0.1:$backend_port" 2>"$WL_WORK/backend.log" &
@@ -99,7 +99,7 @@ for ((i = 0; ; i++)); do
 done
 
 cat >&2 <<EOF
-traefik-quickstart: ready: Traefik serves examples/traefik/dynamic.yml on http://localhost:$port
+traefik-quickstart: ready: Traefik serves docs/examples/traefik/dynamic.yml on http://localhost:$port
 traefik-quickstart: (backend on 127.0.0.1:$backend_port; Ctrl-C stops both). From another shell:
 
   for i in \$(seq 12); do curl -s -o /dev/null -w '%{http_code} ' localhost:$port/api/items; done; echo
