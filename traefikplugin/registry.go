@@ -104,6 +104,8 @@ func zoneSleeps(name string, z *ratelimit.Zone, idle time.Duration) bool {
 
 // zoneWoken takes back name's zone z, made for id, which slept and took a
 // key again: a handler still serves it, and a reload must find its counts.
+// The request that woke z calls it, with a shard of z locked (the lock
+// order is a zone's shards, then registryMu, as in zoneSleeps).
 // If the name has another zone by now (a reload made one while z slept),
 // that one stays: z serves only handlers Traefik is dropping.
 func zoneWoken(name, id string, z *ratelimit.Zone) {

@@ -53,16 +53,19 @@ type Options struct {
 	// summary of evicted keys) at every sweep for SleepAfter, and Sleep,
 	// if set, agrees: the zone then sleeps, with no goroutine, and
 	// dropping it would lose nothing. It still answers: the first new key
-	// it takes wakes it, which restarts the sweeper (calling Woken, if
-	// set, from the sweeper's goroutine). Requests pay nothing for it:
+	// it takes wakes it, which calls Woken, if set, and restarts the
+	// sweeper. Requests pay nothing for it:
 	// the wake-up rides on the branch that makes room for a new key.
 	SleepAfter time.Duration
 	// Sleep is asked whether the zone may sleep, with every shard of the
 	// zone locked: it must not call the zone. The host drops its
 	// reference to the zone there (a registry entry) if it likes.
 	Sleep func(z *Zone) bool
-	// Woken is told, from the restarted sweeper, that a sleeping zone
-	// took a key again: the host may take the zone back.
+	// Woken is told that a sleeping zone took a key again, by the request
+	// that woke it, before the request is decided, so that the host can
+	// take the zone back before anyone looks for it; a shard of the zone
+	// is locked: it must not call the zone. It is not called for a closed
+	// zone.
 	Woken func(z *Zone)
 }
 
@@ -205,7 +208,7 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 			z.evictingEvery = DefaultEvictingEvery
 		}
 		z.sleepAfter, z.sleepOK, z.woken = opts.SleepAfter, opts.Sleep, opts.Woken
-		go z.sweepEvery(false)
+		go z.sweepEvery()
 	}
 	return z, nil
 }
@@ -355,19 +358,8 @@ func (z *Zone) Sweep(now time.Time) int {
 }
 
 // sweepEvery is the sweeper: it sweeps every interval until the zone is
-// closed, or until it sleeps (see Options.SleepAfter). woken is set when
-// a sleeping zone restarted it.
-func (z *Zone) sweepEvery(woken bool) {
-	if woken {
-		select {
-		case <-z.stop:
-			return
-		default:
-		}
-		if z.woken != nil {
-			z.woken(z)
-		}
-	}
+// closed, or until it sleeps (see Options.SleepAfter).
+func (z *Zone) sweepEvery() {
 	tick := time.NewTicker(z.interval)
 	defer tick.Stop()
 	var emptySince time.Time // zero while the zone holds something
@@ -451,13 +443,22 @@ func (z *Zone) sleep(t int64) bool {
 	return ok
 }
 
-// wake restarts the sweeper of a sleeping zone. A shard with no room
-// calls it, locked, on its first new key; only the first shard's call
-// does anything.
+// wake tells the host and restarts the sweeper of a sleeping zone. A
+// shard with no room calls it, locked, on its first new key; only the
+// first shard's call does anything.
 func (z *Zone) wake() {
-	if atomic.CompareAndSwapInt32(&z.asleep, 1, 0) {
-		go z.sweepEvery(true)
+	if !atomic.CompareAndSwapInt32(&z.asleep, 1, 0) {
+		return
 	}
+	select {
+	case <-z.stop:
+		return // closed: no sweeper, and its host replaced it
+	default:
+	}
+	if z.woken != nil {
+		z.woken(z)
+	}
+	go z.sweepEvery()
 }
 
 // Asleep reports whether the zone sleeps (see Options.SleepAfter).
