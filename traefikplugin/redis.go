@@ -86,8 +86,36 @@ func releaseRedis(name string) {
 	sr.client.Close()
 }
 
+// releaseIdleRedis detaches name, whose zone went to sleep, from its
+// redis, and forgets the redis when name was its last user, without
+// closing it: a handler of name may still serve, and counts in Redis. The
+// client closes its connection itself once idle for redisIdleTimeout
+// (a later command dials again), and the guard's probe ends when no
+// request came for as long, so a forgotten redis holds no goroutine once
+// unused. redisMu must be held.
+func releaseIdleRedis(name string) {
+	id, ok := redisOf[name]
+	if !ok {
+		return
+	}
+	delete(redisOf, name)
+	if sr := redisByID[id]; sr != nil {
+		if sr.users--; sr.users <= 0 {
+			delete(redisByID, id)
+		}
+	}
+}
+
+// redisIdleTimeout is how long a redis connection, or the guard's probe
+// while Redis is down, stays without a request before it goes: a minute,
+// the longest a route with little traffic goes without paying a dial.
+// A variable for tests.
+var redisIdleTimeout = time.Minute
+
 func newSharedRedis(rs *redisSettings) (*sharedRedis, error) {
-	client, err := resp.New(rs.client)
+	opts := rs.client
+	opts.IdleTimeout = redisIdleTimeout
+	client, err := resp.New(opts)
 	if err != nil {
 		return nil, fieldError("redis", err.Error())
 	}
@@ -107,6 +135,7 @@ func newSharedRedis(rs *redisSettings) (*sharedRedis, error) {
 		client.Close()
 		return nil, spelling.Error(err)
 	}
+	guard.StopProbeWhenIdle(redisIdleTimeout)
 	return &sharedRedis{client: client, guard: guard}, nil
 }
 

@@ -2,6 +2,7 @@ package traefikplugin
 
 import (
 	"sync"
+	"time"
 
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
@@ -11,15 +12,43 @@ import (
 // one per middleware name: a reload with the same rule gets the same zone
 // back, with its counts, and a reload that changes the rule closes the old
 // zone (stopping its sweeper) so reloads never pile up goroutines.
+//
+// Nor does Traefik say when a middleware is removed from the
+// configuration: a provider that names middlewares afresh on every deploy
+// would leave a zone and its sweeper behind for each. So a zone that has
+// held nothing that counts (every key's window over) for idleAfter, with
+// no New for its name meanwhile, goes to sleep: its sweeper ends and the
+// registry forgets it and the name's redis binding. That loses nothing:
+// the zone still answers for a handler that keeps it, and its first new
+// key wakes it (restarting the sweeper) and puts it back here if the name
+// has no other zone by then, so a reload finds its counts.
 var (
 	registryMu sync.Mutex
 	registry   = make(map[string]*registered)
 )
 
+// idleMinimum is the least time a zone holds nothing, and its name sees
+// no New, before it sleeps: ten sweeps at the shortest sweep interval, so
+// that a reload's New and the requests after it never race the zone's
+// release. Sleeping loses no count, so a short time is safe; a variable
+// for tests.
+var idleMinimum = 10 * time.Second
+
+// idleAfter returns how long a zone of window must stay empty, and its
+// name without a New, before it sleeps: two windows, at least idleMinimum.
+func idleAfter(window time.Duration) time.Duration {
+	if d := 2 * window; d > idleMinimum {
+		return d
+	}
+	return idleMinimum
+}
+
 // registered is a zone and the ratelimit.ZoneID it was made for.
 type registered struct {
 	id   string
 	zone *ratelimit.Zone
+	// lastNew is when New last asked for the zone.
+	lastNew time.Time
 }
 
 // zoneFor returns the zone of the middleware name for rule and maxKeys,
@@ -31,6 +60,7 @@ func zoneFor(name string, rule ratelimit.Rule, maxKeys int) (*ratelimit.Zone, er
 	defer registryMu.Unlock()
 	if r := registry[name]; r != nil {
 		if r.id == id {
+			r.lastNew = time.Now()
 			return r.zone, nil
 		}
 		// Handlers of the previous configuration may still be serving:
@@ -39,12 +69,51 @@ func zoneFor(name string, rule ratelimit.Rule, maxKeys int) (*ratelimit.Zone, er
 		delete(registry, name)
 	}
 	opts.Evicting = fullZoneLog(name, maxKeys)
+	opts.SleepAfter = idleAfter(rule.Window)
+	opts.Sleep = func(z *ratelimit.Zone) bool { return zoneSleeps(name, z, opts.SleepAfter) }
+	opts.Woken = func(z *ratelimit.Zone) { zoneWoken(name, id, z) }
 	z, err := ratelimit.NewZone(name, rule, opts)
 	if err != nil {
 		return nil, err
 	}
-	registry[name] = &registered{id: id, zone: z}
+	registry[name] = &registered{id: id, zone: z, lastNew: time.Now()}
 	return z, nil
+}
+
+// zoneSleeps is asked by the sweeper of name's zone z, which has held
+// nothing that counts for idle, whether z may sleep: not while New asked
+// for it within idle. A zone that sleeps is forgotten, with the name's
+// redis binding (see releaseIdleRedis). A zone the registry no longer
+// holds (replaced by a new rule) sleeps as it likes.
+func zoneSleeps(name string, z *ratelimit.Zone, idle time.Duration) bool {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	r := registry[name]
+	if r == nil || r.zone != z {
+		return true
+	}
+	if time.Since(r.lastNew) < idle {
+		return false
+	}
+	delete(registry, name)
+	redisMu.Lock()
+	releaseIdleRedis(name)
+	redisMu.Unlock()
+	return true
+}
+
+// zoneWoken takes back name's zone z, made for id, which slept and took a
+// key again: a handler still serves it, and a reload must find its counts.
+// The request that woke z calls it, with a shard of z locked (the lock
+// order is a zone's shards, then registryMu, as in zoneSleeps).
+// If the name has another zone by now (a reload made one while z slept),
+// that one stays: z serves only handlers Traefik is dropping.
+func zoneWoken(name, id string, z *ratelimit.Zone) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if registry[name] == nil {
+		registry[name] = &registered{id: id, zone: z, lastNew: time.Now()}
+	}
 }
 
 // registeredZones returns how many zones the registry holds (tests).
@@ -52,4 +121,12 @@ func registeredZones() int {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	return len(registry)
+}
+
+// registeredZone reports whether the registry holds a zone for name
+// (tests).
+func registeredZone(name string) bool {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	return registry[name] != nil
 }

@@ -23,6 +23,13 @@ type breaker struct {
 	probing  bool
 	stop     chan struct{}
 	stopped  bool
+
+	// idle, when positive, ends the probe once activity has not changed
+	// for that long: the breaker then closes, unproven, so the next
+	// request tries the store again (and trips it again if it still
+	// fails) instead of a probe running for a store nobody uses.
+	idle     time.Duration
+	activity func() uint64
 }
 
 func newBreaker(probe func(context.Context) error, interval, timeout time.Duration, onClose func(time.Duration)) *breaker {
@@ -50,6 +57,11 @@ func (b *breaker) trip() bool {
 func (b *breaker) probeLoop() {
 	t := time.NewTicker(b.interval)
 	defer t.Stop()
+	var last uint64
+	var quiet time.Duration
+	if b.idle > 0 {
+		last = b.activity()
+	}
 	for {
 		select {
 		case <-b.stop:
@@ -58,8 +70,26 @@ func (b *breaker) probeLoop() {
 			if b.probeOnce() {
 				return
 			}
+			if b.idle <= 0 {
+				continue
+			}
+			if n := b.activity(); n != last {
+				last, quiet = n, 0
+			} else if quiet += b.interval; quiet >= b.idle {
+				b.rest()
+				return
+			}
 		}
 	}
+}
+
+// rest ends an idle probe: the breaker closes without proof, and the next
+// request tries the store.
+func (b *breaker) rest() {
+	b.mu.Lock()
+	atomic.StoreInt32(&b.isOpen, 0)
+	b.probing = false
+	b.mu.Unlock()
 }
 
 // probeOnce asks the server once and closes the breaker if it answered.

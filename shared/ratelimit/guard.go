@@ -268,6 +268,21 @@ func (g *Guard) Stats() GuardStats {
 	}
 }
 
+// StopProbeWhenIdle makes the breaker's probe end once no request came
+// through the guard for idle: the breaker then closes, and the next
+// request tries the store again (tripping it again if the store still
+// fails). A guard nobody uses then holds no goroutine, even with its
+// store down. Call it before the guard's first Take.
+func (g *Guard) StopProbeWhenIdle(idle time.Duration) {
+	if g.breaker == nil {
+		return
+	}
+	g.breaker.idle = idle
+	g.breaker.activity = func() uint64 {
+		return atomic.LoadUint64(&g.fallbacks) + atomic.LoadUint64(&g.cacheHits)
+	}
+}
+
 // Close stops the breaker's probe. The guard still answers afterwards.
 func (g *Guard) Close() {
 	if g.breaker != nil {

@@ -41,6 +41,11 @@ type shard struct {
 	denied map[uint64]denyUntil
 	// free lists the slots of deleted keys, reused before the slabs grow.
 	free []uint32
+	// room is how many keys the shard holds before a new one must make
+	// room: the zone's perShard, or 0 while the zone sleeps (see
+	// Zone.sleep), so that the first new key after that wakes it up from
+	// a branch that newSlot takes anyway, at no cost to other requests.
+	room int
 	// purged is when a full shard last swept itself (see evict).
 	purged int64
 	// evicted summarizes the keys evicted while they still counted.
@@ -70,8 +75,8 @@ const evictSample = 8
 // evicting another key first if the shard is full, and seeds it from the
 // sketch of evicted keys. The caller holds s locked.
 func newSlot(z *Zone, s *shard, key uint64, t int64, limit int64) uint32 {
-	if len(s.index) >= z.perShard {
-		s.evict(z, t)
+	if len(s.index) >= s.room {
+		s.makeRoom(z, t)
 	}
 	var i uint32
 	if n := len(s.free); n > 0 {
@@ -101,7 +106,20 @@ func newSlot(z *Zone, s *shard, key uint64, t int64, limit int64) uint32 {
 // (see shard.heads).
 func (s *shard) init(z *Zone) {
 	s.index = make(map[uint64]uint32)
+	s.room = z.perShard
 	s.grow(z)
+}
+
+// makeRoom makes room for a new key at t: it evicts one from a full
+// shard, and wakes a sleeping zone (a shard with no room; it holds no
+// key then). The caller holds s locked.
+func (s *shard) makeRoom(z *Zone, t int64) {
+	if s.room == 0 {
+		s.room = z.perShard
+		z.wake()
+		return
+	}
+	s.evict(z, t)
 }
 
 // grow adds a slot to the slabs and returns it. Its head is unusable

@@ -48,6 +48,25 @@ type Options struct {
 	// EvictingEvery is the least time between two calls of Evicting; zero
 	// means DefaultEvictingEvery.
 	EvictingEvery time.Duration
+	// SleepAfter, when positive, lets the sweeper end once the zone has
+	// held nothing that counts (no key, no denial, nothing live in the
+	// summary of evicted keys) at every sweep for SleepAfter, and Sleep,
+	// if set, agrees: the zone then sleeps, with no goroutine, and
+	// dropping it would lose nothing. It still answers: the first new key
+	// it takes wakes it, which calls Woken, if set, and restarts the
+	// sweeper. Requests pay nothing for it:
+	// the wake-up rides on the branch that makes room for a new key.
+	SleepAfter time.Duration
+	// Sleep is asked whether the zone may sleep, with every shard of the
+	// zone locked: it must not call the zone. The host drops its
+	// reference to the zone there (a registry entry) if it likes.
+	Sleep func(z *Zone) bool
+	// Woken is told that a sleeping zone took a key again, by the request
+	// that woke it, before the request is decided, so that the host can
+	// take the zone back before anyone looks for it; a shard of the zone
+	// is locked: it must not call the zone. It is not called for a closed
+	// zone.
+	Woken func(z *Zone)
 }
 
 // DefaultEvictingEvery is how often, at most, a full zone reports its
@@ -98,6 +117,21 @@ type Zone struct {
 
 	stop     chan struct{}
 	stopOnce sync.Once
+
+	// The sweeper's settings and state, kept here so that a zone that
+	// slept can restart it; reported and last are the sweeper's alone.
+	interval      time.Duration
+	now           func() time.Time
+	evicting      func(uint64)
+	evictingEvery time.Duration
+	reported      uint64
+	last          time.Time
+	sleepAfter    time.Duration
+	sleepOK       func(*Zone) bool
+	woken         func(*Zone)
+	// asleep is 1 while the zone sleeps: no sweeper runs, and every
+	// shard's room is 0.
+	asleep int32
 
 	// redisCall holds the *preparedCall of the RedisStore that last
 	// decided one of the zone's items alone (takeOne).
@@ -163,15 +197,18 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 	}
 
 	if interval > 0 {
-		now := opts.Now
-		if now == nil {
-			now = time.Now
+		z.interval = interval
+		z.now = opts.Now
+		if z.now == nil {
+			z.now = time.Now
 		}
-		every := opts.EvictingEvery
-		if every <= 0 {
-			every = DefaultEvictingEvery
+		z.evicting = opts.Evicting
+		z.evictingEvery = opts.EvictingEvery
+		if z.evictingEvery <= 0 {
+			z.evictingEvery = DefaultEvictingEvery
 		}
-		go z.sweepEvery(interval, now, opts.Evicting, every)
+		z.sleepAfter, z.sleepOK, z.woken = opts.SleepAfter, opts.Sleep, opts.Woken
+		go z.sweepEvery()
 	}
 	return z, nil
 }
@@ -320,25 +357,109 @@ func (z *Zone) Sweep(now time.Time) int {
 	return removed
 }
 
-func (z *Zone) sweepEvery(interval time.Duration, now func() time.Time, evicting func(uint64), every time.Duration) {
-	tick := time.NewTicker(interval)
+// sweepEvery is the sweeper: it sweeps every interval until the zone is
+// closed, or until it sleeps (see Options.SleepAfter).
+func (z *Zone) sweepEvery() {
+	tick := time.NewTicker(z.interval)
 	defer tick.Stop()
-	var reported uint64
-	var last time.Time
+	var emptySince time.Time // zero while the zone holds something
 	for {
 		select {
 		case <-z.stop:
 			return
 		case <-tick.C:
-			t := now()
+			t := z.now()
 			z.Sweep(t)
-			if evicting == nil || t.Sub(last) < every {
+			if z.sleepAfter > 0 {
+				if !z.empty(t.UnixNano()) {
+					emptySince = time.Time{}
+				} else if emptySince.IsZero() {
+					emptySince = t
+				} else if t.Sub(emptySince) >= z.sleepAfter && z.sleep(t.UnixNano()) {
+					return
+				}
+			}
+			if z.evicting == nil || t.Sub(z.last) < z.evictingEvery {
 				continue
 			}
-			if n := z.Stats().Evictions; n > reported {
-				evicting(n - reported)
-				reported, last = n, t
+			if n := z.Stats().Evictions; n > z.reported {
+				z.evicting(n - z.reported)
+				z.reported, z.last = n, t
 			}
 		}
 	}
 }
+
+// empty reports whether the zone holds nothing that counts at t, shard by
+// shard (sleep checks it again with every shard locked at once).
+func (z *Zone) empty(t int64) bool {
+	for i := range z.shards {
+		s := &z.shards[i]
+		s.Lock()
+		held := s.holds(t)
+		s.Unlock()
+		if held {
+			return false
+		}
+	}
+	return true
+}
+
+// holds reports whether the shard holds anything that counts at t: a
+// key, a denial or a live count of evicted keys. The caller holds s
+// locked.
+func (s *shard) holds(t int64) bool {
+	return len(s.index) > 0 || len(s.denied) > 0 || t < s.evicted.live
+}
+
+// sleep puts the zone to sleep if it holds nothing that counts at t and
+// the host agrees, and reports whether it did; the sweeper then ends.
+// Every shard is locked at once (in order, as TakeAll locks them), so no
+// key can slip in between the check and the shards' room going to 0,
+// after which a new key wakes the zone.
+func (z *Zone) sleep(t int64) bool {
+	for i := range z.shards {
+		z.shards[i].Lock()
+	}
+	ok := true
+	for i := range z.shards {
+		if z.shards[i].holds(t) {
+			ok = false
+			break
+		}
+	}
+	if ok && z.sleepOK != nil {
+		ok = z.sleepOK(z)
+	}
+	if ok {
+		for i := range z.shards {
+			z.shards[i].room = 0
+		}
+		atomic.StoreInt32(&z.asleep, 1)
+	}
+	for i := range z.shards {
+		z.shards[i].Unlock()
+	}
+	return ok
+}
+
+// wake tells the host and restarts the sweeper of a sleeping zone. A
+// shard with no room calls it, locked, on its first new key; only the
+// first shard's call does anything.
+func (z *Zone) wake() {
+	if !atomic.CompareAndSwapInt32(&z.asleep, 1, 0) {
+		return
+	}
+	select {
+	case <-z.stop:
+		return // closed: no sweeper, and its host replaced it
+	default:
+	}
+	if z.woken != nil {
+		z.woken(z)
+	}
+	go z.sweepEvery()
+}
+
+// Asleep reports whether the zone sleeps (see Options.SleepAfter).
+func (z *Zone) Asleep() bool { return atomic.LoadInt32(&z.asleep) == 1 }

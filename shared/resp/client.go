@@ -245,7 +245,9 @@ func onShared(ctx context.Context, p *pool, asking, ints bool, cmd string, fresh
 	}
 	wasServed := served(m)
 	rep, err := muxDo(m, ctx, asking, ints, cmd)
-	return rep, err, err != nil && wasServed && !fresh && muxBroken(m) && idleClosed(err)
+	// A connection closed for idleness had no command on it: this one was
+	// never sent.
+	return rep, err, err != nil && !fresh && muxBroken(m) && (err == errIdleClosed || wasServed && idleClosed(err))
 }
 
 func onConn(ctx context.Context, p *pool, asking, ints bool, cmd string, fresh bool) (Reply, error, bool) {

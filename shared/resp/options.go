@@ -51,6 +51,11 @@ type Options struct {
 	// pooled connection per command. A command that times out then breaks
 	// the shared connection and fails the commands in flight with it.
 	AutoPipeline bool
+	// IdleTimeout, when positive, closes a pipelined connection
+	// (AutoPipeline) that has had no command for that long, ending its
+	// goroutines; the next command dials again, as after any broken
+	// connection. Zero keeps it open until it breaks or Close.
+	IdleTimeout time.Duration
 }
 
 // normalize fills the defaults and reports the first bad value.
@@ -71,6 +76,9 @@ func (o *Options) normalize() error {
 	}
 	if o.DB < 0 {
 		return fmt.Errorf("resp: db must not be negative, got %d", o.DB)
+	}
+	if o.IdleTimeout < 0 {
+		return fmt.Errorf("resp: idle timeout must not be negative, got %v", o.IdleTimeout)
 	}
 	if o.DialTimeout < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 {
 		return errors.New("resp: timeouts must not be negative")

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strconv"
 	"strings"
@@ -240,13 +241,21 @@ func (m *muxConn) writeLoop() {
 // watchTicks is how many times per timeout the watchdog looks.
 const watchTicks = 8
 
+// errIdleClosed breaks a pipelined connection that stayed idle for
+// Options.IdleTimeout. No command was on it, so a command that finds it
+// broken dials again (see onShared).
+var errIdleClosed = errors.New("resp: idle connection closed")
+
 // watch breaks the connection when its oldest command has waited past
 // the write and read timeouts: it looks watchTicks times per timeout and
 // fails the connection when it finds the same oldest command watchTicks
 // times after the first, so a command waits at most one look longer
 // than its timeout. A write that blocks holds its commands, the oldest
-// ones, in pending: the watchdog bounds writes too. It ends with the
-// connection.
+// ones, in pending: the watchdog bounds writes too. With
+// Options.IdleTimeout, it also closes the connection once no command was
+// queued, written or answered for that long (read from what the path of
+// every command writes anyway: nothing more per command). It ends with
+// the connection.
 func (m *muxConn) watch() {
 	every := (m.opts.WriteTimeout + m.opts.ReadTimeout) / watchTicks
 	if every <= 0 {
@@ -256,6 +265,8 @@ func (m *muxConn) watch() {
 	defer t.Stop()
 	var seen, oldest *call
 	looks := 0
+	var idle time.Duration
+	replies := int64(-1)
 	for range t.C {
 		m.mu.Lock()
 		if m.err != nil {
@@ -267,6 +278,19 @@ func (m *muxConn) watch() {
 			oldest = m.pending[0]
 		} else if len(m.queue) > 0 {
 			oldest = m.queue[0]
+		}
+		if m.opts.IdleTimeout > 0 {
+			if oldest != nil || m.writing || m.replies != replies {
+				idle, replies = 0, m.replies
+			} else if idle += every; idle >= m.opts.IdleTimeout {
+				// Under m.mu, with no command on it: a command that comes
+				// next finds the connection broken and dials again.
+				m.err = errIdleClosed
+				m.mu.Unlock()
+				m.c.close()
+				wakeWriter(m) // the writer wakes, sees err and ends
+				return
+			}
 		}
 		m.mu.Unlock()
 		if oldest == nil || oldest != seen {

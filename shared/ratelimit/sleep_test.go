@@ -1,0 +1,152 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// waitFor polls cond for up to 5 s.
+func waitFor(cond func() bool) bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// A zone that holds nothing for SleepAfter sleeps, and its sweeper ends;
+// its first new key wakes it with the sweeper back, and a key that still
+// counts keeps it awake.
+func TestZoneSleepsAndWakes(t *testing.T) {
+	before := runtime.NumGoroutine()
+	var slept, woken int32
+	rule := Rule{Window: 200 * time.Millisecond, Limit: 2}
+	z, err := NewZone("sleepy", rule, Options{
+		SweepInterval: MinSweepInterval,
+		SleepAfter:    300 * time.Millisecond,
+		Sleep:         func(*Zone) bool { atomic.AddInt32(&slept, 1); return true },
+		Woken:         func(*Zone) { atomic.AddInt32(&woken, 1) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	if !waitFor(z.Asleep) {
+		t.Fatal("an empty zone does not sleep")
+	}
+	if !waitFor(func() bool { return runtime.NumGoroutine() <= before }) {
+		t.Errorf("goroutines: %d before, %d with the zone asleep", before, runtime.NumGoroutine())
+	}
+	// Asleep, it still answers, and the first key wakes it.
+	now := time.Now()
+	if !TakeAt(z, "a", now.UnixNano()).Allowed || !TakeAt(z, "a", now.UnixNano()).Allowed {
+		t.Fatal("a sleeping zone denied")
+	}
+	if TakeAt(z, "a", now.UnixNano()).Allowed {
+		t.Fatal("a woken zone lost its count")
+	}
+	if z.Asleep() || !waitFor(func() bool { return atomic.LoadInt32(&woken) == 1 }) {
+		t.Fatal("a new key did not wake the zone")
+	}
+	// Keys in other shards wake nothing more.
+	for i := 0; i < 100; i++ {
+		TakeAt(z, "k"+string(rune('a'+i%26))+string(rune('a'+i/26)), now.UnixNano())
+	}
+	// Kept busy, it stays awake; left alone, it sleeps again.
+	for end := time.Now().Add(700 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		TakeAt(z, "busy", time.Now().UnixNano())
+		if z.Asleep() {
+			t.Fatal("a zone in use went to sleep")
+		}
+	}
+	if !waitFor(z.Asleep) || atomic.LoadInt32(&woken) != 1 {
+		t.Fatalf("the zone did not sleep again (woken %d times)", woken)
+	}
+	if !waitFor(func() bool { return runtime.NumGoroutine() <= before }) {
+		t.Errorf("goroutines: %d before, %d with the zone asleep again", before, runtime.NumGoroutine())
+	}
+}
+
+// The host may refuse: the zone then stays awake and asks again.
+func TestZoneSleepRefused(t *testing.T) {
+	var asked int32
+	z, err := NewZone("awake", Rule{Window: 200 * time.Millisecond, Limit: 2}, Options{
+		SweepInterval: MinSweepInterval,
+		SleepAfter:    200 * time.Millisecond,
+		Sleep:         func(*Zone) bool { return atomic.AddInt32(&asked, 1) > 3 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	if !waitFor(z.Asleep) || atomic.LoadInt32(&asked) != 4 {
+		t.Fatalf("asked %d times, asleep %v", asked, z.Asleep())
+	}
+}
+
+// A zone whose summary of evicted keys still counts does not sleep: a
+// host that dropped it would hand those keys a fresh budget.
+func TestZoneSleepWaitsForEvictedCounts(t *testing.T) {
+	rule := Rule{Window: time.Hour, Limit: 5}
+	z, err := NewZone("evicting", rule, Options{MaxKeys: 1, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().UnixNano()
+	TakeAt(z, "a", t0)
+	TakeAt(z, "b", t0) // evicts a, which still counts, into the sketch
+	s := &z.shards[0]
+	s.Lock()
+	s.remove(z.hash("b"))
+	s.Unlock()
+	if z.Len() != 0 {
+		t.Fatal("setup: keys left")
+	}
+	if z.empty(t0) || z.sleep(t0) {
+		t.Fatal("a zone with live evicted counts would sleep")
+	}
+	later := t0 + int64(2*time.Hour)
+	if !z.empty(later) || !z.sleep(later) {
+		t.Fatal("a zone whose evicted counts are over does not sleep")
+	}
+}
+
+// A breaker whose guard sees no request for the idle time ends its probe
+// and closes: the next request tries the store again, and trips it again
+// if the store still fails.
+func TestGuardProbeStopsWhenIdle(t *testing.T) {
+	z := newZone(t, "idle-probe", Rule{Window: time.Minute, Limit: 5})
+	remote := &fakeRemote{err: errors.New("i/o timeout")}
+	g := newGuard(t, remote, GuardOptions{
+		Probe:         func(context.Context) error { return errors.New("still down") },
+		ProbeInterval: 20 * time.Millisecond,
+	})
+	g.StopProbeWhenIdle(200 * time.Millisecond)
+	before := runtime.NumGoroutine()
+	out := make([]Decision, 1)
+	items := []Item{{Zone: z, Key: "k"}}
+	g.Take(context.Background(), epoch, items, out)
+	if !g.Stats().Open || runtime.NumGoroutine() != before+1 {
+		t.Fatal("a failure did not start the probe")
+	}
+	// Requests keep it probing.
+	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		g.Take(context.Background(), epoch, items, out)
+		if !g.Stats().Open {
+			t.Fatal("the probe stopped while requests came")
+		}
+	}
+	if !waitFor(func() bool { return !g.Stats().Open && runtime.NumGoroutine() <= before }) {
+		t.Fatalf("idle: open %v, %d goroutines (%d before)", g.Stats().Open, runtime.NumGoroutine(), before)
+	}
+	calls := remote.count()
+	g.Take(context.Background(), epoch, items, out)
+	if remote.count() != calls+1 || !g.Stats().Open {
+		t.Fatal("the request after the idle probe did not try the store and trip the breaker")
+	}
+}
