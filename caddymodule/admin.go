@@ -27,11 +27,13 @@ func init() {
 //     their settings, stores and the number of keys each tracks in memory;
 //     GET /rate_limit/<zone> lists those of one name.
 //   - GET /rate_limit/<zone>/<key> returns, for every state of that zone
-//     name, the key's count, remaining budget and reset, read without
-//     counting anything.
-//   - DELETE /rate_limit/<zone>/<key> forgets the key in every state of
-//     that zone name, in memory and in Redis, so its next request starts
-//     afresh.
+//     name, the key's count, its limit, remaining budget and reset, read
+//     without counting anything. When the key is an address and the
+//     zone's key may come out empty, the fallback key of that address,
+//     which counts its keyless requests, is reported too.
+//   - DELETE /rate_limit/<zone>/<key> forgets the key (and that fallback
+//     key) in every state of that zone name, in memory and in Redis, so
+//     its next request starts afresh.
 //
 // The zone name and the key are path segments, path-escaped: a key with a
 // slash, such as an IPv6 /64, has it as %2F. The key is the key as the
@@ -206,23 +208,55 @@ type keyState struct {
 	Store     string `json:"store"`
 	KeyPrefix string `json:"key_prefix,omitempty"`
 	// Key is the key as the zone holds it.
-	Key   string `json:"key"`
-	Limit int64  `json:"limit"`
+	Key string `json:"key"`
+	// Fallback is set on the key under which the zone counts the requests
+	// from the address asked about whose key came out empty (say, no API
+	// key): Key is then "\u0000client_ip:" and the address as grouped.
+	Fallback bool `json:"fallback,omitempty"`
+	// Limit is the key's limit, against which Remaining is computed: an
+	// override's when one matches, else the zone's (see LimitSource).
+	Limit int64 `json:"limit"`
+	// ZoneLimit is the zone's own limit.
+	ZoneLimit int64 `json:"zone_limit"`
+	// LimitSource says where Limit comes from: "zone", "override" (of the
+	// key, or of a CIDR holding the address asked about), "tier" (a limit
+	// placeholder, which only a request knows: Limit is the zone's
+	// fallback) or "varies" (handlers sharing the zone disagree: Limit is
+	// the zone's).
+	LimitSource string `json:"limit_source"`
+	// Unlimited is set when an override exempts the key: the zone neither
+	// counts nor limits it.
+	Unlimited bool `json:"unlimited,omitempty"`
+	// Note explains a limit that cannot be known outside a request.
+	Note string `json:"note,omitempty"`
 	// Tracked reports whether the store held state for the key.
 	Tracked bool `json:"tracked"`
 	// Count, Remaining and Reset (seconds, rounded up) are left out of
-	// the answer to DELETE.
+	// the answer to DELETE; Remaining of an unlimited key too.
 	Count     *int64 `json:"count,omitempty"`
 	Remaining *int64 `json:"remaining,omitempty"`
 	Reset     *int64 `json:"reset,omitempty"`
 }
 
-func stateOf(u *zoneUse, store, prefix, key string, st ratelimit.KeyState) keyState {
-	reset := httplimit.CeilSeconds(st.ResetAfter)
+// newKeyState describes the key of l in u's zone state, store store.
+func newKeyState(u *zoneUse, store, prefix string, l lookup) keyState {
+	kl := u.limitOf(l)
 	return keyState{
-		ID: u.zone.ID(), Store: store, KeyPrefix: prefix, Key: key, Limit: u.zone.Rule().Limit,
-		Tracked: st.Tracked, Count: &st.Count, Remaining: &st.Remaining, Reset: &reset,
+		ID: u.zone.ID(), Store: store, KeyPrefix: prefix, Key: l.key, Fallback: l.fallback,
+		Limit: kl.limit, ZoneLimit: u.zone.Rule().Limit, LimitSource: kl.source, Unlimited: kl.unlimited, Note: kl.note,
 	}
+}
+
+// stateOf is newKeyState with what the store holds, st.
+func stateOf(u *zoneUse, store, prefix string, l lookup, st ratelimit.KeyState) keyState {
+	ks := newKeyState(u, store, prefix, l)
+	reset := httplimit.CeilSeconds(st.ResetAfter)
+	ks.Tracked, ks.Count, ks.Reset = st.Tracked, &st.Count, &reset
+	if !ks.Unlimited {
+		remaining := max(ks.Limit-st.Count, 0)
+		ks.Remaining = &remaining
+	}
+	return ks
 }
 
 // inspectKey reads key in every zone state of uses and every store that
@@ -230,16 +264,16 @@ func stateOf(u *zoneUse, store, prefix, key string, st ratelimit.KeyState) keySt
 func inspectKey(ctx context.Context, uses []*zoneUse, key string, now time.Time) ([]keyState, error) {
 	var out []keyState
 	for _, u := range uses {
-		for _, k := range u.lookupKeys(key) {
+		for _, l := range u.lookups(key) {
 			if u.memory {
-				out = append(out, stateOf(u, "memory", "", k, u.zone.Inspect(k, now)))
+				out = append(out, stateOf(u, "memory", "", l, u.zone.Inspect(l.key, now)))
 			}
 			for _, r := range u.redis {
-				st, err := r.store.Inspect(ctx, u.zone, k, now)
+				st, err := r.store.Inspect(ctx, u.zone, l.key, now)
 				if err != nil {
 					return nil, fmt.Errorf("zone %q: reading the key in redis: %w", u.name, err)
 				}
-				out = append(out, stateOf(u, "redis", r.store.KeyPrefix(), k, st))
+				out = append(out, stateOf(u, "redis", r.store.KeyPrefix(), l, st))
 			}
 		}
 	}
@@ -253,10 +287,13 @@ func forgetKey(ctx context.Context, uses []*zoneUse, key string) ([]keyState, er
 	var out []keyState
 	var errs []error
 	for _, u := range uses {
-		for _, k := range u.lookupKeys(key) {
+		for _, l := range u.lookups(key) {
+			k := l.key
 			// Always: the memory state also serves on_store_error local.
 			if tracked := u.zone.Forget(k); u.memory || tracked {
-				out = append(out, keyState{ID: u.zone.ID(), Store: "memory", Key: k, Limit: u.zone.Rule().Limit, Tracked: tracked})
+				st := newKeyState(u, "memory", "", l)
+				st.Tracked = tracked
+				out = append(out, st)
 			}
 			for _, r := range u.redis {
 				deleted, err := r.store.Forget(ctx, u.name, k)
@@ -266,7 +303,9 @@ func forgetKey(ctx context.Context, uses []*zoneUse, key string) ([]keyState, er
 				if r.guard != nil {
 					r.guard.ForgetDenial(u.zone, k)
 				}
-				out = append(out, keyState{ID: u.zone.ID(), Store: "redis", KeyPrefix: r.store.KeyPrefix(), Key: k, Limit: u.zone.Rule().Limit, Tracked: deleted})
+				st := newKeyState(u, "redis", r.store.KeyPrefix(), l)
+				st.Tracked = deleted
+				out = append(out, st)
 			}
 		}
 	}

@@ -215,11 +215,15 @@ func TestAdminAPIMemory(t *testing.T) {
 	}
 	for _, path := range []string{"/rate_limit/v6/2001:db8:1:2::%2F64", "/rate_limit/v6/2001:db8:1:2::abcd"} {
 		report = keyReport{}
-		if code := adminDo(t, "GET", path, &report); code != 200 || len(report.States) != 1 {
+		// The key, then the fallback key of the /64's keyless requests.
+		if code := adminDo(t, "GET", path, &report); code != 200 || len(report.States) != 2 {
 			t.Fatalf("GET %s: %d %+v", path, code, report)
 		}
-		if s := report.States[0]; s.Key != "2001:db8:1:2::/64" || num(s.Count) != 2 || num(s.Remaining) != 0 {
+		if s := report.States[0]; s.Key != "2001:db8:1:2::/64" || s.Fallback || num(s.Count) != 2 || num(s.Remaining) != 0 {
 			t.Errorf("GET %s: %+v count %d remaining %d", path, s, num(s.Count), num(s.Remaining))
+		}
+		if s := report.States[1]; s.Key != "\x00client_ip:2001:db8:1:2::/64" || !s.Fallback || s.Tracked {
+			t.Errorf("GET %s: fallback %+v", path, s)
 		}
 	}
 	if code := adminDo(t, "GET", "/rate_limit/v6/2001:db8:1:2::/64", &apiErr); code != 400 || !strings.Contains(apiErr.Error, "%2F") {

@@ -50,6 +50,14 @@ type zoneUse struct {
 	groupings []keySource
 	// templates are its handlers' distinct key templates.
 	templates []string
+	// states are its handlers' zones, whose overrides and limit
+	// placeholders give keys their limits.
+	states []*zoneState
+	// keysAreClientIP is set when every handler keys the zone on the
+	// client IP; mayFallBack when some handler's key may come out empty
+	// and fall back to it.
+	keysAreClientIP bool
+	mayFallBack     bool
 }
 
 // redisUse is a Redis store that counts a zone, with the guard in front
@@ -75,10 +83,13 @@ func zoneUses(name string) []*zoneUse {
 			}
 			u := byZone[z.zone]
 			if u == nil {
-				u = &zoneUse{name: z.name, zone: z.zone, maxKeys: h.MaxKeys, sweepInterval: time.Duration(h.SweepInterval)}
+				u = &zoneUse{name: z.name, zone: z.zone, maxKeys: h.MaxKeys, sweepInterval: time.Duration(h.SweepInterval), keysAreClientIP: true}
 				byZone[z.zone] = u
 				out = append(out, u)
 			}
+			u.states = append(u.states, z)
+			u.keysAreClientIP = u.keysAreClientIP && z.key.clientIP
+			u.mayFallBack = u.mayFallBack || z.key.mayFallBack()
 			u.memory = u.memory || !isRedis || h.OnStoreError == "local"
 			if isRedis && !slices.ContainsFunc(u.redis, func(r redisUse) bool { return r.store == store }) {
 				u.redis = append(u.redis, redisUse{store: store, guard: guard})
@@ -95,18 +106,4 @@ func zoneUses(name string) []*zoneUse {
 		return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.zone.ID(), b.zone.ID()))
 	})
 	return out
-}
-
-// lookupKeys returns the keys under which the zone may hold key: key as
-// each of its handlers' groupings makes it, so that a plain IP address
-// finds its /64 (or configured prefix). Grouping a key the zone made
-// leaves it as it is.
-func (u *zoneUse) lookupKeys(key string) []string {
-	var keys []string
-	for _, g := range u.groupings {
-		if k := g.mask(key); !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-	}
-	return keys
 }

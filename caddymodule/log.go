@@ -11,12 +11,15 @@ import (
 )
 
 // infoEvery is the least time between two info lines about rejections in
-// one zone. Under a flood, logging every 429 costs more than serving it.
-const infoEvery = 10 * time.Second
+// one zone: often enough that an operator finds the line of a client who
+// just got a 429, rarely enough that a flood of 429s does not become a
+// flood of log lines (logging each one costs more than serving it).
+const infoEvery = time.Second
 
 // logDenial logs a rejection: every one at debug level when the logger
 // has it enabled, otherwise at most one line per zone every infoEvery at
-// info level, which reports how many rejections it stands for.
+// info level, which reports how many rejections it stands for and how
+// many of those were not logged.
 func (h *Handler) logDenial(z *zoneState, r *http.Request, d ratelimit.Decision, key string, now time.Time) {
 	if ce := h.logger.Check(zapcore.DebugLevel, "rate limit exceeded"); ce != nil {
 		ce.Write(h.denialFields(z, r, d, key, 1)...)
@@ -34,7 +37,7 @@ func (h *Handler) logDenial(z *zoneState, r *http.Request, d ratelimit.Decision,
 }
 
 // denialFields describes a rejection; rejections is how many it stands
-// for.
+// for, itself and the ones suppressed since the zone's last line.
 func (h *Handler) denialFields(z *zoneState, r *http.Request, d ratelimit.Decision, key string, rejections int64) []zap.Field {
 	fields := []zap.Field{
 		zap.String("zone", z.name),
@@ -43,6 +46,7 @@ func (h *Handler) denialFields(z *zoneState, r *http.Request, d ratelimit.Decisi
 		zap.Int64("limit", d.Limit),
 		zap.Bool("dry_run", h.DryRun),
 		zap.Int64("rejections", rejections),
+		zap.Int64("suppressed", rejections-1),
 	}
 	if h.LogKey {
 		fields = append(fields, zap.String("key", key))

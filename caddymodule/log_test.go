@@ -78,3 +78,35 @@ func TestRejectionIsLoggedThroughServeHTTP(t *testing.T) {
 		t.Errorf("client_ip %v, want 203.0.113.7", got)
 	}
 }
+
+// A flood is logged at most once a second per zone, and each line says
+// how many rejections it stands for and how many were not logged.
+func TestDenialsAreLoggedEverySecond(t *testing.T) {
+	h, _ := newHandler(t, `{"log_key":true,"rate_limits":{"a":{"window":"1m","limit":1},"b":{"window":"1m","limit":1}}}`)
+	logger, logs := observe(zapcore.InfoLevel)
+	h.logger = logger
+	r := httptest.NewRequest("GET", "/", nil)
+	d := ratelimit.Decision{Limit: 1, RetryAfter: time.Second}
+	t0 := time.Unix(1_000_000, 0)
+	for i := range 2500 { // 2.5 s, one rejection a millisecond in each zone
+		now := t0.Add(time.Duration(i) * time.Millisecond)
+		h.logDenial(h.zones[0], r, d, "key-a", now)
+		h.logDenial(h.zones[1], r, d, "key-b", now)
+	}
+	entries := logs.TakeAll()
+	if len(entries) != 6 {
+		t.Fatalf("2.5 s of rejections in two zones logged %d lines, want 3 per zone", len(entries))
+	}
+	var zoneA []map[string]any
+	for _, e := range entries {
+		if m := e.ContextMap(); m["zone"] == "a" {
+			zoneA = append(zoneA, m)
+		}
+	}
+	if len(zoneA) != 3 {
+		t.Fatalf("zone a logged %d lines, want 3", len(zoneA))
+	}
+	if m := zoneA[1]; m["suppressed"] != int64(999) || m["rejections"] != int64(1000) || m["key"] != "key-a" {
+		t.Errorf("second line of zone a: suppressed %v, rejections %v, key %v; want 999, 1000, key-a", m["suppressed"], m["rejections"], m["key"])
+	}
+}

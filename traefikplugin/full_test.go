@@ -55,7 +55,7 @@ func TestFullZoneLogged(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	got := log.String()
-	for _, want := range []string{`middleware "full@file": zone full (maxKeys 2): evicted `, "raise maxKeys"} {
+	for _, want := range []string{`middleware "full@file": zone full (maxKeys 2): evicted `, " in all;", "raise maxKeys"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("log %q lacks %q", got, want)
 		}

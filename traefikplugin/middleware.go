@@ -17,6 +17,10 @@ import (
 type Middleware struct {
 	// lastDryRunLog is the Unix second of the last dry-run log line.
 	lastDryRunLog int64
+	// lastRejectLog is the Unix second of the last rejection line, and
+	// rejectsSuppressed counts the rejections since then that got none.
+	lastRejectLog     int64
+	rejectsSuppressed int64
 
 	name string
 	next http.Handler

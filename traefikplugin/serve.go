@@ -65,7 +65,7 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h[headerRemaining] = v[1:2:2]
 	h[headerReset] = v[2:3:3]
 	if !d.Allowed {
-		reject(m, w, h, d)
+		reject(m, w, h, d, key)
 		return
 	}
 	m.next.ServeHTTP(w, r)
@@ -73,8 +73,8 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // reject completes the rejection of ServeHTTP's common case, whose
 // rate-limit headers h already holds, as httplimit.WriteRejection would,
-// with every value from a table.
-func reject(m *Middleware, w http.ResponseWriter, h http.Header, d ratelimit.Decision) {
+// with every value from a table, and logs it (see logRejection).
+func reject(m *Middleware, w http.ResponseWriter, h http.Header, d ratelimit.Decision, key string) {
 	v := []string{m.decimals[httplimit.RetrySeconds(d.RetryAfter)], contentTypeText, noSniff, m.lengthStr}
 	h[headerRetryAfter] = v[0:1:1]
 	h[headerContentType] = v[1:2:2]
@@ -82,6 +82,7 @@ func reject(m *Middleware, w http.ResponseWriter, h http.Header, d ratelimit.Dec
 	h[headerContentLength] = v[3:4:4]
 	w.WriteHeader(m.status)
 	w.Write(m.body)
+	logRejection(m, key)
 }
 
 // serveOther serves a request keyed by a configured source, decided by a
@@ -121,7 +122,8 @@ func decided(m *Middleware, w http.ResponseWriter, r *http.Request, key string, 
 	deny(m, w, r, key, d)
 }
 
-// deny rejects the request, or in dry-run mode logs it and lets it through.
+// deny rejects the request and logs it (see logRejection), or in dry-run
+// mode logs it and lets it through.
 func deny(m *Middleware, w http.ResponseWriter, r *http.Request, key string, d ratelimit.Decision) {
 	if m.dryRun {
 		logDryRun(m, key)
@@ -130,6 +132,7 @@ func deny(m *Middleware, w http.ResponseWriter, r *http.Request, key string, d r
 		return
 	}
 	httplimit.WriteRejection(m.policy, w, d, m.status, m.message)
+	logRejection(m, key)
 }
 
 // remoteKey is ServeHTTP's key of an IPv6 remote address or one without a
