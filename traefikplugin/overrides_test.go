@@ -173,7 +173,8 @@ func TestOverridesIPv6Client(t *testing.T) {
 // TestOverridesIPStrategy: with an ipStrategy, a CIDR override matches
 // the address the strategy picks, before grouping by ipv6Subnet: not the
 // proxy's remote address, not another X-Forwarded-For entry; an
-// X-Forwarded-For shorter than the depth matches no CIDR.
+// X-Forwarded-For shorter than the depth matches no CIDR (it is counted by
+// the remote address).
 func TestOverridesIPStrategy(t *testing.T) {
 	xff := func(v string) http.Header { return http.Header{"X-Forwarded-For": {v}} }
 	c := validConfig()
@@ -190,7 +191,7 @@ func TestOverridesIPStrategy(t *testing.T) {
 		{"192.0.2.1:1234", "10.1.2.3, 203.0.113.9", false},
 		{"192.0.2.1:1234", "2001:db8::2", false},
 		{"10.0.0.5:1234", "203.0.113.10", false},
-		{"192.0.2.1:1234", "", false}, // no entry: the shared key ""
+		{"192.0.2.1:1234", "", false}, // no entry: counted by 192.0.2.1, matched by no CIDR
 	} {
 		want, limit := []int{200, 429}, "1"
 		if e.exempt {
