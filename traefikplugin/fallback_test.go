@@ -237,6 +237,62 @@ func TestFallbackCannotBeForged(t *testing.T) {
 	}
 }
 
+// TestFallbackOverrides: when the ipStrategy finds no address, a CIDR
+// override is matched against the remote address the request is counted
+// by, but only to lower its limit: behind a proxy the remote address is
+// the proxy's, and an exemption or a higher limit for its range must not
+// reach a request that arrived through fewer proxies than configured.
+func TestFallbackOverrides(t *testing.T) {
+	for i, sc := range []SourceCriterion{
+		{IPStrategy: &IPStrategy{Depth: 1}},
+		{IPStrategy: &IPStrategy{Depth: 2}},
+		{IPStrategy: &IPStrategy{ExcludedIPs: []string{"172.16.0.0/12"}}},
+	} {
+		cfg := validConfig()
+		cfg.Limit = 3
+		sc := sc
+		cfg.SourceCriterion = &sc
+		cfg.Overrides = []string{"192.0.2.0/24=unlimited", "10.0.0.0/8=100", "198.51.100.0/24=1", "203.0.113.7=2"}
+		h := newMiddleware(t, cfg, "fallback-overrides-"+strconv.Itoa(i)+"@file")
+		for _, e := range []struct {
+			remote string
+			want   []int
+			limit  string
+		}{
+			{"192.0.2.1:1", []int{200, 200, 200, 429}, "3"}, // an exempt range: not exempt
+			{"10.0.0.5:1", []int{200, 200, 200, 429}, "3"},  // a higher limit: not raised
+			{"198.51.100.7:1", []int{200, 429}, "1"},        // a lower limit: applies
+			{"203.0.113.7:1", []int{200, 200, 429}, "2"},    // a lower limit, one address
+		} {
+			if got := statusesOf(t, h, len(e.want), e.remote, nil, e.limit); !slices.Equal(got, e.want) {
+				t.Errorf("%+v, no source from %s: %v, want %v", sc.IPStrategy, e.remote, got, e.want)
+			}
+		}
+		// A client the strategy finds is matched by its own address.
+		hdr := xffHeader("192.0.2.9, 172.16.0.1")
+		if sc.IPStrategy.Depth == 1 {
+			hdr = xffHeader("192.0.2.9")
+		}
+		if got := statusesOf(t, h, 4, "172.16.0.1:1", hdr, ""); !slices.Equal(got, []int{200, 200, 200, 200}) {
+			t.Errorf("%+v, the client 192.0.2.9: %v, want exempt", sc.IPStrategy, got)
+		}
+	}
+
+	// With a header or the host, a CIDR matches the remote address
+	// whether or not the source finds something, as before.
+	cfg := validConfig()
+	cfg.Limit = 1
+	cfg.SourceCriterion = &SourceCriterion{RequestHeaderName: "X-Key"}
+	cfg.Overrides = []string{"192.0.2.0/24=unlimited"}
+	h := newMiddleware(t, cfg, "fallback-overrides-header@file")
+	if got := statusesOf(t, h, 3, "192.0.2.1:1", nil, ""); !slices.Equal(got, []int{200, 200, 200}) {
+		t.Errorf("header missing, from the exempt 192.0.2.1: %v, want exempt", got)
+	}
+	if got := statusesOf(t, h, 2, "198.51.100.1:1", nil, "1"); !slices.Equal(got, []int{200, 429}) {
+		t.Errorf("header missing, from 198.51.100.1: %v, want [200 429]", got)
+	}
+}
+
 // TestFallbackLoggedOnce: the first request whose source finds nothing
 // makes the middleware say so in Traefik's log (standard error): its
 // name, the setting, why, and that such requests are counted by their
