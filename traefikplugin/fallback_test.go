@@ -345,3 +345,21 @@ func TestFallbackLoggedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestFallbackLogLineDocumented: docs/traefik.md shows the line a
+// middleware logs, as it logs it.
+func TestFallbackLogLineDocumented(t *testing.T) {
+	var log lockedBuffer
+	fallbackLog = &log
+	t.Cleanup(func() { fallbackLog = os.Stderr })
+	cfg := validConfig()
+	cfg.SourceCriterion = &SourceCriterion{IPStrategy: &IPStrategy{Depth: 1}}
+	serve(newMiddleware(t, cfg, "api-limit@file"), "203.0.113.7:1", nil)
+	doc, err := os.ReadFile("../docs/traefik.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line := log.String(); line == "" || !strings.Contains(string(doc), "\n"+line) {
+		t.Errorf("docs/traefik.md does not show the line %q", line)
+	}
+}
