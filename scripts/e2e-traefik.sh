@@ -47,6 +47,12 @@
 # gives the count back only for a final status not listed. And 12 logins
 # with the password then 7 wrong ones still give 12 x 200, 5 x 401, then
 # 429.
+# A source that finds nothing, on an instance of its own with no trusted
+# proxy (Traefik drops the client's X-Forwarded-For): middlewares with
+# ipStrategy depth 1 and depth 2, limit 3. Client A (127.0.0.1) gets 200
+# 200 200 429, then client B (127.0.0.2) gets 200: each is counted by its
+# remote address, not in one count for all. Each middleware says so once
+# in Traefik's log.
 #
 # The quickstart (README.md, Quickstart: Traefik): scripts/traefik-quickstart.sh
 # started on free loopback ports, the README's curl lines run against it,
@@ -54,8 +60,8 @@
 # stopped (SIGTERM, as Ctrl-C) and must leave no process, port or directory
 # behind.
 #
-# WL_PARTS=attack runs the attack part alone; WL_PARTS=quickstart the
-# quickstart part.
+# WL_PARTS=attack runs the attack part alone; WL_PARTS=fallback the
+# fallback part, WL_PARTS=quickstart the quickstart part.
 set -euo pipefail
 source "$(dirname "$0")/traefik-lib.sh"
 source "$(dirname "$0")/redis-e2e.sh"
@@ -156,19 +162,50 @@ quickstart_part() {
 	wl_pass "quickstart: stopped, leaving no process, port or work directory behind"
 }
 
+# fallback_part is the part of a source that finds nothing, on an instance
+# of its own whose entry point trusts no proxy: /depth1/ and /depth2/ go
+# through middlewares with ipStrategy depth 1 and depth 2, limit 3.
+fallback_part() {
+	local dir=$WL_WORK/fallback web ping depth path codes
+	read -r web ping < <(wt_free_ports 2 | paste -sd' ')
+	mkdir -p "$dir"
+	cp -r "$WL_WORK/plugins-local" "$dir/"
+	wt_dynamic "$dir/dynamic.yml" "$(
+		wt_router ready /plain
+		wt_router depth1 /depth1/ depth1-limit
+		wt_router depth2 /depth2/ depth2-limit
+	)" "$(
+		wt_plugin depth1-limit "window: 1m" "limit: 3" "sourceCriterion: {ipStrategy: {depth: 1}}"
+		wt_plugin depth2-limit "window: 1m" "limit: 3" "sourceCriterion: {ipStrategy: {depth: 2}}"
+	)"
+	wt_start_traefik "$web" "$ping" "$dir"
+	wt_wait_status "http://127.0.0.1:$web/plain" 200 || wl_die "instance fallback never loaded its routers"
+	for depth in 1 2; do
+		path="http://127.0.0.1:$web/depth$depth/"
+		# Client A sends an X-Forwarded-For of its own: Traefik drops it
+		# (no trusted proxy), so the middleware finds no entry.
+		codes=$(for _ in 1 2 3 4; do
+			curl -s -o /dev/null -w '%{http_code} ' --max-time 5 --interface 127.0.0.1 -H 'X-Forwarded-For: 198.51.100.1, 198.51.100.2' "$path"
+		done)
+		[[ $codes == "200 200 200 429 " ]] || wl_die "depth $depth: client A (127.0.0.1): $codes, want 200 200 200 429"
+		codes=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --interface 127.0.0.2 "$path")
+		[[ $codes == 200 ]] || wl_die "depth $depth: client B (127.0.0.2) after A: $codes, want 200 (a count of its own, not one for all)"
+		codes=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --interface 127.0.0.1 "$path")
+		[[ $codes == 429 ]] || wl_die "depth $depth: client A again: $codes, want 429"
+		[[ $(grep -c "windowlimit: middleware \"depth$depth-limit@file\": sourceCriterion.ipStrategy.depth $depth found no client address: the request has no X-Forwarded-For.*counted by their remote address instead" "$dir/traefik.log") == 1 ]] ||
+			wl_die "depth $depth: want one log line that the source found nothing, got: $(grep "depth$depth-limit" "$dir/traefik.log")"
+		wl_pass "depth $depth, no trusted proxy: client A 200 200 200 429, then client B 200; logged once"
+	done
+	kill "$WT_TRAEFIK_PID"
+}
 case ${WL_PARTS:-all} in
 all) ;;
-attack)
-	attack_part
+attack | fallback | quickstart)
+	"${WL_PARTS}_part"
 	echo "e2e-traefik: $WL_CHECKS passed, 0 failed"
 	exit 0
 	;;
-quickstart)
-	quickstart_part
-	echo "e2e-traefik: $WL_CHECKS passed, 0 failed"
-	exit 0
-	;;
-*) wl_die "WL_PARTS '$WL_PARTS': want all, attack or quickstart" ;;
+*) wl_die "WL_PARTS '$WL_PARTS': want all, attack, fallback or quickstart" ;;
 esac
 
 # dynamic MESSAGE [ROUTER...] writes the file provider's configuration.
@@ -343,6 +380,9 @@ grep -q 'drykey-limit@file.*would reject key.*secret-key-7' "$dir/traefik.log" |
 grep -q 'full-limit@file.*zone full (maxKeys 2): evicted [0-9]* keys that still counted' "$dir/traefik.log" ||
 	wl_die "no full-zone line for full-limit"
 wl_pass "Traefik's log: dry run names the key only with logKey; a full zone (maxKeys 2) says so"
+
+# A source that finds nothing.
+fallback_part
 
 # countStatus under attack.
 attack_part

@@ -27,7 +27,11 @@ type Config struct {
 	Cost int64 `json:"cost,omitempty" yaml:"cost,omitempty" mapstructure:"cost"`
 	// SourceCriterion chooses the key requests are limited on, as in
 	// Traefik's built-in rateLimit middleware. Nil means the remote
-	// address, IPv6 grouped by /64 (see IPStrategy.IPv6Subnet).
+	// address, IPv6 grouped by /64 (see IPStrategy.IPv6Subnet). A request
+	// for which it finds nothing (a missing header, fewer X-Forwarded-For
+	// entries than the depth) is counted by its remote address, apart
+	// from every other key, where the built-in puts all such requests in
+	// one count.
 	SourceCriterion *SourceCriterion `json:"sourceCriterion,omitempty" yaml:"sourceCriterion,omitempty" mapstructure:"sourceCriterion"`
 	// Headers selects the rate-limit headers: legacy (the default), ietf,
 	// both or none.
@@ -67,8 +71,9 @@ type Config struct {
 	// request's key, the value sourceCriterion chooses, exactly. A CIDR
 	// (a single IP address is a CIDR of one address) matches the client's
 	// own address: the one ipStrategy picks, before grouping by
-	// ipv6Subnet, or the remote address with requestHeaderName or
-	// requestHost; never the key, which a client may choose. The override
+	// ipv6Subnet (when it picks none, the remote address, and then only
+	// to lower the limit), or the remote address with requestHeaderName
+	// or requestHost; never the key, which a client may choose. The override
 	// of the key applies first, then the narrowest CIDR. An exempt
 	// request is neither counted nor limited, and gets no rate-limit
 	// headers. A key's count does not depend on its limit.

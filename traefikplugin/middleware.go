@@ -97,6 +97,9 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 	if err != nil {
 		return nil, wrapError(name, err)
 	}
+	if s.source != nil {
+		s.source.middleware = name
+	}
 	table := httplimit.DecimalsFor(s.rule)
 	m := &Middleware{
 		name:      name,

@@ -230,12 +230,6 @@ func TestSources(t *testing.T) {
 			same:  [2]http.Header{{"X-Api-Key": {"k1"}}, {"X-Api-Key": {"k1"}, "X-Forwarded-For": {"1.1.1.1"}}},
 			other: http.Header{"X-Api-Key": {"k2"}},
 		},
-		{
-			name:  "missing header shares one count",
-			sc:    &SourceCriterion{RequestHeaderName: "X-Api-Key"},
-			same:  [2]http.Header{{}, {"X-Other": {"k1"}}},
-			other: http.Header{"X-Api-Key": {"k2"}},
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

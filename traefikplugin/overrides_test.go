@@ -172,8 +172,10 @@ func TestOverridesIPv6Client(t *testing.T) {
 
 // TestOverridesIPStrategy: with an ipStrategy, a CIDR override matches
 // the address the strategy picks, before grouping by ipv6Subnet: not the
-// proxy's remote address, not another X-Forwarded-For entry; an
-// X-Forwarded-For shorter than the depth matches no CIDR.
+// proxy's remote address, not another X-Forwarded-For entry; a request
+// whose X-Forwarded-For is shorter than the depth is counted by its remote
+// address, and the proxy's exempt range does not exempt it (see
+// TestFallbackOverrides).
 func TestOverridesIPStrategy(t *testing.T) {
 	xff := func(v string) http.Header { return http.Header{"X-Forwarded-For": {v}} }
 	c := validConfig()
@@ -190,7 +192,7 @@ func TestOverridesIPStrategy(t *testing.T) {
 		{"192.0.2.1:1234", "10.1.2.3, 203.0.113.9", false},
 		{"192.0.2.1:1234", "2001:db8::2", false},
 		{"10.0.0.5:1234", "203.0.113.10", false},
-		{"192.0.2.1:1234", "", false}, // no entry: the shared key ""
+		{"192.0.2.1:1234", "", false}, // no entry: counted by 192.0.2.1, not exempt
 	} {
 		want, limit := []int{200, 429}, "1"
 		if e.exempt {
@@ -312,8 +314,13 @@ func TestOverridesBadValues(t *testing.T) {
 // FuzzOverriddenKey: with CIDR overrides, a request's key is the one the
 // middleware computes without them, whatever the source and the input,
 // and the address the CIDRs match is the one the ipStrategy picks, or
-// else the remote address, never the key.
+// else the remote address, never the key. When the ipStrategy picks
+// nothing, the remote address is matched only by a CIDR that lowers the
+// limit (192.0.2.0/24=5 under a limit of 20).
 func FuzzOverriddenKey(f *testing.F) {
+	f.Add("192.0.2.9:1", "")
+	f.Add("[::ffff:192.0.2.9]:1", "")
+	f.Add("192.0.2.9:1", "10.0.0.1")
 	for _, s := range []string{"", "203.0.113.7:4711", "[2001:db8::1]:443", "[::ffff:10.0.0.1]:1", "10.0.0.1",
 		"1.1.1.1, 2.2.2.2", "[2001:db8::9]:443", "fe80::1%eth0", "fe80::1%" + strings.Repeat("z", 300),
 		strings.Repeat("a", 300) + ":80", "sha256:x", "1.2.3.4:80:90", "\xff"} {
@@ -339,6 +346,7 @@ func FuzzOverriddenKey(f *testing.F) {
 		}
 		ms = append(ms, h.(*Middleware))
 	}
+	lower := netip.MustParsePrefix("192.0.2.0/24")
 	f.Fuzz(func(t *testing.T, remote, v string) {
 		r := requestFrom(remote, v)
 		r.Header["X-K"] = []string{v}
@@ -353,6 +361,9 @@ func FuzzOverriddenKey(f *testing.F) {
 				want = keyOf(m.source, r)
 				if m.source.kind == sourceIP {
 					addr = pickIP(m.source.ip, r)
+					if a, err := netip.ParseAddr(remoteHost(remote)); addr == "" && err == nil && lower.Contains(a.Unmap().WithZone("")) {
+						addr = remoteHost(remote)
+					}
 				}
 			}
 			if key != want {

@@ -1,9 +1,13 @@
 package traefikplugin
 
 import (
+	"io"
 	"net/http"
 	"net/textproto"
+	"os"
+	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/windowlimit/windowlimit/shared/httplimit"
 )
@@ -24,16 +28,37 @@ const (
 	sourceHost
 )
 
+// fallbackPrefix starts the key of a request whose source finds nothing
+// (see keyOf): one NUL, then a letter. A key that itself starts with a NUL
+// gets one more, so no request data can spell a fallback key and keys stay
+// distinct; the bounded form of either (httplimit.BoundKey) starts with
+// "sha256:", never with a NUL, and hashes a different string. Caddy's
+// keyless fallback is built the same way (caddymodule/key.go).
+const fallbackPrefix = "\x00remote_addr:"
+
+// fallbackLog receives the line that a middleware's source found nothing.
+// Traefik logs a plugin's standard error at error level.
+var fallbackLog io.Writer = os.Stderr
+
 // keySource is a validated SourceCriterion: it computes a request's key.
-// It is immutable and safe for concurrent use.
+// It is safe for concurrent use.
 //
-// A request whose source is empty (the header is missing, X-Forwarded-For
-// is shorter than the depth, every entry is excluded) gets the key "": all
-// such requests share one limit, as with Traefik's built-in middleware.
+// A request whose source finds nothing (the header is missing or empty,
+// X-Forwarded-For is shorter than the depth, every entry is excluded, the
+// host is empty) is counted by its remote address, IPv6 grouped by the
+// ipStrategy's ipv6Subnet (/64 for a header or the host), under
+// fallbackPrefix: each client apart, where Traefik's built-in middleware
+// puts them all in one count, which one client can use up for everyone.
+// The first such request of a middleware instance says so in the log.
 type keySource struct {
 	kind   sourceKind
 	ip     *ipStrategy
 	header string // canonical header name
+	// middleware names the middleware in the fallback's log line; New
+	// sets it. Each instance has a keySource of its own (see validate),
+	// whose logged is set once it has logged.
+	middleware string
+	logged     int32
 }
 
 // newKeySource validates sc and returns its keySource; a nil sc is the
@@ -94,8 +119,10 @@ func (s *keySource) ipv6Prefix() int {
 }
 
 // keyOf returns the key of r, at most httplimit.MaxKeyLength bytes long,
-// or its bounded form (see httplimit.BoundKey). It is a plain function,
-// not a method: under yaegi a method call costs several function calls.
+// or its bounded form (see httplimit.BoundKey); when the source finds
+// nothing, the fallback key of its remote address (see oddKey). It is a
+// plain function, not a method: under yaegi a method call costs several
+// function calls.
 func keyOf(s *keySource, r *http.Request) string {
 	var k string
 	switch s.kind {
@@ -108,10 +135,64 @@ func keyOf(s *keySource, r *http.Request) string {
 	default:
 		k = clientIP(s.ip, r)
 	}
+	if k < "\x01" {
+		// Empty, or a NUL first: one comparison for both, so that a key
+		// found pays no more than the test for none.
+		return oddKey(s, r, k)
+	}
 	if len(k) > maxKeyLength || len(k) >= len(boundPrefix) && k[:len(boundPrefix)] == boundPrefix {
 		return httplimit.BoundKey(k)
 	}
 	return k
+}
+
+// oddKey is keyOf for a key k that is empty or starts with a NUL. An
+// empty one means the source found nothing: the request is counted by its
+// remote address under fallbackPrefix, and the first such request of the
+// middleware instance logs why. A key that starts with a NUL gets one
+// more, out of the fallback's namespace, before bounding.
+func oddKey(s *keySource, r *http.Request, k string) string {
+	if k != "" {
+		return httplimit.BoundKey("\x00" + k)
+	}
+	if atomic.LoadInt32(&s.logged) == 0 && atomic.CompareAndSwapInt32(&s.logged, 0, 1) {
+		io.WriteString(fallbackLog, "windowlimit: middleware "+strconv.Quote(s.middleware)+": "+foundNothing(s, r)+
+			"; such requests are counted by their remote address instead, apart from every other key (logged once per middleware instance)\n")
+	}
+	v6Bits := httplimit.DefaultIPv6Prefix
+	if s.ip != nil {
+		v6Bits = s.ip.v6Bits
+	}
+	return httplimit.BoundKey(fallbackPrefix + addrKey(r.RemoteAddr, v6Bits))
+}
+
+// foundNothing says which setting of s found nothing in r, and why.
+func foundNothing(s *keySource, r *http.Request) string {
+	switch s.kind {
+	case sourceHeader:
+		return "sourceCriterion.requestHeaderName found nothing: the request has no " + s.header + " header, or an empty one"
+	case sourceHost:
+		return "sourceCriterion.requestHost found nothing: the request has no host"
+	}
+	what := "sourceCriterion.ipStrategy.excludedIPs found no client address: "
+	if s.ip.depth > 0 {
+		what = "sourceCriterion.ipStrategy.depth " + strconv.Itoa(s.ip.depth) + " found no client address: "
+	}
+	entries := 0
+	for _, line := range r.Header[headerXFF] {
+		entries += strings.Count(line, ",") + 1
+	}
+	switch {
+	case entries == 0:
+		return what + "the request has no X-Forwarded-For (Traefik drops it from peers outside the entry point's forwardedHeaders.trustedIPs)"
+	case entries < s.ip.depth:
+		return what + "X-Forwarded-For has fewer entries than the depth"
+	case s.ip.depth > 0:
+		return what + "the X-Forwarded-For entry at that depth is empty"
+	case entries > maxForwardedHops:
+		return what + "each of the " + strconv.Itoa(maxForwardedHops) + " rightmost X-Forwarded-For entries is excluded or empty"
+	}
+	return what + "every X-Forwarded-For entry is excluded or empty"
 }
 
 // validHeaderName reports whether s is a non-empty RFC 9110 token.

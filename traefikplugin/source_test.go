@@ -32,12 +32,20 @@ func TestSourceKey(t *testing.T) {
 		{"empty is remote addr", &SourceCriterion{}, &http.Request{RemoteAddr: "203.0.113.7:1", Header: http.Header{"X-Forwarded-For": {"1.1.1.1"}}}, "203.0.113.7"},
 		{"ip strategy", &SourceCriterion{IPStrategy: &IPStrategy{Depth: 1}}, &http.Request{RemoteAddr: "203.0.113.7:1", Header: http.Header{"X-Forwarded-For": {"1.1.1.1"}}}, "1.1.1.1"},
 		{"header", &SourceCriterion{RequestHeaderName: "x-api-key"}, &http.Request{Header: http.Header{"X-Api-Key": {"k1", "k2"}}}, "k1"},
-		{"header missing", &SourceCriterion{RequestHeaderName: "X-Api-Key"}, &http.Request{RemoteAddr: "203.0.113.7:1", Header: http.Header{}}, ""},
+		{"header missing", &SourceCriterion{RequestHeaderName: "X-Api-Key"}, &http.Request{RemoteAddr: "203.0.113.7:1", Header: http.Header{}}, fallbackPrefix + "203.0.113.7"},
+		{"header empty", &SourceCriterion{RequestHeaderName: "X-Api-Key"}, &http.Request{RemoteAddr: "203.0.113.7:1", Header: http.Header{"X-Api-Key": {"", "k2"}}}, fallbackPrefix + "203.0.113.7"},
+		{"header NUL first", &SourceCriterion{RequestHeaderName: "X-User"}, &http.Request{Header: http.Header{"X-User": {"\x00k"}}}, "\x00\x00k"},
+		{"header spells the fallback", &SourceCriterion{RequestHeaderName: "X-User"}, &http.Request{Header: http.Header{"X-User": {fallbackPrefix + "203.0.113.7"}}}, "\x00" + fallbackPrefix + "203.0.113.7"},
+		{"header NUL first beyond bound", &SourceCriterion{RequestHeaderName: "X-User"}, &http.Request{Header: http.Header{"X-User": {"\x00" + long}}}, httplimit.BoundKey("\x00\x00" + long)},
+		{"depth finds nothing", &SourceCriterion{IPStrategy: &IPStrategy{Depth: 2}}, &http.Request{RemoteAddr: "203.0.113.7:1", Header: http.Header{"X-Forwarded-For": {"1.1.1.1"}}}, fallbackPrefix + "203.0.113.7"},
+		{"depth finds nothing, IPv6", &SourceCriterion{IPStrategy: &IPStrategy{Depth: 1, IPv6Subnet: 56}}, &http.Request{RemoteAddr: "[2001:db8:1:2::7]:443", Header: http.Header{}}, fallbackPrefix + "2001:db8:1::/56"},
+		{"excluded finds nothing", &SourceCriterion{IPStrategy: &IPStrategy{ExcludedIPs: []string{"10.0.0.0/8"}}}, &http.Request{RemoteAddr: "[::ffff:203.0.113.7]:1", Header: http.Header{"X-Forwarded-For": {"10.0.0.1"}}}, fallbackPrefix + "203.0.113.7"},
+		{"nothing, long remote address", &SourceCriterion{RequestHeaderName: "X-User"}, &http.Request{RemoteAddr: long + ":80", Header: http.Header{}}, httplimit.BoundKey(fallbackPrefix + long)},
 		{"header unicode", &SourceCriterion{RequestHeaderName: "X-User"}, &http.Request{Header: http.Header{"X-User": {"üñí\x00"}}}, "üñí\x00"},
 		{"header at bound", &SourceCriterion{RequestHeaderName: "X-User"}, &http.Request{Header: http.Header{"X-User": {long[1:]}}}, long[1:]},
 		{"header beyond bound", &SourceCriterion{RequestHeaderName: "X-User"}, &http.Request{Header: http.Header{"X-User": {long}}}, httplimit.BoundKey(long)},
 		{"host", &SourceCriterion{RequestHost: true}, &http.Request{Host: "API.Example.com:8443", Header: http.Header{}}, "api.example.com:8443"},
-		{"host empty", &SourceCriterion{RequestHost: true}, &http.Request{Header: http.Header{}}, ""},
+		{"host empty", &SourceCriterion{RequestHost: true}, &http.Request{RemoteAddr: "[2001:db8:1:2::7]:443", Header: http.Header{}}, fallbackPrefix + "2001:db8:1:2::/64"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -167,11 +175,16 @@ func TestSourceIsRemoteAddr(t *testing.T) {
 // FuzzKeyOf: whatever a client sends in X-Forwarded-For, a custom header,
 // Host and its address, every kind of source gives a key without a panic,
 // no longer than httplimit.MaxKeyLength (or the bounded form of a longer
-// key), the same every time, and leaves the request as it was. Seeds are
-// in testdata/fuzz/FuzzKeyOf/; FuzzClientIP covers the IP strategies
-// alone.
+// key), the same every time, and leaves the request as it was. A source
+// that finds nothing gives the fallback key of the remote address; one
+// that finds a value gives a key outside the fallback's namespace, so the
+// two never meet. Seeds are in testdata/fuzz/FuzzKeyOf/; FuzzClientIP
+// covers the IP strategies alone.
 func FuzzKeyOf(f *testing.F) {
 	f.Add("203.0.113.7:1234", "1.1.1.1, 2.2.2.2", "k1", "API.Example.com:8443")
+	f.Add("203.0.113.7:1234", "", "", "")
+	f.Add("[2001:db8::1]:443", "\x00remote_addr:203.0.113.7", "\x00remote_addr:203.0.113.7", "\x00remote_addr:2001:db8::/64")
+	f.Add("198.51.100.7:1", "\x00\x00", "\x00", "\x00REMOTE_ADDR:x")
 	var sources []*keySource
 	for _, c := range []*SourceCriterion{
 		nil,
@@ -198,6 +211,33 @@ func FuzzKeyOf(f *testing.F) {
 			}
 			if again := keyOf(s, r); again != k {
 				t.Fatalf("source %d: key %q, then %q", i, k, again)
+			}
+			// What the source found, and the string the key bounds.
+			var found string
+			switch s.kind {
+			case sourceHeader:
+				found = header
+			case sourceHost:
+				found = strings.ToLower(host)
+			default:
+				found = clientIP(s.ip, r)
+			}
+			want := found
+			switch {
+			case found == "":
+				v6Bits := httplimit.DefaultIPv6Prefix
+				if s.ip != nil {
+					v6Bits = s.ip.v6Bits
+				}
+				want = fallbackPrefix + addrKey(remote, v6Bits)
+			case found[0] == 0:
+				want = "\x00" + found
+			}
+			if found != "" && strings.HasPrefix(want, fallbackPrefix) {
+				t.Fatalf("source %d: the value %q found is keyed in the fallback's namespace: %q", i, found, want)
+			}
+			if k != httplimit.BoundKey(want) {
+				t.Fatalf("source %d: found %q, key %q, want %q", i, found, k, httplimit.BoundKey(want))
 			}
 		}
 		if !reflect.DeepEqual(r.Header, before) || r.RemoteAddr != remote || r.Host != host {
