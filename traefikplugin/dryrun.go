@@ -16,9 +16,7 @@ var dryRunLog io.Writer = os.Stdout
 // second per middleware. The line names the key only with logKey: keys may
 // be API keys or personal data, and logs travel further than counters.
 func logDryRun(m *Middleware, key string) {
-	now := time.Now().Unix()
-	last := atomic.LoadInt64(&m.lastDryRunLog)
-	if now == last || !atomic.CompareAndSwapInt64(&m.lastDryRunLog, last, now) {
+	if !firstThisSecond(&m.lastDryRunLog) {
 		return
 	}
 	what := "a request"
@@ -26,4 +24,13 @@ func logDryRun(m *Middleware, key string) {
 		what = "key " + strconv.Quote(key)
 	}
 	io.WriteString(dryRunLog, "windowlimit: dry run: middleware "+strconv.Quote(m.name)+" would reject "+what+"\n")
+}
+
+// firstThisSecond reports whether the caller is the first this second
+// to pass the gate last, the Unix second of the last pass, which it then
+// moves on: at most one log line a second, without a lock.
+func firstThisSecond(last *int64) bool {
+	now := time.Now().Unix()
+	old := atomic.LoadInt64(last)
+	return now != old && atomic.CompareAndSwapInt64(last, old, now)
 }

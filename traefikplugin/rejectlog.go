@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 	"sync/atomic"
-	"time"
 )
 
 // rejectLog receives the lines about rejections. Traefik gives a plugin
@@ -20,9 +19,7 @@ var rejectLog io.Writer = os.Stdout
 // most once a second. It names the key only with logKey: keys may be API
 // keys or personal data, and logs travel further than counters.
 func logRejection(m *Middleware, key string) {
-	now := time.Now().Unix()
-	last := atomic.LoadInt64(&m.lastRejectLog)
-	if now == last || !atomic.CompareAndSwapInt64(&m.lastRejectLog, last, now) {
+	if !firstThisSecond(&m.lastRejectLog) {
 		atomic.AddInt64(&m.rejectsSuppressed, 1)
 		return
 	}
