@@ -1,15 +1,18 @@
 package caddymodule
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/windowlimit/windowlimit/internal/doctest"
 )
@@ -33,22 +36,16 @@ func TestDocExamples(t *testing.T) {
 	ran := make(map[string]int)
 	for _, b := range doctest.Blocks(t, "..", "caddyfile") {
 		t.Run(fmt.Sprintf("%s:%d", b.File, b.Line), func(t *testing.T) {
-			var input string
-			switch b.Kind {
-			case "":
-				input = b.Text
-			case "site":
-				input = ":8080 {\n" + b.Text + "}\n"
-			case "rate_limit":
-				input = ":8080 {\nrate_limit {\n" + b.Text + "}\n}\n"
-			case "syntax":
+			if b.Kind == "syntax" {
 				if !strings.Contains(b.Text, "<") {
 					t.Errorf("%v: a syntax block without <placeholders> is an example: give it a fence that runs it", b)
 				}
 				ran[b.Kind]++
 				return
-			default:
-				t.Fatalf("%v: unknown kind %q: want none, site, rate_limit or syntax", b, b.Kind)
+			}
+			input, _, err := docCaddyfile(b)
+			if err != nil {
+				t.Fatal(err)
 			}
 			checkDocResult(t, b, adaptAndProvision(input))
 			ran[b.Kind]++
@@ -82,20 +79,129 @@ func checkDocResult(t *testing.T, b doctest.Block, err error) {
 	}
 }
 
+// docWrappers are the lines around a fragment of each kind of ```caddyfile
+// block that make it a whole Caddyfile, as a reader pastes it: into a site
+// block, or into the rate_limit block of one. Each is in `caddy fmt` form.
+var docWrappers = map[string]struct{ open, close string }{
+	"":           {"", ""},
+	"site":       {":8080 {\n", "}\n"},
+	"rate_limit": {":8080 {\n\trate_limit {\n", "\t}\n}\n"},
+}
+
+// docCaddyfile returns block b as the whole Caddyfile the tests adapt, and
+// the depth of b's lines in it: a fragment goes into its wrapper with one
+// tab more on every line for each level, as `caddy fmt` indents it there.
+// It fails on a syntax block, which is not a Caddyfile, and an unknown kind.
+func docCaddyfile(b doctest.Block) (input string, depth int, err error) {
+	w, ok := docWrappers[b.Kind]
+	if !ok {
+		return "", 0, fmt.Errorf("%v: unknown kind %q: want none, site, rate_limit or syntax", b, b.Kind)
+	}
+	depth = strings.Count(w.open, "\n")
+	indent := strings.Repeat("\t", depth)
+	var sb strings.Builder
+	sb.WriteString(w.open)
+	for _, line := range strings.SplitAfter(b.Text, "\n") {
+		if strings.TrimSpace(line) != "" {
+			sb.WriteString(indent)
+		}
+		sb.WriteString(line)
+	}
+	sb.WriteString(w.close)
+	return sb.String(), depth, nil
+}
+
+// TestDocCaddyfilesFormatted checks that every ```caddyfile block of the
+// documentation, and Caddyfile.example, is in `caddy fmt` form: Caddy warns
+// "Caddyfile input is not formatted" about a Caddyfile that
+// caddyfile.Format changes, and a reader who pastes an example should not
+// see that. Format indents with tabs, one per level of braces; writes one
+// space between the tokens of a line, and before a comment that follows
+// them (so no column alignment); keeps at most one blank line in a row and
+// none after "{" or before "}"; and puts an opening brace followed by a
+// comment at the end of its line, the comment on the next.
+//
+// A fragment (site, rate_limit) is checked where a reader pastes it: in
+// its wrapper, indented to its depth (docCaddyfile), the Caddyfile that
+// TestDocExamples adapts, and is compared as Caddy compares it. Formatting
+// the fragment alone would indent it at depth 0 and apply rules Format
+// keeps for the top level (a brace on its own line after an import, a
+// token after "}" on the same line): close to the same check, but not
+// what Caddy sees. The wrapper's lines are formatted already, so the whole
+// is formatted when the fragment is; the message shows the fragment as it
+// should read, taken back out of the formatted whole.
+//
+// A syntax block is a synopsis with <placeholders>, not a Caddyfile, that
+// the tests do not run: its aligned columns are its point, and it stays
+// unformatted, but it indents with tabs like the examples.
+//
+// testdata/*.caddyfile need no check here: TestAdaptGolden fails on any
+// warning of the adapter, the formatting one included.
+func TestDocCaddyfilesFormatted(t *testing.T) {
+	checked := 0
+	for _, b := range doctest.Blocks(t, "..", "caddyfile") {
+		if b.Kind == "syntax" {
+			for i, line := range strings.Split(b.Text, "\n") {
+				if strings.HasPrefix(strings.TrimLeft(line, "\t"), " ") {
+					t.Errorf("%v: line %d indents with spaces: use tabs, as in the examples", b, i+1)
+				}
+			}
+			continue
+		}
+		input, depth, err := docCaddyfile(b)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if got := string(caddyfile.Format([]byte(input))); got != input {
+			t.Errorf("%v: not in caddy fmt form; it should read:\n%s", b, unwrapDoc(got, depth))
+		}
+		checked++
+	}
+	example, err := os.ReadFile("../Caddyfile.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := caddyfile.Format(example); !bytes.Equal(got, example) {
+		t.Errorf("Caddyfile.example: not in caddy fmt form; it should read:\n%s", got)
+	}
+	if checked == 0 {
+		t.Error("no Caddyfile example checked: the extraction is broken")
+	}
+}
+
+// unwrapDoc takes a fragment at depth back out of the formatted whole
+// Caddyfile: without the wrapper's lines, and one tab less per level. It
+// returns the whole when the fragment did not stay inside its wrapper.
+func unwrapDoc(formatted string, depth int) string {
+	lines := strings.Split(strings.TrimSuffix(formatted, "\n"), "\n")
+	if depth == 0 || len(lines) < 2*depth {
+		return formatted
+	}
+	indent := strings.Repeat("\t", depth)
+	var sb strings.Builder
+	for _, line := range lines[depth : len(lines)-depth] {
+		if line != "" && !strings.HasPrefix(line, indent) {
+			return formatted
+		}
+		sb.WriteString(strings.TrimPrefix(line, indent))
+		sb.WriteByte('\n')
+	}
+	return sb.String()
+}
+
 // adaptAndProvision adapts a Caddyfile and provisions every rate_limit
-// handler in the resulting config. A warning counts as an error, except
-// that the input is not in `caddy fmt` form: the documentation indents with
-// spaces, which read the same everywhere, and a wrapped fragment is never
-// formatted.
+// handler in the resulting config. A warning counts as an error, that the
+// input is not in `caddy fmt` form too (TestDocCaddyfilesFormatted says
+// how it should read).
 func adaptAndProvision(input string) error {
 	out, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(input), map[string]any{"filename": "Caddyfile"})
 	if err != nil {
 		return err
 	}
-	for _, w := range warnings {
-		if !strings.Contains(w.Message, "not formatted") {
-			return fmt.Errorf("%s:%d: warning: %s", w.File, w.Line, w.Message)
-		}
+	if len(warnings) > 0 {
+		w := warnings[0]
+		return fmt.Errorf("%s:%d: warning: %s", w.File, w.Line, w.Message)
 	}
 	var cfg any
 	if err := json.Unmarshal(out, &cfg); err != nil {
