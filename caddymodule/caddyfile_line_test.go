@@ -115,3 +115,53 @@ func TestZoneErrorLine(t *testing.T) {
 		})
 	}
 }
+
+// A bad value inside store redis is reported at its own line, not the
+// store's nor the block's end, in a site's directive and in the global
+// option alike.
+func TestRedisErrorLine(t *testing.T) {
+	tests := []struct {
+		name string
+		body []string // the store block's lines; the bad one ends with badMark
+		want string
+	}{
+		{"address two values", []string{"address a:1 b:1" + badMark}, "wrong argument count"},
+		{"address and url", []string{"address a:1", "db 1", "url redis://b:1" + badMark}, "store redis: set one of address, url, addresses (cluster) and sentinel"},
+		{"addresses and sentinel", []string{"addresses a:1 b:1", "sentinel m s:1" + badMark}, "store redis: set one of address, url, addresses (cluster) and sentinel"},
+		{"addresses empty", []string{"addresses" + badMark}, "wrong argument count"},
+		{"sentinel short", []string{"sentinel mymaster" + badMark}, "sentinel: want a master name and at least one sentinel address"},
+		{"sentinel_username without sentinel", []string{"address a:1", "sentinel_username u" + badMark}, "store redis: sentinel_username and sentinel_password apply only with sentinel"},
+		{"sentinel_password without sentinel", []string{"sentinel_password p" + badMark, "address a:1"}, "store redis: sentinel_username and sentinel_password apply only with sentinel"},
+		{"username two values", []string{"username a b" + badMark}, "wrong argument count"},
+		{"password missing", []string{"password" + badMark}, "wrong argument count"},
+		{"db word", []string{"address a:1", "db one" + badMark}, `db: want a database number of at least 0, got "one"`},
+		{"db with cluster", []string{"addresses a:1 b:1", "db 1" + badMark, "pool_size 5"}, "store redis: db: a Redis Cluster has only db 0, got 1"},
+		{"db before cluster", []string{"db 2" + badMark, "addresses a:1 b:1"}, "store redis: db: a Redis Cluster has only db 0, got 2"},
+		{"dial_timeout", []string{"address a:1", "dial_timeout 1ns" + badMark, "timeout 1s"}, "store redis: dial_timeout: 1ns is too short (at least 1ms)"},
+		{"dial_timeout word", []string{"dial_timeout soon" + badMark}, `dial_timeout: want a positive duration such as 1m or 30s, got "soon"`},
+		{"timeout", []string{"address a:1", "timeout 0.5ms" + badMark, "db 1"}, "store redis: timeout: 500µs is too short (at least 1ms)"},
+		{"pool_size", []string{"pool_size 0" + badMark}, `pool_size: want a positive integer, got "0"`},
+		{"pool_size huge", []string{"pool_size 99999999" + badMark}, "pool_size: 99999999 is too large"},
+		{"key_prefix braces", []string{"address a:1", "key_prefix {x}" + badMark, "db 1"}, `store redis: key_prefix: "{x}" must not contain braces`},
+		{"tls argument", []string{"tls on" + badMark}, "wrong argument count"},
+		{"tls cert alone", []string{"address a:1", "tls {", "\tca ca.pem", "\tcert c.pem" + badMark, "}"}, "store redis: tls: cert and key must be given together"},
+		{"tls key alone", []string{"tls {", "\tkey k.pem" + badMark, "\tserver_name r", "}", "address a:1"}, "store redis: tls: cert and key must be given together"},
+		{"tls unknown", []string{"tls {", "\tverify no" + badMark, "}"}, `tls: unknown subdirective "verify"`},
+		{"unknown subdirective", []string{"host a" + badMark}, `store redis: unknown subdirective "host"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := "store redis {\n" + lines("\t", tt.body) + "}"
+
+			directive := "rate_limit {\n" + zoneA + lines("\t", strings.Split(store, "\n")) + "}"
+			var h Handler
+			err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(directive))
+			checkErrorLine(t, directive, err, tt.want, "Testfile", markedLine(t, directive))
+
+			global := "{\n\trate_limit {\n" + lines("\t\t", strings.Split(store, "\n")) + "\t}\n}\n" +
+				":8080 {\n\trate_limit {\n" + lines("\t", strings.Split(zoneA, "\n")) + "\t}\n\trespond ok\n}\n"
+			_, _, err = caddyconfig.GetAdapter("caddyfile").Adapt([]byte(global), map[string]any{"filename": "Caddyfile"})
+			checkErrorLine(t, global, err, tt.want, "Caddyfile", markedLine(t, global))
+		})
+	}
+}
