@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -182,7 +183,7 @@ func (h *Handler) checkStore(d *caddyfile.Dispenser) error {
 
 // unmarshalZone parses `zone <name> { ... }`, the dispenser being on "zone".
 func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
-	file, line := d.File(), d.Line()
+	zoneAt := d.Token()
 	name, err := oneArgBeforeBlock(d)
 	if err != nil {
 		return err
@@ -192,6 +193,8 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
 	}
 	z := new(Zone)
 	seen := make(map[string]string) // setting -> the subdirective that set it
+	at := make(map[string]caddyfile.Token)
+	var overrideAt []caddyfile.Token // the line of each of z.Overrides
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		sub := d.Val()
 		setting := sub
@@ -206,6 +209,7 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
 				return d.Errf("zone %q: %s and %s are the same setting: set one", name, first, sub)
 			}
 			seen[setting] = sub
+			at[setting] = d.Token()
 		}
 		var err error
 		switch sub {
@@ -224,9 +228,16 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
 		case "limit", "events":
 			err = unmarshalLimit(d, z)
 		case "override":
-			err = unmarshalOverride(d, z)
+			tok := d.Token()
+			if err = unmarshalOverride(d, z); err == nil {
+				overrideAt = append(overrideAt, tok)
+			}
 		case "algorithm":
-			z.Algorithm, err = oneArg(d)
+			if z.Algorithm, err = oneArg(d); err == nil {
+				if _, perr := ratelimit.ParseAlgorithm(z.Algorithm); perr != nil {
+					err = d.Errf("zone %q: %v", name, perr)
+				}
+			}
 		case "cost":
 			z.Cost, err = positiveInt(d)
 		case "ipv4_prefix":
@@ -239,7 +250,7 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
 			z.CountStatus, err = countStatus(d)
 		case "match":
 			var set caddy.ModuleMap
-			if set, err = caddyhttp.ParseCaddyfileNestedMatcherSet(d); err == nil {
+			if set, err = parseMatchBlock(d); err == nil {
 				z.MatcherSetsRaw = append(z.MatcherSetsRaw, set)
 			}
 		default:
@@ -249,15 +260,91 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
 			return err
 		}
 	}
-	// Check the zone as a whole now, so the error points at its line.
-	if _, err := z.rule(); err != nil {
-		return fmt.Errorf("zone %q: %w, at %s:%d", name, err, file, line)
+	// Check the values that depend on each other now that all are read,
+	// each error at the line of the value it names.
+	if err := checkZone(z, at, overrideAt); err != nil {
+		return errAt(err.at, fmt.Errorf("zone %q: %w", name, err.err), zoneAt)
 	}
 	if h.RateLimits == nil {
 		h.RateLimits = make(map[string]*Zone)
 	}
 	h.RateLimits[name] = z
 	return nil
+}
+
+// zoneError is a bad value of a zone found once the zone is read, and the
+// token of the subdirective that set it (zero when no one line holds it,
+// as for a required setting left out).
+type zoneError struct {
+	err error
+	at  caddyfile.Token
+}
+
+// checkZone checks z as Zone.rule does, and finds the line to blame: that
+// of the setting a core error names, of the override that fails, or none.
+// at holds the token of each setting given (events as limit); overrideAt
+// that of each override.
+func checkZone(z *Zone, at map[string]caddyfile.Token, overrideAt []caddyfile.Token) *zoneError {
+	bare := *z
+	bare.Overrides = nil
+	r, err := bare.rule()
+	if err != nil {
+		var fe *ratelimit.FieldError
+		if !errors.As(err, &fe) {
+			return &zoneError{err: err}
+		}
+		tok, ok := at[spelling.Name(fe.Field)]
+		if !ok && fe.Field == ratelimit.FieldSubWindow {
+			// A sub-window required but not given: the window is the
+			// value that the default cannot split.
+			tok = at["window"]
+		}
+		return &zoneError{err: err, at: tok}
+	}
+	// Overrides one by one, so that the error blames the first one that
+	// fails (for "given twice", the second).
+	for i := range z.Overrides {
+		some := bare
+		some.Overrides = z.Overrides[:i+1]
+		if _, err := some.overrides(r); err != nil {
+			return &zoneError{err: err, at: overrideAt[i]}
+		}
+	}
+	return nil
+}
+
+// errAt returns err at the file and line of tok, as Dispenser.Errf words
+// it (import chain included), or at those of fallback when tok is zero:
+// for an error found after the dispenser has left the value's line.
+func errAt(tok caddyfile.Token, err error, fallback caddyfile.Token) error {
+	if tok.File == "" && tok.Line == 0 {
+		tok = fallback
+	}
+	d := caddyfile.NewDispenser([]caddyfile.Token{tok})
+	d.Next()
+	return d.WrapErr(err)
+}
+
+// parseMatchBlock parses `match { <matchers> }` as Caddy does, the
+// dispenser being on "match", but reports a matcher that does not exist
+// at its own line (Caddy's parser reports it at the end of the block).
+func parseMatchBlock(d *caddyfile.Dispenser) (caddy.ModuleMap, error) {
+	seg := d.NextSegment()
+	check := caddyfile.NewDispenser(seg)
+	check.Next()
+	// The same walk as caddyhttp.ParseCaddyfileNestedMatcherSet's.
+	for nesting := check.Nesting(); check.NextArg() || check.NextBlock(nesting); {
+		if !check.Token().Quoted() {
+			name := check.Val()
+			if _, err := caddy.GetModule("http.matchers." + name); err != nil {
+				return nil, check.Errf("getting matcher module '%s': %v", name, err)
+			}
+		}
+		check.NextSegment()
+	}
+	parse := caddyfile.NewDispenser(seg)
+	parse.Next()
+	return caddyhttp.ParseCaddyfileNestedMatcherSet(parse)
 }
 
 // unmarshalLimit parses `limit <n>` or `limit {placeholder} [<n>]`, the

@@ -1,15 +1,20 @@
 package caddymodule
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
 // unmarshalStore parses `store memory` or `store redis [{ ... }]`, the
 // dispenser being on "store".
 func (h *Handler) unmarshalStore(d *caddyfile.Dispenser) error {
-	file, line := d.File(), d.Line()
+	storeAt := d.Token()
 	kind, err := oneArgBeforeBlock(d)
 	if err != nil {
 		return err
@@ -26,13 +31,21 @@ func (h *Handler) unmarshalStore(d *caddyfile.Dispenser) error {
 		return d.Errf("store: unknown store %q (want memory or redis)", kind)
 	}
 	r := new(RedisConfig)
-	seen := make(map[string]bool)
+	at := make(map[string]caddyfile.Token) // subdirective -> its token
+	target := ""                           // the first of address, url, addresses and sentinel
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		sub := d.Val()
-		if seen[sub] {
+		if _, dup := at[sub]; dup {
 			return d.Errf("store redis: duplicate %s", sub)
 		}
-		seen[sub] = true
+		at[sub] = d.Token()
+		switch sub {
+		case "address", "url", "addresses", "sentinel":
+			if target != "" {
+				return d.Errf("store redis: set one of address, url, addresses (cluster) and sentinel (%s is set above)", target)
+			}
+			target = sub
+		}
 		var err error
 		switch sub {
 		case "address":
@@ -70,10 +83,18 @@ func (h *Handler) unmarshalStore(d *caddyfile.Dispenser) error {
 			}
 		case "tls":
 			r.TLS, err = unmarshalRedisTLS(d)
-		case "dial_timeout":
-			r.DialTimeout, err = positiveDuration(d)
-		case "timeout":
-			r.Timeout, err = positiveDuration(d)
+		case "dial_timeout", "timeout":
+			var dur caddy.Duration
+			if dur, err = positiveDuration(d); err == nil {
+				if terr := checkRedisTimeout(sub, dur); terr != nil {
+					err = d.Errf("store redis: %v", terr)
+				}
+			}
+			if sub == "timeout" {
+				r.Timeout = dur
+			} else {
+				r.DialTimeout = dur
+			}
 		case "pool_size":
 			var n int64
 			if n, err = positiveInt(d); err == nil {
@@ -91,8 +112,22 @@ func (h *Handler) unmarshalStore(d *caddyfile.Dispenser) error {
 			return err
 		}
 	}
+	if r.SentinelMaster == "" {
+		for _, sub := range []string{"sentinel_username", "sentinel_password"} {
+			if tok, ok := at[sub]; ok {
+				return errAt(tok, errors.New("store redis: sentinel_username and sentinel_password apply only with sentinel"), storeAt)
+			}
+		}
+	}
+	// What is left depends on several settings: blame the one the error
+	// names (db for a cluster's db), else the store's line.
 	if err := r.check(); err != nil {
-		return d.Errf("store redis: %v (block at %s:%d)", err, file, line)
+		var tok caddyfile.Token
+		var fe *ratelimit.FieldError
+		if errors.As(err, &fe) {
+			tok = at[spelling.Name(fe.Field)]
+		}
+		return errAt(tok, fmt.Errorf("store redis: %w", err), storeAt)
 	}
 	h.Redis = r
 	return nil
@@ -105,13 +140,13 @@ func unmarshalRedisTLS(d *caddyfile.Dispenser) (*RedisTLS, error) {
 		return nil, d.ArgErr()
 	}
 	t := new(RedisTLS)
-	seen := make(map[string]bool)
+	at := make(map[string]caddyfile.Token)
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		sub := d.Val()
-		if seen[sub] {
+		if _, dup := at[sub]; dup {
 			return nil, d.Errf("tls: duplicate %s", sub)
 		}
-		seen[sub] = true
+		at[sub] = d.Token()
 		var err error
 		switch sub {
 		case "ca":
@@ -131,6 +166,14 @@ func unmarshalRedisTLS(d *caddyfile.Dispenser) (*RedisTLS, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	// A cert without its key, or a key without its cert: at its line.
+	if err := spelling.Error((&ratelimit.RedisSettings{TLSCert: t.Cert, TLSKey: t.Key}).Check()); err != nil {
+		tok, ok := at["cert"]
+		if !ok {
+			tok = at["key"]
+		}
+		return nil, errAt(tok, fmt.Errorf("store redis: %w", err), d.Token())
 	}
 	return t, nil
 }

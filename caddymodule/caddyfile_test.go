@@ -172,18 +172,18 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"window zero", "rate_limit {\n\tzone a {\n\t\twindow 0s\n\t}\n}", "window: want a positive duration", 3},
 		{"window missing value", "rate_limit {\n\tzone a {\n\t\twindow\n\t}\n}", "wrong argument count", 3},
 		{"sub_window bad", "rate_limit {\n\tzone a {\n\t\tsub_window x\n\t}\n}", "sub_window: want a positive duration", 3},
-		{"sub_window not dividing", "rate_limit {\n\tzone a {\n\t\twindow 1m\n\t\tsub_window 7s\n\t\tlimit 5\n\t}\n}", "sub_window: 7s does not divide the window 1m0s", 2},
+		{"sub_window not dividing", "rate_limit {\n\tzone a {\n\t\twindow 1m\n\t\tsub_window 7s\n\t\tlimit 5\n\t}\n}", "sub_window: 7s does not divide the window 1m0s", 4},
 		{"limit negative", "rate_limit {\n\tzone a {\n\t\tlimit -3\n\t}\n}", "limit: want a positive integer", 3},
 		{"events word", "rate_limit {\n\tzone a {\n\t\tevents many\n\t}\n}", "events: want a positive integer", 3},
-		{"limit too large for log", "rate_limit {\n\tzone a {\n\t\twindow 1m\n\t\tlimit 5000\n\t\talgorithm log\n\t}\n}", "too large for the log algorithm", 2},
-		{"unknown algorithm", "rate_limit {\n\tzone a {\n\t\twindow 1m\n\t\tlimit 5\n\t\talgorithm leaky\n\t}\n}", `unknown algorithm "leaky"`, 2},
+		{"limit too large for log", "rate_limit {\n\tzone a {\n\t\twindow 1m\n\t\tlimit 5000\n\t\talgorithm log\n\t}\n}", "too large for the log algorithm", 4},
+		{"unknown algorithm", "rate_limit {\n\tzone a {\n\t\twindow 1m\n\t\tlimit 5\n\t\talgorithm leaky\n\t}\n}", `unknown algorithm "leaky"`, 5},
 		{"cost zero", "rate_limit {\n\tzone a {\n\t\tcost 0\n\t}\n}", "cost: want a positive integer", 3},
-		{"cost above limit", "rate_limit {\n\tzone a {\n\t\twindow 1m\n\t\tlimit 5\n\t\tcost 6\n\t}\n}", "cost: 6 exceeds the limit 5", 2},
+		{"cost above limit", "rate_limit {\n\tzone a {\n\t\twindow 1m\n\t\tlimit 5\n\t\tcost 6\n\t}\n}", "cost: 6 exceeds the limit 5", 5},
 		{"ipv4_prefix too long", "rate_limit {\n\tzone a {\n\t\tipv4_prefix 33\n\t}\n}", "ipv4_prefix: want a prefix length from 0 to 32", 3},
 		{"ipv6_prefix negative", "rate_limit {\n\tzone a {\n\t\tipv6_prefix -1\n\t}\n}", "ipv6_prefix: want a prefix length from 1 to 128", 3},
 		{"ipv6_prefix zero", "rate_limit {\n\tzone a {\n\t\tipv6_prefix 0\n\t}\n}", `ipv6_prefix: want a prefix length from 1 to 128, got "0"`, 3},
 		{"ipv6_prefix word", "rate_limit {\n\tzone a {\n\t\tipv6_prefix wide\n\t}\n}", `got "wide"`, 3},
-		{"unknown matcher", "rate_limit {\n\tzone a {\n\t\tmatch {\n\t\t\tbogus x\n\t\t}\n\t}\n}", "getting matcher module 'bogus'", 5},
+		{"unknown matcher", "rate_limit {\n\tzone a {\n\t\tmatch {\n\t\t\tbogus x\n\t\t}\n\t}\n}", "getting matcher module 'bogus'", 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -284,9 +284,7 @@ flood() {
 }
 
 if [[ " $HOSTS " == *" caddy "* ]]; then
-	wl_log "building caddy with ./xcaddy.sh"
-	"$WL_ROOT/xcaddy.sh" >&2
-	WC_CADDY=$WL_ROOT/caddy
+	wc_build
 fi
 if [[ " $HOSTS " == *" traefik "* || " $HOSTS " == *" builtin "* ]]; then
 	TRAEFIK=$(wt_traefik)

@@ -1,17 +1,29 @@
 # Caddy helpers of e2e-caddy.sh and bench-caddy.sh (sourced, not run), on
-# top of lib.sh: builds ./caddy with xcaddy.sh, finds free loopback ports,
-# starts Caddy instances. Callers set -euo pipefail and call wl_cleanup from
+# top of lib.sh: builds Caddy with xcaddy.sh into the cache (never ./caddy,
+# which is the user's), finds free loopback ports, starts Caddy instances. Callers set -euo pipefail and call wl_cleanup from
 # an EXIT trap.
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 WC_CADDY=
 
-# wc_setup builds Caddy with this checkout's module and makes a work
-# directory; Caddy's autosave and storage go there, not into $HOME.
+# wc_build builds Caddy with this checkout's module and sets WC_CADDY to
+# it. The binary goes into the cache, one per checkout (worktrees share the
+# cache, and each tests its own code), not into ./caddy: the README's
+# `./xcaddy.sh run --config Caddyfile.example` builds that one, and a test
+# run must not replace it.
+wc_build() {
+	local id
+	id=$(printf '%s' "$WL_ROOT" | sha256sum | cut -c1-12)
+	WC_CADDY=$WL_CACHE/bin/caddy-$(basename "$WL_ROOT")-$id
+	mkdir -p "$WL_CACHE/bin"
+	wl_log "building $WC_CADDY with ./xcaddy.sh"
+	CADDY_OUTPUT=$WC_CADDY "$WL_ROOT/xcaddy.sh" >&2
+}
+
+# wc_setup builds Caddy (wc_build) and makes a work directory; Caddy's
+# autosave and storage go there, not into $HOME.
 wc_setup() {
-	wl_log "building caddy with ./xcaddy.sh"
-	"$WL_ROOT/xcaddy.sh" >&2
-	WC_CADDY=$WL_ROOT/caddy
+	wc_build
 	WL_WORK=$(mktemp -d)
 	export XDG_CONFIG_HOME=$WL_WORK/xdg-config XDG_DATA_HOME=$WL_WORK/xdg-data
 }
