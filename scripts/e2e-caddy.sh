@@ -511,7 +511,7 @@ admin_cycle() {
 	status=$(admin GET "/rate_limit/$zone/$esc")
 	[[ $status == 200 ]] || wl_die "admin $store: GET: $status $(cat "$WL_WORK/admin.json")"
 	state=$(grep -o "\"store\":\"$store\"[^}]*" "$WL_WORK/admin.json" || true)
-	[[ $state == *"\"key\":\"$stored\",\"limit\":3,\"tracked\":true,\"count\":3,\"remaining\":0,\"reset\":"* ]] ||
+	[[ $state == *"\"key\":\"$stored\",\"limit\":3,\"zone_limit\":3,\"limit_source\":\"zone\",\"tracked\":true,\"count\":3,\"remaining\":0,\"reset\":"* ]] ||
 		wl_die "admin $store: GET answered $(cat "$WL_WORK/admin.json"), want $stored with count 3, remaining 0"
 	reset=${state##*\"reset\":}
 	[[ $reset =~ ^[0-9]+$ ]] && ((reset >= 1 && reset <= 66)) || wl_die "admin $store: reset '$reset', want 1..66"
@@ -530,7 +530,7 @@ wl_pass "$WL_SUMMARY"
 admin_cycle /mem adm 2001:db8:1:2::5 '2001:db8:1:2::%2F64' 2001:db8:1:2::/64 memory
 wl_pass "$WL_SUMMARY"
 status=$(admin GET /rate_limit/adm/2001:db8:1:2::abcd)
-grep -q '"key":"2001:db8:1:2::/64","limit":3,"tracked":true,"count":1,' "$WL_WORK/admin.json" ||
+grep -q '"key":"2001:db8:1:2::/64","limit":3,"zone_limit":3,"limit_source":"zone","tracked":true,"count":1,' "$WL_WORK/admin.json" ||
 	wl_die "admin: GET by an address of the /64: $status $(cat "$WL_WORK/admin.json")"
 status=$(admin GET /rate_limit/adm/2001:db8:1:2::/64)
 [[ $status == 400 ]] || wl_die "admin: an unescaped slash in the key: $status, want 400"
