@@ -512,7 +512,7 @@ admin_cycle() {
 	[[ $status == 200 ]] || wl_die "admin $store: GET: $status $(cat "$WL_WORK/admin.json")"
 	# The entry of the key itself: an address also finds its keyless
 	# fallback entry, which holds nothing here.
-	state=$(grep -o "\"store\":\"$store\",\"key\":\"$stored\",[^}]*" "$WL_WORK/admin.json" | head -1 || true)
+	state=$(grep -oE "\"store\":\"$store\",(\"key_prefix\":\"[^\"]*\",)?\"key\":\"$stored\",[^}]*" "$WL_WORK/admin.json" | head -1 || true)
 	[[ $state == *"\"key\":\"$stored\",\"limit\":3,\"zone_limit\":3,\"limit_source\":\"zone\",\"tracked\":true,\"count\":3,\"remaining\":0,\"reset\":"* ]] ||
 		wl_die "admin $store: GET answered $(cat "$WL_WORK/admin.json"), want $stored with count 3, remaining 0"
 	reset=${state##*\"reset\":}
