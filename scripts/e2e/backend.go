@@ -5,8 +5,8 @@
 // with the status its X-Status header names (200-599), for
 // the count_status tests.
 //
-// A path ending in /login is a login form instead, for the count_status
-// attack tests: the password (form field "password") open-sesame is answered
+// A path ending in /login, without X-Status, is a login form instead, for
+// the count_status attack tests and the quickstart: the password (form field "password") open-sesame is answered
 // 200 at once, any other 401. The query may slow the 401 down: wait=500ms
 // answers it that late (a tarpit; a slow password hash), and hold=10s
 // flushes its status and first line at once (with pad=N, N more bytes of
@@ -75,7 +75,7 @@ func main() {
 	log.Fatal(http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Content-Type"] = []string{"text/plain"}
 		switch {
-		case strings.HasSuffix(r.URL.Path, "/login"):
+		case strings.HasSuffix(r.URL.Path, "/login") && r.Header["X-Status"] == nil:
 			logins.login(w, r)
 			return
 		case r.URL.Path == "/count":
