@@ -72,7 +72,7 @@
 # Issue 11's configuration, max_keys 1000, is WL_FLOOD_MAX_KEYS=1000.
 #
 # Traefik v3.6.12 is built once into ${WINDOWLIMIT_CACHE:-$HOME/.cache/windowlimit}
-# (about 6 minutes the first time, see traefik-lib.sh); wrk is installed if missing.
+# (6 to 15 minutes the first time, see traefik-lib.sh); wrk is installed if missing.
 set -euo pipefail
 source "$(dirname "$0")/caddy-lib.sh"
 source "$(dirname "$0")/traefik-lib.sh"

@@ -11,7 +11,7 @@ WT_BACKEND_PORT=
 WT_TRAEFIK_PID=
 
 # wt_traefik prints the path of the Traefik binary, building it from the Go
-# module proxy's source when it is not cached (about 6 minutes on 2 cores),
+# module proxy's source when it is not cached (6 to 15 minutes on 2 cores),
 # with a progress line every 30 s. (`go install
 # github.com/traefik/traefik/v3/cmd/traefik@...` refuses: Traefik's go.mod
 # has replace directives, which hold only when building inside the module.)
@@ -21,7 +21,7 @@ wt_traefik() {
 	(
 		flock 9
 		[[ -x $bin ]] && exit 0
-		wl_log "building Traefik $WT_VERSION into $bin, once: about 6 minutes on 2 cores (log: $WL_CACHE/traefik-build.log)"
+		wl_log "building Traefik $WT_VERSION into $bin, once: 6 to 15 minutes on 2 cores (log: $WL_CACHE/traefik-build.log)"
 		local tmp dir log=$WL_CACHE/traefik-build.log
 		tmp=$(mktemp -d)
 		trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT

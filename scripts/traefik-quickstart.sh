@@ -10,7 +10,7 @@
 # (scripts/e2e/backend.go) on 127.0.0.1:8082, until Ctrl-C, which stops both.
 #
 # Traefik: the `traefik` on PATH if it is v3, else v3.6.12 built once from
-# the Go module proxy's source (about 6 minutes on 2 cores, with a progress
+# the Go module proxy's source (6 to 15 minutes on 2 cores, with a progress
 # line every 30 s) and cached under ${WINDOWLIMIT_CACHE:-~/.cache/windowlimit}.
 # Needs Go (the go.mod's version) for that build and for the backend.
 #
@@ -54,7 +54,7 @@ find_traefik() {
 		say "using Traefik $WT_VERSION, built earlier: $WL_CACHE/traefik-$WT_VERSION"
 	else
 		say "no Traefik v3 on PATH: building Traefik $WT_VERSION from the Go module proxy's source, once"
-		say "(about 6 minutes on 2 cores; put a Traefik v3 on PATH to skip this, see docs/traefik.md)"
+		say "(6 to 15 minutes on 2 cores; put a Traefik v3 on PATH to skip this, see docs/traefik.md)"
 	fi
 	wt_traefik
 }
