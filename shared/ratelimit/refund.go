@@ -53,21 +53,20 @@ func countedAt(z *Zone, s *shard, key uint64) int64 {
 
 // refund takes the zone's cost back from the sub-window of time at (the
 // log entry at at, for Log) of the key hashed to key in the locked shard
-// s, if the key still holds it there, and reports whether it did. The
-// key's cached denial goes: its count fell. A key left counting nothing
+// s, if the key still holds it there. The key's cached denial then goes:
+// its count fell. A key left counting nothing
 // is then as a new one (see headTime), as in Redis, where the script
 // deletes it.
-func refund(z *Zone, s *shard, key uint64, at int64) bool {
+func refund(z *Zone, s *shard, key uint64, at int64) {
 	slot, ok := s.index[key]
 	if !ok {
-		return false // swept or evicted: what it counted is gone or summarized
+		return // swept or evicted: what it counted is gone or summarized
 	}
 	if z.log {
-		if !s.logs[slot].remove(at, int(z.rule.Cost)) {
-			return false
+		if s.logs[slot].remove(at, int(z.rule.Cost)) {
+			delete(s.denied, key)
 		}
-		delete(s.denied, key)
-		return true
+		return
 	}
 	h := &s.heads[slot]
 	c := h.end/z.span - 1
@@ -75,12 +74,12 @@ func refund(z *Zone, s *shard, key uint64, at int64) bool {
 	// The ring holds sub-windows c-k..c; of those, b must still count:
 	// c-reach+1.. (Fixed counts c alone).
 	if b > c || b <= c-z.reach {
-		return false
+		return
 	}
 	ring, _ := settle(z, s, slot)
 	cell := &ring[b%z.m]
 	if *cell < z.cost32 {
-		return false
+		return
 	}
 	*cell -= z.cost32
 	switch {
@@ -92,7 +91,6 @@ func refund(z *Zone, s *shard, key uint64, at int64) bool {
 		h.inside -= z.cost
 	}
 	delete(s.denied, key)
-	return true
 }
 
 // Refund implements Refunder. A count that FailLocal took in memory goes
