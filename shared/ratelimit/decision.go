@@ -17,6 +17,12 @@ type Decision struct {
 	RetryAfter time.Duration
 	// ResetAfter is the delay until the window holds no counted request.
 	ResetAfter time.Duration
+	// Leased is how many units the store counted beyond this request for
+	// an Item with Lease set; Remaining is then net of them. LeaseFor is
+	// how long they may be spent, from the moment the call was sent: until
+	// the sub-window they were counted in ends on the store's clock.
+	Leased   int64
+	LeaseFor time.Duration
 
 	// receipt says where an admitted Refundable item was counted (see
 	// Refund); the zero receipt holds nothing to give back.

@@ -60,10 +60,21 @@ func (s *RedisStore) refund(ctx context.Context, keys, args []string) error {
 // withReceipt returns the packed rule with the limit n and, after it, the
 // receipt at: a refund's rule argument.
 func withReceipt(rule string, n int64, at int64) string {
-	b := make([]byte, 0, ruleBytes+8)
-	b = append(b, withLimit(rule, n)...)
-	for j := 0; j < 8; j++ {
-		b = append(b, byte(at>>(8*j)))
+	return withInt(withLimit(rule, n), at)
+}
+
+// giveBack returns units of the lease d granted on key in z (an item at
+// limit n): a refund of that many units from the sub-window they were
+// counted in, if the key still holds them there.
+func (s *RedisStore) giveBack(ctx context.Context, z *Zone, key string, n int64, d *Decision, units int64) error {
+	if units <= 0 || d.receipt.at == 0 || !d.receipt.remote {
+		return nil
 	}
-	return string(b)
+	r := z.rule
+	if err := CheckRedisRule(z.name, r); err != nil {
+		return err
+	}
+	r.Cost = units
+	arg := withInt(packRule(r, n), d.receipt.at)
+	return s.refund(ctx, []string{RedisKey(s.prefix, z.name, key)}, []string{"0", modeRefund, arg})
 }

@@ -14,14 +14,19 @@ import (
 // a fixed time to compare against the in-memory zone). Item i then has two
 // arguments: ARGV[2i], its mode: 0 take (decide, and count if every item
 // admits), 1 reserve (a take whose reply also says where it counted: a
-// Refundable item), 3 refund (give back a reserved count); and
+// Refundable item), 2 lease (a take that, if every item admits, also
+// counts up to B more units in the request's sub-window: at most half of
+// what the window has left after the request, so that near the limit a
+// lease shrinks to nothing), 3 refund (give back a reserved count, or a
+// lease's unspent units); and
 // ARGV[2i+1], its rule packed by packRule: algorithm (0 sliding, 1 fixed,
 // 2 strict, 3 log), window and sub-window in microseconds, limit, cost
 // and shape (see shapeField: it names the rule's sub-window and count of
 // sub-windows, so a rule with another sub-window or window starts afresh
-// instead of misreading old counters), followed for a refund by the
-// receipt, the time the reserve reply gave, in eight more bytes. A call
-// refunds all its items or none.
+// instead of misreading old counters), followed for a lease by B and for
+// a refund by the receipt, the time the reserve or lease reply gave, each
+// in eight more bytes (a refund's cost is then the units to give back).
+// A call refunds all its items or none.
 //
 // A bucket rule keeps one string per key (its layout is described in the
 // script): the shape, the newest sub-window index written and the counts
@@ -47,7 +52,9 @@ import (
 // retry-after and reset-after in microseconds, and for a reserved item a
 // fifth, its receipt: the time it was counted at, in microseconds (the
 // time of its sub-window, or its log entry's score), 0 if it was not
-// counted. When every item admits but Redis refuses to count the request
+// counted; for a leased item a fifth and a sixth, the units granted and
+// the time they were counted at (0 and 0 if none; log rules grant none).
+// When every item admits but Redis refuses to count the request
 // for lack of memory (over maxmemory with noeviction), one more integer
 // follows, redisNotCounted, and no key was written. A refund's reply is
 // one integer per item: 1 if its count came back, 0 if its sub-window (or
@@ -80,7 +87,7 @@ local out = nil
 -- algorithm, several items, no struct library) falls through to the
 -- general path below, which decides from the start with the same
 -- arithmetic: nothing has been written yet.
-if lib and #KEYS == 1 and (ARGV[2] == '0' or ARGV[2] == '1') then
+if lib and #KEYS == 1 and (ARGV[2] == '0' or ARGV[2] == '1' or ARGV[2] == '2') then
   local sunpack, spack, key, t = lib.unpack, lib.pack, KEYS[1], now
   local alg, W, T, N, cost, shape = sunpack('<i1i8i8i8i8i8', ARGV[3])
   local v = false
@@ -132,34 +139,45 @@ if lib and #KEYS == 1 and (ARGV[2] == '0' or ARGV[2] == '1') then
     elseif alg == 2 then
       whole = whole + leaving
     end
-    local nt = total + cost
+    -- A lease adds g units to the request's own cost: at most half of
+    -- what is left once the request is counted.
+    local g = 0
+    if ARGV[2] == '2' and whole + cost <= N then
+      g = floor((N - cost - whole) / 2)
+      local B = sunpack('<i8', ARGV[3], 42)
+      if g > B then g = B end
+    end
+    local add = cost + g
+    local nt = total + add
     if whole + cost <= N and nt < top then
       local slot = c % m
       local p = base + w * slot
       local r
       if gap == 0 then
-        r = redis.pcall('SETRANGE', key, 15, spack(sf, nt, string.sub(v, base, p - 1), sunpack(cf, v, p) + cost))
+        r = redis.pcall('SETRANGE', key, 15, spack(sf, nt, string.sub(v, base, p - 1), sunpack(cf, v, p) + add))
       else
         local nv = spack(hf, shape, c, nt)
         if gap >= m then
-          nv = nv .. string.rep('\0', w * slot) .. spack(cf, cost) .. string.rep('\0', w * (m - 1 - slot))
+          nv = nv .. string.rep('\0', w * slot) .. spack(cf, add) .. string.rep('\0', w * (m - 1 - slot))
         else
           local a = (newest + 1) % m -- the first cell reused; slot is the last
           if a <= slot then
-            nv = nv .. string.sub(v, base, base + w * a - 1) .. string.rep('\0', w * (slot - a)) .. spack(cf, cost) .. string.sub(v, p + w)
+            nv = nv .. string.sub(v, base, base + w * a - 1) .. string.rep('\0', w * (slot - a)) .. spack(cf, add) .. string.sub(v, p + w)
           else
-            nv = nv .. string.rep('\0', w * slot) .. spack(cf, cost) .. string.sub(v, p + w, base + w * a - 1) .. string.rep('\0', w * (m - a))
+            nv = nv .. string.rep('\0', w * slot) .. spack(cf, add) .. string.sub(v, p + w, base + w * a - 1) .. string.rep('\0', w * (m - a))
           end
         end
         r = redis.pcall('SET', key, nv, 'PX', ceil(((c + reach) * T - t) / 1000) + 1)
       end
-      out = {1, N - cost - whole, 0, (c + reach) * T - t}
+      out = {1, N - add - whole, 0, (c + reach) * T - t}
       if ARGV[2] == '1' then out[5] = t end -- the receipt
+      if ARGV[2] == '2' then out[5], out[6] = g, t end -- the lease
       if type(r) == 'table' and r.err then
         -- The script's first write: Redis over its maxmemory refuses it
         -- (see refused below), and nothing was written.
         if not string.find(r.err, 'OOM', 1, true) then error(r.err) end
         if ARGV[2] == '1' then out[5] = 0 end
+        if ARGV[2] == '2' then out[2], out[5], out[6] = N - cost - whole, 0, 0 end
         out[#out + 1] = 1 -- admitted but not counted: out of memory
       end
     end
@@ -523,7 +541,7 @@ end
 -- decide decides every item and counts the request; it returns the reply.
 -- Item i's arguments are ARGV[2i] (its mode) and ARGV[2i+1] (its rule).
 local function decide()
-  local res, states, rules, receipts, all = {}, {}, {}, {}, true
+  local res, states, rules, receipts, leases, all = {}, {}, {}, {}, {}, true
   for i = 1, #KEYS do
     local mode, rule = ARGV[2 * i], {sunpack('<i1i8i8i8i8i8', ARGV[2 * i + 1])}
     rules[i] = rule
@@ -545,13 +563,17 @@ local function decide()
     if mode == '1' then
       res[#res + 1] = 0 -- the receipt, once counted
       receipts[i] = #res
+    elseif mode == '2' then
+      res[#res + 1] = 0 -- the units granted and their time, once counted
+      res[#res + 1] = 0
+      leases[i] = #res - 1
     end
   end
   -- The first write of the call is the one Redis may refuse for memory.
   local first = true
   for i = 1, #KEYS do
     if all then
-      local s, rule, oom = states[i], rules[i], false
+      local s, rule, oom, g = states[i], rules[i], false, 0
       if rule[1] == 3 then
         oom = commitLog(s, KEYS[i], first)
       else
@@ -559,7 +581,14 @@ local function decide()
         local m = rule[2] / rule[3] + 1
         local reach = m
         if rule[1] == 1 then reach = 1 end
-        oom = commitBuckets(KEYS[i], rule[3], rule[5], rule[6], m, reach, first)
+        if leases[i] then
+          -- At most half of what is left once the request is counted.
+          local left = res[leases[i] - 3]
+          g = floorDiv(left, 2)
+          local B = sunpack('<i8', ARGV[2 * i + 1], 42)
+          if g > B then g = B end
+        end
+        oom = commitBuckets(KEYS[i], rule[3], rule[5] + g, rule[6], m, reach, first)
       end
       first = false
       if oom then
@@ -568,6 +597,10 @@ local function decide()
       end
       if receipts[i] then
         if rule[1] == 3 then res[receipts[i]] = s.t else res[receipts[i]] = TM end
+      end
+      if leases[i] and g > 0 then
+        res[leases[i] - 3] = res[leases[i] - 3] - g
+        res[leases[i]], res[leases[i] + 1] = g, TM
       end
     end
   end

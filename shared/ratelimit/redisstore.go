@@ -56,6 +56,11 @@ type RedisOptions struct {
 	// decided one key at a time, stopping at the first denial: the items
 	// of a key already admitted stay counted.
 	Cluster bool
+	// CallerTime makes the script count at the time passed to Take rather
+	// than at the server's TIME: for tests and simulations on a simulated
+	// clock only. In production, instances with skewed clocks would
+	// disagree.
+	CallerTime bool
 }
 
 // RedisStore is a Store that keeps the counters in Redis, so that every
@@ -77,8 +82,7 @@ type RedisStore struct {
 	// maxCachedRules (reloads with ever new rules cannot grow it).
 	args     atomic.Value
 	argsSize int64
-	// callerTime makes the script use the time passed to Take instead of
-	// the server's TIME. Only tests set it, to compare with a Zone.
+	// callerTime is RedisOptions.CallerTime.
 	callerTime bool
 }
 
@@ -90,7 +94,7 @@ func NewRedisStore(run ScriptRunner, opts RedisOptions) (*RedisStore, error) {
 	if err := checkKeyPrefix(opts.KeyPrefix); err != nil {
 		return nil, err
 	}
-	s := &RedisStore{run: run, prefix: opts.KeyPrefix, cluster: opts.Cluster}
+	s := &RedisStore{run: run, prefix: opts.KeyPrefix, cluster: opts.Cluster, callerTime: opts.CallerTime}
 	if s.prep, _ = run.(preparedRunner); s.prep != nil {
 		s.evalPrepared = s.prep.EvalShaPrepared
 	}
@@ -135,7 +139,7 @@ func (s *RedisStore) Take(ctx context.Context, now time.Time, items []Item, out 
 // a method call costs several function calls. The common request goes to
 // takeOne, the rest to takeMany, so that this frame stays small.
 func redisTake(s *RedisStore, ctx context.Context, now time.Time, items []Item, out []Decision) (bool, error) {
-	if len(items) == 1 && items[0].Limit <= 0 && s.prep != nil && !s.callerTime {
+	if len(items) == 1 && items[0].Limit <= 0 && items[0].Lease <= 0 && s.prep != nil && !s.callerTime {
 		return takeOne(s, ctx, now, items, out)
 	}
 	return s.takeMany(ctx, now, items, out)
@@ -215,7 +219,7 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 	if s.callerTime {
 		args[0] = strconv.FormatInt(now.UnixMicro(), 10)
 	}
-	want := 0 // integers in the reply: 4 per item, 5 per reserved one
+	want := 0 // integers in the reply: 4 per item, 5 per reserved one, 6 per lease
 	for j := 0; j < n; j++ {
 		i := j
 		if group != nil {
@@ -227,16 +231,23 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 			return false, err
 		}
 		want += 4
-		if items[i].Refundable {
+		switch {
+		case items[i].Refundable:
 			args = append(args, modeReserve)
 			want++
-		} else {
+		case items[i].Lease > 0:
+			args = append(args, modeLease)
+			want += 2
+		default:
 			args = append(args, modeTake)
 		}
 		args = append(args, spec...)
 		if n := items[i].Limit; n > 0 && n != items[i].Zone.rule.Limit {
 			// The key's own limit; the cached spec stays the rule's.
 			args[len(args)-1] = withLimit(spec[0], n)
+		}
+		if !items[i].Refundable && items[i].Lease > 0 {
+			args[len(args)-1] = withInt(args[len(args)-1], items[i].Lease)
 		}
 	}
 	res, err := s.eval(ctx, callKeys, args)
@@ -262,11 +273,19 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 			ResetAfter: time.Duration(r[3]) * time.Microsecond,
 		}
 		p += 4
-		if items[i].Refundable {
+		switch {
+		case items[i].Refundable:
 			if res[p] != 0 {
 				out[i].receipt = receipt{at: res[p], remote: true}
 			}
 			p++
+		case items[i].Lease > 0:
+			if res[p] > 0 && res[p+1] > 0 {
+				out[i].Leased = res[p]
+				out[i].LeaseFor = leaseFor(items[i].Zone.rule, res[p+1])
+				out[i].receipt = receipt{at: res[p+1], remote: true}
+			}
+			p += 2
 		}
 		allowed = allowed && out[i].Allowed
 	}
@@ -379,8 +398,27 @@ func prepareCall(s *RedisStore, z *Zone) *preparedCall {
 const (
 	modeTake    = "0"
 	modeReserve = "1"
+	modeLease   = "2"
 	modeRefund  = "3"
 )
+
+// leaseFor returns how long units counted at the script time at (in
+// microseconds) stay in the newest sub-window of rule r: until its end.
+func leaseFor(r Rule, at int64) time.Duration {
+	t := int64(r.SubWindow / time.Microsecond)
+	return time.Duration(t-at%t) * time.Microsecond
+}
+
+// withInt returns the packed argument s with the integer x appended in
+// eight little-endian bytes: a lease's size, a refund's receipt.
+func withInt(s string, x int64) string {
+	b := make([]byte, 0, len(s)+8)
+	b = append(b, s...)
+	for j := 0; j < 8; j++ {
+		b = append(b, byte(x>>(8*j)))
+	}
+	return string(b)
+}
 
 // eval runs the script by its SHA1 and sends the text once when the server
 // lost it (restart, failover, SCRIPT FLUSH).

@@ -130,3 +130,34 @@ func (g *Guard) Refund(ctx context.Context, items []Item, out []Decision) error 
 	}
 	return nil
 }
+
+// GiveBack returns the unspent units of a lease: units of those that
+// Redis granted in d, as Take returned it for it (an Item with Lease set).
+// They come off the sub-window they were counted in, if the key still
+// holds them there; with the breaker open they stay counted (the safe
+// side). A failure is logged and trips the breaker as a failed take does.
+// The key's cached denial goes, since its count fell.
+func (g *Guard) GiveBack(ctx context.Context, it Item, d Decision, units int64) {
+	if units <= 0 || g.redis == nil || !d.receipt.remote {
+		return
+	}
+	if g.denials != nil {
+		g.denials.forget(&it)
+	}
+	if g.breaker != nil && g.breaker.open() {
+		return
+	}
+	err := g.redis.giveBack(ctx, it.Zone, it.Key, it.limit(), &d, units)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrOverloaded):
+		atomic.AddUint64(&g.overloaded, 1)
+		g.busyErrs.report(err, time.Now())
+	default:
+		atomic.AddUint64(&g.failures, 1)
+		if g.breaker != nil && ctx.Err() == nil {
+			g.breaker.trip()
+		}
+		g.errs.report(err, time.Now())
+	}
+}

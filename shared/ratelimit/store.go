@@ -24,6 +24,13 @@ type Item struct {
 	// otherwise); hosts check that at config load or per request
 	// (ValidLimit).
 	Limit int64
+	// Lease, when positive, asks a remote store that supports leases (the
+	// Redis store) to count up to Lease more units for the key in the same
+	// call, if it admits the request: units that the caller may then admit
+	// locally, without a call, until the sub-window they were counted in
+	// ends (see Decision.Leased and the lease package). Stores without
+	// leases, and log rules, grant none.
+	Lease int64
 }
 
 // limit returns the N that applies to it.

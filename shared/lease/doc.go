@@ -1,0 +1,31 @@
+// Package lease lets one proxy admit a hot key's requests without a Redis
+// call each, and never more than per-request decisions would admit.
+//
+// When a key is hot on this instance, the call that decides one of its
+// requests also asks Redis for a lease of B units (ratelimit.Item.Lease).
+// The script counts the units it grants at once, in the request's
+// sub-window, atomically with the request, so that every other instance
+// sees them counted. This instance then admits the key's next requests
+// from those units, locally, but only while that sub-window is the newest
+// on Redis's clock: from the moment the call was sent, for the time the
+// reply said was left of the sub-window (ratelimit.Decision.LeaseFor),
+// timed by this process's monotonic clock, which no wall-clock step moves.
+// A unit admitted so was counted before it was admitted and in the
+// sub-window it is admitted in, so every local admission is one that a
+// per-request decision at that moment would have made too: the window's
+// count, with every lease's units in it, is never above the limit.
+//
+// What a lease does not spend is given back when it ends, in one call, from
+// the sub-window it was counted in (if it still counts). Until then other
+// instances see those units as used: leases can only make the fleet admit
+// less, never more. B follows this instance's demand for the key (the
+// requests it saw in the last sub-window, doubling while leases run out
+// early), up to Options.MaxUnits, and Redis grants at most half of what
+// the window has left after the request, so near the limit leases shrink
+// to nothing and every request is decided by Redis, exactly as without
+// leases. A key this instance sees fewer than HotAfter times per
+// sub-window never leases.
+//
+// Redis down mid-lease: the units in hand are spent until they expire,
+// then the guard's failure policy decides, as without leases.
+package lease

@@ -1,0 +1,176 @@
+package lease
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	"github.com/windowlimit/windowlimit/internal/redistest"
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+)
+
+// step is one request of a trace: after gap, instance on key; skew, when
+// set, steps the server's clock by that much first.
+type step struct {
+	gap      time.Duration
+	instance int
+	key      string
+	skew     time.Duration
+}
+
+// run plays steps on f, checking every admission against e, and returns
+// how many were admitted.
+func run(t testing.TB, f *fleet, e *exact, steps []step) int64 {
+	var admitted int64
+	for _, s := range steps {
+		f.clock.advance(f.clock.now.Add(s.gap))
+		f.clock.skew += s.skew
+		if s.skew < 0 {
+			e.stepped = true
+		}
+		server := f.clock.now.Add(f.clock.skew)
+		d := f.take(s.instance, s.key)
+		if d.Allowed {
+			e.admit(s.key, server)
+			admitted++
+		}
+		if d.Remaining < 0 || d.Remaining > d.Limit {
+			t.Fatalf("remaining %d out of 0..%d: %+v", d.Remaining, d.Limit, d)
+		}
+	}
+	return admitted
+}
+
+// hotTrace is n requests spread over instances at rate per second, on
+// keys keys (the first takes half of them).
+func hotTrace(rng *rand.Rand, n, instances, keys int, rate float64) []step {
+	steps := make([]step, n)
+	for i := range steps {
+		gap := time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
+		key := "hot"
+		if keys > 1 && rng.Intn(2) == 0 {
+			key = fmt.Sprint("k", rng.Intn(keys-1))
+		}
+		steps[i] = step{gap: gap, instance: rng.Intn(instances), key: key}
+	}
+	return steps
+}
+
+// TestColdKeysNeverLease: a key seen fewer than HotAfter times per
+// sub-window on an instance costs one call per request, as without
+// leases, and no lease is asked.
+func TestColdKeysNeverLease(t *testing.T) {
+	r := ratelimit.Rule{Window: time.Second, SubWindow: 100 * time.Millisecond, Limit: 1000}
+	f := newFleet(t, []string{redistest.Start(t).Addr()}, r, 1, true)
+	e := newExact(t, f)
+	var steps []step
+	for i := 0; i < 300; i++ {
+		// Two requests per sub-window on each of 20 keys.
+		steps = append(steps, step{gap: 100 * time.Millisecond / 40, key: fmt.Sprint("k", i%20)})
+	}
+	if n := run(t, f, e, steps); n != 300 {
+		t.Fatalf("admitted %d of 300", n)
+	}
+	if st := f.tables[0].Stats(); st.Leases != 0 || f.runner.calls != 300 {
+		t.Fatalf("cold keys: %d calls for 300 requests, %+v: want one call each and no lease", f.runner.calls, st)
+	}
+}
+
+// TestHotKeyLeases: three instances on one hot key, every request
+// allowed: at most one call in 16 requests, and once the leases end and
+// give back what they left, Redis counts exactly what was admitted.
+func TestHotKeyLeases(t *testing.T) {
+	for _, be := range simBackends {
+		t.Run(be.name, func(t *testing.T) {
+			r := ratelimit.Rule{Window: 10 * time.Second, SubWindow: time.Second, Limit: 1 << 30}
+			f := newFleet(t, be.addrs(t), r, 3, true)
+			e := newExact(t, f)
+			steps := hotTrace(rand.New(rand.NewSource(1)), 30000, 3, 1, 30000)
+			n := run(t, f, e, steps)
+			calls := f.runner.calls
+			if n != 30000 {
+				t.Fatalf("admitted %d of 30000", n)
+			}
+			var st Stats
+			for _, tb := range f.tables {
+				s := tb.Stats()
+				st.Leases, st.Granted, st.Returned, st.Saved = st.Leases+s.Leases, st.Granted+s.Granted, st.Returned+s.Returned, st.Saved+s.Saved
+			}
+			t.Logf("30000 requests, 3 instances: %d script calls (%.4f per request), %+v", calls, float64(calls)/30000, st)
+			if calls*16 > 30000 {
+				t.Fatalf("%d calls for 30000 requests: more than one in 16", calls)
+			}
+			// Every lease ends within a sub-window and gives back what it
+			// left: then Redis counts what was admitted, no more.
+			f.clock.advance(f.clock.now.Add(2 * time.Second))
+			f.close()
+			d := f.take(0, "hot")
+			if want := r.Limit - n - 1; d.Remaining != want {
+				t.Fatalf("after the leases ended Redis has %d remaining, want %d (limit - admitted - this request)", d.Remaining, want)
+			}
+		})
+	}
+}
+
+// TestDifferentialLeases: random traces over several instances and keys,
+// at and past the limit, with the server's clock stepping back, every
+// bucket algorithm: with leases on, every admission fits the rule as
+// per-request decisions apply it, and the fleet admits nearly as much as
+// with leases off on the same trace. It runs on miniredis, redis-server
+// and a three-master Redis Cluster.
+func TestDifferentialLeases(t *testing.T) {
+	// miniredis runs the script's general path, as TestHotKeyLeases shows,
+	// but too slowly for traces of this length.
+	backends := []struct {
+		name  string
+		addrs func(t *testing.T) []string
+	}{
+		simBackends[1],
+		{"cluster", func(t *testing.T) []string { return redistest.Cluster(t) }},
+	}
+	rules := []ratelimit.Rule{
+		{Window: time.Second, SubWindow: 100 * time.Millisecond, Limit: 200},
+		{Window: time.Second, SubWindow: 100 * time.Millisecond, Limit: 200, Algorithm: ratelimit.Strict},
+		{Window: time.Second, Limit: 200, Algorithm: ratelimit.Fixed},
+		{Window: time.Second, SubWindow: 250 * time.Millisecond, Limit: 37, Algorithm: ratelimit.Strict, Cost: 2},
+	}
+	seeds := 3
+	if testing.Short() {
+		seeds = 1
+	}
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			addrs := be.addrs(t)
+			for ri, r := range rules {
+				for seed := int64(1); seed <= int64(seeds); seed++ {
+					rng := rand.New(rand.NewSource(seed*100 + int64(ri)))
+					// Between half and three times the limit, on 1 to 3 keys.
+					if err := r.Normalize(); err != nil {
+						t.Fatal(err)
+					}
+					rate := float64(r.Limit/r.Cost) * (0.5 + 2.5*rng.Float64())
+					steps := hotTrace(rng, 3000, 1+rng.Intn(5), 1+rng.Intn(3), rate)
+					for i := range steps {
+						if rng.Intn(400) == 0 {
+							steps[i].skew = -time.Duration(rng.Int63n(int64(2 * time.Second)))
+						}
+					}
+					name := fmt.Sprintf("%s-%d-%d", r.Algorithm, ri, seed)
+					zoneRule := r
+					on := newFleet(t, addrs, zoneRule, 5, true)
+					e := newExact(t, on)
+					admittedOn := run(t, on, e, steps)
+					on.close()
+					off := newFleet(t, addrs, zoneRule, 5, false)
+					admittedOff := run(t, off, newExact(t, off), steps)
+					t.Logf("%s: %d requests at %.0f/s: leases on admitted %d, off %d (%.3f), %d and %d calls",
+						name, len(steps), rate, admittedOn, admittedOff, float64(admittedOn)/float64(admittedOff), on.runner.calls, off.runner.calls)
+					if float64(admittedOn) < 0.9*float64(admittedOff) {
+						t.Errorf("%s: leases admitted %d, per request %d: more than 10%% under", name, admittedOn, admittedOff)
+					}
+				}
+			}
+		})
+	}
+}

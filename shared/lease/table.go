@@ -1,0 +1,211 @@
+package lease
+
+import (
+	"errors"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxUnits bounds one lease.
+	DefaultMaxUnits = 4096
+	// DefaultSlots is how many keys a table can hold leases for at once.
+	DefaultSlots = 512
+	// HotAfter is how many requests of a key this instance must see in
+	// one sub-window before it asks for a lease.
+	HotAfter = 4
+	// giveBackTimeout bounds a call that gives units back.
+	giveBackTimeout = 2 * time.Second
+)
+
+// Options configure a Table.
+type Options struct {
+	// MaxUnits bounds the units one lease asks for; zero means
+	// DefaultMaxUnits.
+	MaxUnits int64
+	// Slots is rounded up to a power of two; zero means DefaultSlots. A
+	// key whose slot another key's live lease holds is decided per
+	// request.
+	Slots int
+	// Now is the clock a request re-reads after waiting for another's
+	// lease call; nil means time.Now.
+	Now func() time.Time
+}
+
+// Table holds this instance's leases on the keys of one zone whose
+// counts a Guard keeps in Redis. It is safe for concurrent use.
+type Table struct {
+	zone  *ratelimit.Zone
+	guard *ratelimit.Guard
+	limit int64 // the rule's
+	cost  int64
+	span  int64 // the sub-window, in nanoseconds: demand is counted per span
+	max   int64
+	base  time.Time // monotonic times are nanoseconds since base
+	now   func() time.Time
+	seed  maphash.Seed
+	mask  uint64
+	slots []slot
+	// after starts a timer that gives back what a lease left; tests
+	// replace it to run on a simulated clock.
+	after  func(d time.Duration, f func()) func() bool
+	closed int32
+
+	leases   uint64
+	granted  uint64
+	returned uint64
+	saved    uint64
+}
+
+// slot is the lease of one key, and that key's demand. Its mutex is never
+// held across a call.
+type slot struct {
+	mu    sync.Mutex
+	key   string
+	limit int64
+
+	// The lease in hand: units unspent, until expires; grant is the
+	// decision that granted them (its receipt names their sub-window),
+	// left what Redis had left after it, resetAt when the window empties.
+	units   int64
+	expires int64
+	grant   ratelimit.Decision
+	left    int64
+	resetAt int64
+	gen     uint64
+	stop    func() bool
+
+	// period starts the current sub-window-long period of demand; seen
+	// counts the key's requests in it, prev those of the one before. size
+	// is the last lease granted and early reports that it ran out before
+	// it expired.
+	period int64
+	seen   int64
+	prev   int64
+	size   int64
+	early  bool
+	// edge is when the last lease expired or expires: the end of a
+	// sub-window of the server's as this instance sees it; 0 for none.
+	edge int64
+
+	// pending is closed when the lease call in flight for key returns.
+	pending chan struct{}
+}
+
+// NewTable returns a table of leases on z's keys, decided through g, whose
+// store must be Redis. Close gives back what it holds.
+func NewTable(z *ratelimit.Zone, g *ratelimit.Guard, opts Options) (*Table, error) {
+	if z == nil || g == nil {
+		return nil, errors.New("lease: a table needs a zone and a guard")
+	}
+	if opts.MaxUnits < 0 || opts.Slots < 0 {
+		return nil, errors.New("lease: options must not be negative")
+	}
+	if opts.MaxUnits == 0 {
+		opts.MaxUnits = DefaultMaxUnits
+	}
+	if opts.Slots == 0 {
+		opts.Slots = DefaultSlots
+	}
+	n := 1
+	for n < opts.Slots {
+		n *= 2
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	r := z.Rule()
+	t := &Table{
+		zone:  z,
+		guard: g,
+		limit: r.Limit,
+		cost:  r.Cost,
+		span:  int64(r.SubWindow),
+		max:   opts.MaxUnits,
+		base:  time.Now(),
+		now:   opts.Now,
+		seed:  maphash.MakeSeed(),
+		mask:  uint64(n - 1),
+		slots: make([]slot, n),
+		after: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
+	}
+	if r.Algorithm == ratelimit.Log {
+		t.max = 0 // Redis grants a log rule nothing: never ask
+	}
+	return t, nil
+}
+
+// Zone returns the zone whose keys t leases.
+func (t *Table) Zone() *ratelimit.Zone { return t.zone }
+
+// Stats are a table's counters since it was made.
+type Stats struct {
+	// Leases counts the calls that Redis granted units in.
+	Leases uint64
+	// Granted counts the units those calls granted.
+	Granted uint64
+	// Returned counts the units given back unspent.
+	Returned uint64
+	// Saved counts the requests admitted from a lease: Redis calls not
+	// made.
+	Saved uint64
+}
+
+// Stats returns t's counters.
+func (t *Table) Stats() Stats {
+	return Stats{
+		Leases:   atomic.LoadUint64(&t.leases),
+		Granted:  atomic.LoadUint64(&t.granted),
+		Returned: atomic.LoadUint64(&t.returned),
+		Saved:    atomic.LoadUint64(&t.saved),
+	}
+}
+
+// Held is what this instance holds of one key's lease.
+type Held struct {
+	// Units is how many units of the lease are unspent.
+	Units int64
+	// ExpiresIn is how long they may still be spent.
+	ExpiresIn time.Duration
+}
+
+// Inspect returns the lease this instance holds on key, if any.
+func (t *Table) Inspect(key string) (Held, bool) {
+	mono := int64(t.now().Sub(t.base))
+	s := &t.slots[maphash.String(t.seed, key)&t.mask]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.key != key || s.units <= 0 || mono >= s.expires {
+		return Held{}, false
+	}
+	return Held{Units: s.units, ExpiresIn: time.Duration(s.expires - mono)}, true
+}
+
+// Close ends every lease, giving back what they left, and makes t decide
+// every later request per request: a reload or a changed rule drops
+// leases. It waits for the calls that give back, each bounded.
+func (t *Table) Close() {
+	if !atomic.CompareAndSwapInt32(&t.closed, 0, 1) {
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range t.slots {
+		s := &t.slots[i]
+		s.mu.Lock()
+		back := takeBack(t, s)
+		s.mu.Unlock()
+		if back.units > 0 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				back.send(t)
+			}()
+		}
+	}
+	wg.Wait()
+}
