@@ -37,17 +37,17 @@ func (c *simClock) Now() time.Time { return c.now }
 // after is Table.after on the simulated clock.
 func (c *simClock) after(d time.Duration, f func()) func() bool {
 	stopped := new(bool)
-	c.timers = append(c.timers, simTimer{at: c.now.Add(d), f: f, stopped: stopped})
+	tm := simTimer{at: c.now.Add(d), f: f, stopped: stopped}
+	i := sort.Search(len(c.timers), func(i int) bool { return c.timers[i].at.After(tm.at) })
+	c.timers = append(c.timers, simTimer{})
+	copy(c.timers[i+1:], c.timers[i:])
+	c.timers[i] = tm
 	return func() bool { was := *stopped; *stopped = true; return !was }
 }
 
 // advance moves the clock to t, firing the timers due by then in order.
 func (c *simClock) advance(t time.Time) {
-	for {
-		sort.Slice(c.timers, func(i, j int) bool { return c.timers[i].at.Before(c.timers[j].at) })
-		if len(c.timers) == 0 || c.timers[0].at.After(t) {
-			break
-		}
+	for len(c.timers) > 0 && !c.timers[0].at.After(t) {
 		tm := c.timers[0]
 		c.timers = c.timers[1:]
 		if tm.at.After(c.now) {

@@ -1,0 +1,158 @@
+package lease
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/windowlimit/windowlimit/internal/redistest"
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/resp"
+)
+
+// realFleet is n instances on the real clock sharing one Redis, each with
+// its own client, guard and table, as n proxies are.
+func realFleet(t *testing.T, addr string, r ratelimit.Rule, n int, policy ratelimit.FailurePolicy) ([]*Table, []*ratelimit.Guard) {
+	t.Helper()
+	z, err := ratelimit.NewZone("real", r, ratelimit.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(z.Close)
+	var tables []*Table
+	var guards []*ratelimit.Guard
+	for i := 0; i < n; i++ {
+		c, err := resp.New(resp.Options{Addrs: []string{addr}, ReadTimeout: time.Second, DialTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		s, err := ratelimit.NewRedisStore(c, ratelimit.RedisOptions{KeyPrefix: "real:"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := ratelimit.NewRedisGuard(s, policy, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(g.Close)
+		tb, err := NewTable(z, g, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(tb.Close)
+		tables, guards = append(tables, tb), append(guards, g)
+	}
+	return tables, guards
+}
+
+// TestConcurrentInstancesExact: three instances on the real clock, 64
+// goroutines each on one key, a fixed window of a minute with a limit of
+// 5,000 (one window for the whole test): exactly 5,000 admitted, however
+// the requests interleave with lease calls in flight, and far fewer calls
+// than requests.
+func TestConcurrentInstancesExact(t *testing.T) {
+	srv := redistest.Start(t)
+	r := ratelimit.Rule{Window: time.Minute, Limit: 5000, Algorithm: ratelimit.Fixed}
+	tables, _ := realFleet(t, srv.Addr(), r, 3, ratelimit.FailDeny)
+	before := scriptCalls(t, srv)
+	var admitted, denied int64
+	var wg sync.WaitGroup
+	for _, tb := range tables {
+		for g := 0; g < 64; g++ {
+			wg.Add(1)
+			go func(tb *Table) {
+				defer wg.Done()
+				for i := 0; i < 60; i++ {
+					if Take(tb, context.Background(), "hot", 0, time.Now()).Allowed {
+						atomic.AddInt64(&admitted, 1)
+					} else {
+						atomic.AddInt64(&denied, 1)
+					}
+				}
+			}(tb)
+		}
+	}
+	wg.Wait()
+	calls := scriptCalls(t, srv) - before
+	t.Logf("%d requests: %d admitted, %d denied, %d script calls", admitted+denied, admitted, denied, calls)
+	if admitted > r.Limit {
+		t.Fatalf("admitted %d, over the limit %d", admitted, r.Limit)
+	}
+	// Leases that went unspent at the end are given back on Close; then
+	// Redis counts exactly what was admitted.
+	for _, tb := range tables {
+		tb.Close()
+	}
+	left := Take(tables[0], context.Background(), "hot", 0, time.Now())
+	if want := r.Limit - admitted - 1; left.Remaining != want && admitted < r.Limit {
+		t.Fatalf("after Close Redis has %d remaining, want %d: unspent units not given back", left.Remaining, want)
+	}
+	if admitted < r.Limit {
+		t.Fatalf("admitted %d of %d requests, limit %d: denied while units were free", admitted, admitted+denied, r.Limit)
+	}
+	if calls*4 > admitted+denied {
+		t.Fatalf("%d calls for %d requests", calls, admitted+denied)
+	}
+}
+
+// TestRedisDownMidLease: when Redis dies, the units in hand are spent
+// until they expire, then the failure policy decides (deny here); the
+// lease never outlives its sub-window.
+func TestRedisDownMidLease(t *testing.T) {
+	srv := redistest.Start(t)
+	r := ratelimit.Rule{Window: 4 * time.Second, SubWindow: time.Second, Limit: 100000}
+	tables, _ := realFleet(t, srv.Addr(), r, 1, ratelimit.FailDeny)
+	tb := tables[0]
+	var held Held
+	for i := 0; i < 200; i++ {
+		if d := Take(tb, context.Background(), "hot", 0, time.Now()); !d.Allowed {
+			t.Fatalf("request %d denied with Redis up", i)
+		}
+		if h, ok := tb.Inspect("hot"); ok && h.Units > 5 {
+			held = h
+			break
+		}
+	}
+	if held.Units == 0 {
+		t.Fatal("no lease after 200 requests on one key")
+	}
+	srv.Kill()
+	deadline := time.Now().Add(held.ExpiresIn)
+	spent := int64(0)
+	for time.Now().Before(deadline.Add(-50*time.Millisecond)) && spent < held.Units {
+		if !Take(tb, context.Background(), "hot", 0, time.Now()).Allowed {
+			t.Fatalf("denied after %d of %d units in hand, %v before the lease ends", spent, held.Units, time.Until(deadline))
+		}
+		spent++
+	}
+	time.Sleep(time.Until(deadline) + 10*time.Millisecond)
+	if d := Take(tb, context.Background(), "hot", 0, time.Now()); d.Allowed {
+		t.Fatalf("admitted with Redis down after the lease ended: %+v (on_store_error deny)", d)
+	}
+}
+
+// scriptCalls reads how many EVALSHA and EVAL calls the server ran.
+func scriptCalls(t *testing.T, srv *redistest.Server) int64 {
+	t.Helper()
+	var n int64
+	for _, line := range strings.Split(strings.Join(srv.Do(t, "INFO", "commandstats"), "\n"), "\n") {
+		line = strings.TrimSpace(line)
+		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+			if len(line) > len(cmd) && line[:len(cmd)] == cmd {
+				var x int64
+				for _, c := range line[len(cmd):] {
+					if c < '0' || c > '9' {
+						break
+					}
+					x = x*10 + int64(c-'0')
+				}
+				n += x
+			}
+		}
+	}
+	return n
+}

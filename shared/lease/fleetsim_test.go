@@ -1,0 +1,91 @@
+package lease
+
+import (
+	"testing"
+	"time"
+
+	"github.com/windowlimit/windowlimit/internal/redistest"
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+)
+
+// TestFleetSimulation: 100 instances send 1,000,000 decisions a second on
+// one key, for 3 simulated seconds, against one redis-server, and print
+// the script calls per second and how much the fleet admits against the
+// per-request decisions of the same rule on the same trace.
+//
+// Assumptions: the requests arrive at a constant rate, spread evenly over
+// the instances (instance i takes every hundredth); the network takes no
+// time (a real round trip only shortens each lease, whose time counts from
+// the moment its call is sent); every clock agrees with the server's. The
+// per-request reference is the in-memory zone of the same rule, which the
+// ratelimit package's differential holds equal to the script.
+//
+// With every request allowed, the calls per second must stay under 1% of
+// the decisions. At twice the limit with the strict algorithm, no window of
+// W may hold more than the limit, and the fleet must admit at least 97% of
+// what per-request decisions admit.
+func TestFleetSimulation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("3 million simulated decisions")
+	}
+	addr := redistest.Start(t).Addr()
+	const (
+		instances = 100
+		rate      = 1_000_000
+		duration  = 3 * time.Second
+	)
+	for _, c := range []struct {
+		name string
+		rule ratelimit.Rule
+	}{
+		{"all allowed", ratelimit.Rule{Window: time.Second, SubWindow: 100 * time.Millisecond, Limit: 1 << 30}},
+		{"strict at twice the limit", ratelimit.Rule{Window: time.Second, SubWindow: 100 * time.Millisecond, Limit: rate / 2, Algorithm: ratelimit.Strict}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFleet(t, []string{addr}, c.rule, instances, true)
+			ref, err := ratelimit.NewZone("ref", c.rule, ratelimit.Options{SweepInterval: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ref.Close()
+			e := newExact(t, f)
+			n := int(duration / time.Second * rate)
+			gap := time.Second / rate
+			var admitted, reference int64
+			start := time.Now()
+			for i := 0; i < n; i++ {
+				f.clock.advance(f.clock.now.Add(gap))
+				if f.take(i%instances, "hot").Allowed {
+					admitted++
+					e.times = append(e.times, f.clock.now.UnixMicro())
+				}
+				if ratelimit.TakeAt(ref, "hot", f.clock.now.UnixNano()).Allowed {
+					reference++
+				}
+			}
+			elapsed := time.Since(start)
+			var st Stats
+			for _, tb := range f.tables {
+				s := tb.Stats()
+				st.Leases, st.Granted, st.Returned, st.Saved = st.Leases+s.Leases, st.Granted+s.Granted, st.Returned+s.Returned, st.Saved+s.Saved
+			}
+			callsPerSecond := float64(f.runner.calls) / duration.Seconds()
+			most := e.maxInWindow()
+			t.Logf("%s: %d instances, %d decisions/s for %v (simulated in %v): %.0f script calls/s (%.5f per decision); admitted %d, per-request %d (%.4f); most in any window %d of limit %d (%.4f); leases %d, units granted %d, given back %d, admitted from leases %d",
+				c.name, instances, rate, duration, elapsed.Round(time.Millisecond), callsPerSecond, callsPerSecond/rate,
+				admitted, reference, float64(admitted)/float64(reference), most, c.rule.Limit, float64(most)/float64(c.rule.Limit),
+				st.Leases, st.Granted, st.Returned, st.Saved)
+			if callsPerSecond > rate/100 {
+				t.Errorf("%.0f calls/s for %d decisions/s: more than 1%%", callsPerSecond, rate)
+			}
+			if c.rule.Algorithm == ratelimit.Strict {
+				if most > c.rule.Limit {
+					t.Errorf("a window of W held %d admissions, over the limit %d", most, c.rule.Limit)
+				}
+				if float64(admitted) < 0.97*float64(reference) {
+					t.Errorf("admitted %d, under 97%% of per-request's %d", admitted, reference)
+				}
+			}
+		})
+	}
+}
