@@ -72,8 +72,8 @@ func TestColdKeysNeverLease(t *testing.T) {
 	if n := run(t, f, e, steps); n != 300 {
 		t.Fatalf("admitted %d of 300", n)
 	}
-	if st := f.tables[0].Stats(); st.Leases != 0 || f.runner.calls != 300 {
-		t.Fatalf("cold keys: %d calls for 300 requests, %+v: want one call each and no lease", f.runner.calls, st)
+	if st := f.tables[0].Stats(); st.Leases != 0 || f.runner.Calls() != 300 {
+		t.Fatalf("cold keys: %d calls for 300 requests, %+v: want one call each and no lease", f.runner.Calls(), st)
 	}
 }
 
@@ -88,7 +88,7 @@ func TestHotKeyLeases(t *testing.T) {
 			e := newExact(t, f)
 			steps := hotTrace(rand.New(rand.NewSource(1)), 30000, 3, 1, 30000)
 			n := run(t, f, e, steps)
-			calls := f.runner.calls
+			calls := f.runner.Calls()
 			if n != 30000 {
 				t.Fatalf("admitted %d of 30000", n)
 			}
@@ -136,7 +136,7 @@ func TestDifferentialLeases(t *testing.T) {
 		{Window: time.Second, SubWindow: 250 * time.Millisecond, Limit: 37, Algorithm: ratelimit.Strict, Cost: 2},
 	}
 	seeds := 3
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		seeds = 1
 	}
 	for _, be := range backends {
@@ -165,7 +165,7 @@ func TestDifferentialLeases(t *testing.T) {
 					off := newFleet(t, addrs, zoneRule, 5, false)
 					admittedOff := run(t, off, newExact(t, off), steps)
 					t.Logf("%s: %d requests at %.0f/s: leases on admitted %d, off %d (%.3f), %d and %d calls",
-						name, len(steps), rate, admittedOn, admittedOff, float64(admittedOn)/float64(admittedOff), on.runner.calls, off.runner.calls)
+						name, len(steps), rate, admittedOn, admittedOff, float64(admittedOn)/float64(admittedOff), on.runner.Calls(), off.runner.Calls())
 					if float64(admittedOn) < 0.9*float64(admittedOff) {
 						t.Errorf("%s: leases admitted %d, per request %d: more than 10%% under", name, admittedOn, admittedOff)
 					}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,17 +70,20 @@ func (c *simClock) advance(t time.Time) {
 type serverRunner struct {
 	ratelimit.ScriptRunner
 	clock *simClock
-	calls int64
+	calls int64 // atomic: leases give back from goroutines of their own
 }
 
 func (c *serverRunner) EvalSha(ctx context.Context, sha string, keys, args []string) ([]int64, error) {
-	c.calls++
+	atomic.AddInt64(&c.calls, 1)
 	return c.ScriptRunner.EvalSha(ctx, sha, keys, c.skewed(args))
 }
 
 func (c *serverRunner) Eval(ctx context.Context, script string, keys, args []string) ([]int64, error) {
 	return c.ScriptRunner.Eval(ctx, script, keys, c.skewed(args))
 }
+
+// Calls returns how many script calls reached the server.
+func (c *serverRunner) Calls() int64 { return atomic.LoadInt64(&c.calls) }
 
 func (c *serverRunner) skewed(args []string) []string {
 	if len(args) == 0 || args[0] == "0" || c.clock.skew == 0 {

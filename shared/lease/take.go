@@ -44,15 +44,8 @@ func miss(t *Table, ctx context.Context, s *slot, key string, limit int64, now t
 			s.mu.Unlock()
 			return decide(t, ctx, key, limit, now, 0)
 		}
-		back := takeBack(t, s)
+		takeBack(t, s).later(t)
 		s.key, s.limit, s.period, s.seen, s.prev, s.size, s.early, s.edge = key, limit, mono, 0, 0, 0, false, 0
-		s.mu.Unlock()
-		back.later(t)
-		s.mu.Lock()
-		if s.key != key || s.limit != limit {
-			s.mu.Unlock()
-			return decide(t, ctx, key, limit, now, 0)
-		}
 	}
 	if s.size > 0 && s.units < t.cost && mono < s.expires {
 		s.early = true // spent before it expired: ask for more
