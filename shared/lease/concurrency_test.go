@@ -156,3 +156,47 @@ func scriptCalls(t *testing.T, srv *redistest.Server) int64 {
 	}
 	return n
 }
+
+// TestRedisRestartMidLease: Redis restarts (no persistence: every count is
+// gone, and the script too) while an instance holds a lease. The units in
+// hand are spent until their sub-window ends, the next lease call sends
+// the script again, and from then on the limit holds on the new counts;
+// giving back to a Redis that forgot the key changes nothing.
+func TestRedisRestartMidLease(t *testing.T) {
+	srv := redistest.Start(t)
+	r := ratelimit.Rule{Window: time.Minute, Limit: 1000, Algorithm: ratelimit.Fixed}
+	tables, guards := realFleet(t, srv.Addr(), r, 1, ratelimit.FailDeny)
+	tb := tables[0]
+	for i := 0; i < 100; i++ {
+		Take(tb, context.Background(), "hot", 0, time.Now())
+	}
+	held, ok := tb.Inspect("hot")
+	if !ok {
+		t.Fatal("no lease after 100 requests on one key")
+	}
+	srv.Kill()
+	srv.Restart()
+	var admitted int64
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; i < 3000 && time.Now().Before(deadline); i++ {
+		d := Take(tb, context.Background(), "hot", 0, time.Now())
+		if d.Allowed {
+			admitted++
+		}
+		if guards[0].Stats().Open {
+			// The old connection broke: the breaker decides (deny) until
+			// its probe finds Redis again.
+			i--
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// The restarted Redis counts a fresh window: the limit, plus what the
+	// instance held when the old counts vanished.
+	if admitted > r.Limit+held.Units || admitted < r.Limit {
+		t.Fatalf("after the restart admitted %d, want from %d to %d (the limit, and the %d units in hand)", admitted, r.Limit, r.Limit+held.Units, held.Units)
+	}
+	tb.Close()
+	if d := Take(tb, context.Background(), "hot", 0, time.Now()); d.Allowed {
+		t.Fatalf("after the window was used up and the leases given back, a request was admitted: %+v", d)
+	}
+}
