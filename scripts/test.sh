@@ -47,6 +47,10 @@ step "unit and integration tests (-race)"
 # heavier packages' tests do not share its two cores.
 go test -race -count=1 $(go list ./... | grep -v '/shared/resp$')
 go test -race -count=1 ./shared/resp
+# The lease simulations in full, without -race: they run a simulated clock
+# against a real redis-server, which expires keys on its own clock, so
+# they must run faster than real time (-race runs them short or not).
+go test -count=1 -run 'TestDifferentialLeases|TestFleetSimulation' -v ./shared/lease
 
 # Each fuzz target, one per go test call, for a bounded time on top of its
 # committed seeds (testdata/fuzz/<target>/). A failure fails the script and
