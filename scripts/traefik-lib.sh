@@ -115,8 +115,13 @@ wt_dynamic() {
 # file provider watching DIR/dynamic.yml, sets WT_TRAEFIK_PID and waits until
 # it answers its ping. Its log is DIR/traefik.log.
 wt_start_traefik() {
-	local web=$1 ping=$2 dir=${3:-$WL_WORK} traefik extra i
+	local web=$1 ping=$2 dir=${3:-$WL_WORK} traefik extra i fwd=
 	traefik=$(wt_traefik)
+	# WL_TRAEFIK_TRUST_LOOPBACK=1: the web entry point keeps the
+	# X-Forwarded-For of loopback clients, as behind a load balancer.
+	if [[ -n ${WL_TRAEFIK_TRUST_LOOPBACK:-} ]]; then
+		fwd=$'\n    forwardedHeaders:\n      trustedIPs: ["127.0.0.1/32"]'
+	fi
 	# WL_TRAEFIK_EXTRA_ENTRYPOINTS: more entry points, "name=host:port"
 	# separated by spaces (the api's "traefik" one, say).
 	local eps=
@@ -131,7 +136,7 @@ wt_start_traefik() {
 		  level: ${WL_TRAEFIK_LOG_LEVEL:-INFO}
 		entryPoints:
 		  web:
-		    address: "127.0.0.1:$web"
+		    address: "127.0.0.1:$web"$fwd
 		  ping:
 		    address: "127.0.0.1:$ping"
 		$eps

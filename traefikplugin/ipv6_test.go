@@ -54,8 +54,8 @@ func TestIPv6GroupedByDefault(t *testing.T) {
 				c.Headers = headers
 				c.SourceCriterion = tt.sc
 				h := newMiddleware(t, c, "ipv6@file")
-				if m := h.(*Middleware); m.slow != (headers != "legacy") || m.source != nil {
-					t.Fatalf("slow %v, source %v: want the remote address, inline with legacy headers", m.slow, m.source)
+				if m := h.(*Middleware); m.slow || m.tabled != (headers == "legacy") || m.source != nil {
+					t.Fatalf("slow %v, tabled %v, source %v: want the remote address, inline, legacy headers from the table", m.slow, m.tabled, m.source)
 				}
 				for i, s := range tt.steps {
 					if w := serve(h, s.remote, nil); w.Code != s.want {

@@ -36,14 +36,30 @@ type Middleware struct {
 	source *keySource
 	v6Bits int
 	policy *httplimit.Policy
-	// slow is set when ServeHTTP's inline path does not apply: another
-	// source than the remote address, a store, other headers than legacy,
-	// dry run, or a limit or window beyond the decimals tables.
+	// slow is set when ServeHTTP's in-memory path does not apply: a
+	// store, countStatus or overrides (see setFast).
 	slow bool
-	// redisInline is set when ServeHTTP's inline path would apply but for
-	// the store, Redis through guard: serveRedis then serves the request.
+	// redisInline is set when the store is Redis through guard and the
+	// request needs no more than serveRedis's inline path: the remote
+	// address, legacy headers from a table, no dry run.
 	redisInline bool
-	// decimals is the header values table of the inline path.
+	// tabled is set when ServeHTTP writes legacy headers from decimals;
+	// otherwise decidedFast writes those of headerMode.
+	tabled     bool
+	headerMode httplimit.HeaderMode
+	// keyKind and depth are the source's kind and ipStrategy.depth, for
+	// sourceKey.
+	keyKind sourceKind
+	depth   int
+	// excluded4 holds the IPv4 ranges of ipStrategy.excludedIPs for
+	// serveFast, as pairs of masked address and mask.
+	excluded4 []uint32
+	// policyStr and ratePrefix are the RateLimit-Policy value and the
+	// start of the RateLimit value (see httplimit.Policy).
+	policyStr  string
+	ratePrefix string
+	// decimals is the header values table of the inline path, and of
+	// serveFast, which formats the values past it.
 	decimals []string
 	// limitStr is the X-RateLimit-Limit value.
 	limitStr string
@@ -102,12 +118,15 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 	}
 	table := httplimit.DecimalsFor(s.rule)
 	m := &Middleware{
-		name:      name,
-		next:      next,
-		zone:      z,
-		source:    s.source,
-		v6Bits:    s.v6Bits,
-		policy:    httplimit.NewPolicy(name, s.rule.Window, s.rule.Limit, s.mode),
+		name:   name,
+		next:   next,
+		zone:   z,
+		source: s.source,
+		v6Bits: s.v6Bits,
+		policy: httplimit.NewPolicy(name, s.rule.Window, s.rule.Limit, s.mode),
+		// slow until setFast, for useStore: serveRedis's inline path
+		// has the remote address, legacy headers from the table, no
+		// dry run.
 		slow:      s.source != nil || s.mode != httplimit.HeadersLegacy || s.dryRun || table == nil || s.countStatus != nil || s.overrides != nil,
 		decimals:  table,
 		limitStr:  strconv.FormatInt(s.rule.Limit, 10),
@@ -126,6 +145,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 		useStore(m, store)
 		m.refunder, _ = store.(ratelimit.Refunder)
 	}
+	setFast(m, s)
 	return m, nil
 }
 

@@ -392,14 +392,15 @@ func TestHeadersBeyondTable(t *testing.T) {
 }
 
 // The inline path and the general one (httplimit.WriteRejection, taken
-// here because of dry run off but another header mode) agree on a
-// rejection's legacy headers.
+// here because of an override no request matches) agree on a rejection's
+// legacy headers.
 func TestInlineRejectMatchesGeneral(t *testing.T) {
 	inline := validConfig()
 	inline.Limit = 1
 	general := validConfig()
 	general.Limit = 1
 	general.Headers = "both"
+	general.Overrides = []string{generalOnly}
 	a := newMiddleware(t, inline, "inline@file")
 	b := newMiddleware(t, general, "general@file")
 	if !b.(*Middleware).slow || a.(*Middleware).slow {

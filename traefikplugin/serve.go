@@ -30,17 +30,19 @@ const (
 // temporary of the callee, taken branches or not, so the cost of a
 // function grows with its size; a method call costs several times a
 // function call, and a call into the standard library a few hundred
-// nanoseconds (measured: go test -bench 'Interpreted|Pieces' in
-// scripts/yaegitest). ServeHTTP therefore holds only the common case
-// (remote address, in-memory zone, legacy headers, limit and window
-// within a decimals table): one call into the core, a few into the
-// standard library, header values from a table, one allocation for their
-// slices, and no branch it does not need (the slots of an untaken branch
-// are allocated all the same); a rejection adds one call. An IPv6 remote
-// address (bracketed: "[2001:db8::1]:443", grouped by v6Bits) or one
-// without a port adds one call; an IPv4 address pays one byte comparison.
-// The same settings with a redis block go to serveRedis; everything else
-// is in serveOther.
+// nanoseconds (measured: go test -bench 'Interpreted|PluginConfigs' in
+// scripts/yaegitest). ServeHTTP therefore holds the in-memory zone's
+// requests without countStatus or overrides: one call into the core, a
+// few into the standard library, and no branch it does not need (the
+// slots of an untaken branch are allocated all the same). The remote
+// address is read inline: an IPv6 one (bracketed: "[2001:db8::1]:443",
+// grouped by v6Bits) or one without a port adds one call, an IPv4 one
+// pays one byte comparison; a sourceCriterion adds one (sourceKey).
+// Legacy headers whose values a decimals table holds are written inline,
+// in one allocation for their slices; other headers, or values past the
+// tables, add one call (decidedFast), and a rejection one. The remote
+// address, legacy headers and a redis block go to serveRedis; everything
+// else is in serveOther.
 func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if m.slow {
 		if m.redisInline {
@@ -50,13 +52,23 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		serveOther(m, w, r)
 		return
 	}
-	key, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil || r.RemoteAddr[0] == '[' {
-		// IPv6, or no port. Without a bracket the host has no colon: it is
-		// IPv4 (or junk), never "sha256:..." (see httplimit.BoundKey).
-		key = remoteKey(m, r)
+	var key string
+	if m.source != nil {
+		key = sourceKey(m, r)
+	} else {
+		var err error
+		key, _, err = net.SplitHostPort(r.RemoteAddr)
+		if err != nil || r.RemoteAddr[0] == '[' {
+			// IPv6, or no port. Without a bracket the host has no colon: it is
+			// IPv4 (or junk), never "sha256:..." (see httplimit.BoundKey).
+			key = remoteKey(m, r)
+		}
 	}
 	d := ratelimit.TakeAt(m.zone, key, time.Now().UnixNano())
+	if !m.tabled {
+		decidedFast(m, w, r, key, d)
+		return
+	}
 	// Value slices of this response's own (see httplimit.Policy), capped
 	// so that an append cannot reach the next one.
 	v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[(d.ResetAfter+time.Second-1)/time.Second]}
@@ -65,16 +77,21 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h[headerRemaining] = v[1:2:2]
 	h[headerReset] = v[2:3:3]
 	if !d.Allowed {
-		reject(m, w, h, d, key)
+		reject(m, w, r, h, d, key)
 		return
 	}
 	m.next.ServeHTTP(w, r)
 }
 
-// reject completes the rejection of ServeHTTP's common case, whose
-// rate-limit headers h already holds, as httplimit.WriteRejection would,
-// with every value from a table, and logs it (see logRejection).
-func reject(m *Middleware, w http.ResponseWriter, h http.Header, d ratelimit.Decision, key string) {
+// reject completes the rejection of ServeHTTP's legacy headers from a
+// table, which h already holds, as httplimit.WriteRejection would, with
+// every value from a table, and logs it (see logRejection); in dry-run
+// mode deny lets the request through.
+func reject(m *Middleware, w http.ResponseWriter, r *http.Request, h http.Header, d ratelimit.Decision, key string) {
+	if m.dryRun {
+		deny(m, w, r, key, d)
+		return
+	}
 	v := []string{m.decimals[httplimit.RetrySeconds(d.RetryAfter)], contentTypeText, noSniff, m.lengthStr}
 	h[headerRetryAfter] = v[0:1:1]
 	h[headerContentType] = v[1:2:2]

@@ -110,6 +110,12 @@ func NewPolicy(name string, window time.Duration, limit int64, mode HeaderMode) 
 	}
 }
 
+// PolicyValue returns the RateLimit-Policy value of the rule's own limit.
+func (p *Policy) PolicyValue() string { return p.policyStr }
+
+// RatePrefix returns the start of the RateLimit value, `"<name>";r=`.
+func (p *Policy) RatePrefix() string { return p.ratePrefix }
+
 // Mode returns the policy's header mode.
 func (p *Policy) Mode() HeaderMode { return p.mode }
 

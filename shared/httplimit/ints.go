@@ -57,6 +57,10 @@ func decimalTable(n int) []string {
 	return t
 }
 
+// Decimals returns the smaller decimals table, for callers that format
+// the values past it.
+func Decimals() []string { return smallInts }
+
 // itoa returns the decimal form of n, from the table when it is small.
 func itoa(n int64) string {
 	if n >= 0 && n < int64(len(smallInts)) {
