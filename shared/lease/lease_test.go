@@ -174,3 +174,22 @@ func TestDifferentialLeases(t *testing.T) {
 		})
 	}
 }
+
+// TestRemainingAsPerRequest: one instance, one key, every request
+// allowed: Remaining falls by one per request, as per-request decisions
+// report it, on the request that was granted a lease as on those that
+// spend it.
+func TestRemainingAsPerRequest(t *testing.T) {
+	r := ratelimit.Rule{Window: 10 * time.Second, SubWindow: time.Second, Limit: 1000}
+	f := newFleet(t, []string{redistest.Start(t).Addr()}, r, 1, true)
+	for i := int64(1); i <= 200; i++ {
+		f.clock.advance(f.clock.now.Add(time.Millisecond))
+		d := f.take(0, "hot")
+		if !d.Allowed || d.Remaining != r.Limit-i {
+			t.Fatalf("request %d: %+v, want remaining %d", i, d, r.Limit-i)
+		}
+	}
+	if st := f.tables[0].Stats(); st.Leases == 0 || st.Saved == 0 {
+		t.Fatalf("no lease: %+v", f.tables[0].Stats())
+	}
+}
