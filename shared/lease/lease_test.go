@@ -129,11 +129,15 @@ func TestDifferentialLeases(t *testing.T) {
 		simBackends[1],
 		{"cluster", func(t *testing.T) []string { return redistest.Cluster(t) }},
 	}
+	// Windows of 10 s: Redis expires keys on its own clock, so simulated
+	// time must run faster than real time, and a request of these traces
+	// (at most 600 a window) moves it 16 ms or more, more than a script
+	// call takes on a busy machine.
 	rules := []ratelimit.Rule{
-		{Window: time.Second, SubWindow: 100 * time.Millisecond, Limit: 200},
-		{Window: time.Second, SubWindow: 100 * time.Millisecond, Limit: 200, Algorithm: ratelimit.Strict},
-		{Window: time.Second, Limit: 200, Algorithm: ratelimit.Fixed},
-		{Window: time.Second, SubWindow: 250 * time.Millisecond, Limit: 37, Algorithm: ratelimit.Strict, Cost: 2},
+		{Window: 10 * time.Second, SubWindow: time.Second, Limit: 200},
+		{Window: 10 * time.Second, SubWindow: time.Second, Limit: 200, Algorithm: ratelimit.Strict},
+		{Window: 10 * time.Second, Limit: 200, Algorithm: ratelimit.Fixed},
+		{Window: 10 * time.Second, SubWindow: 2500 * time.Millisecond, Limit: 37, Algorithm: ratelimit.Strict, Cost: 2},
 	}
 	seeds := 3
 	if testing.Short() || raceEnabled {
@@ -149,11 +153,11 @@ func TestDifferentialLeases(t *testing.T) {
 					if err := r.Normalize(); err != nil {
 						t.Fatal(err)
 					}
-					rate := float64(r.Limit/r.Cost) * (0.5 + 2.5*rng.Float64())
+					rate := float64(r.Limit/r.Cost) / r.Window.Seconds() * (0.5 + 2.5*rng.Float64())
 					steps := hotTrace(rng, 3000, 1+rng.Intn(5), 1+rng.Intn(3), rate)
 					for i := range steps {
 						if rng.Intn(400) == 0 {
-							steps[i].skew = -time.Duration(rng.Int63n(int64(2 * time.Second)))
+							steps[i].skew = -time.Duration(rng.Int63n(int64(2 * r.Window)))
 						}
 					}
 					name := fmt.Sprintf("%s-%d-%d", r.Algorithm, ri, seed)
