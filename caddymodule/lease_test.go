@@ -2,7 +2,10 @@ package caddymodule
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -248,4 +251,100 @@ func TestLeaseCountStatusAlone(t *testing.T) {
 	if c := scriptCalls(t, srv.Addr()) - before; c != n {
 		t.Errorf("count_status zone alone: %d script calls for %d requests (every response counted, no refund), want one each", c, n)
 	}
+}
+
+// The admin API shows this instance's lease on a key; the lease metrics
+// count it, and keep their counts when the handler goes.
+func TestLeaseAdminAndMetrics(t *testing.T) {
+	srv := redistest.Start(t)
+	h, ctx := newHandler(t, leaseConfig(`"leasedmin":{"window":"20s","sub_window":"10s","limit":100000}`, srv.Addr(), "leaseadmin:", ""))
+	reg := ctx.GetMetricsRegistry()
+	earlyInSubWindow(t, 10*time.Second, 5*time.Second)
+	before := leaseStatsByZone()["leasedmin"]
+	for range 50 {
+		serve(t, h, "192.0.2.77", "/")
+	}
+	held, ok := zoneOf(t, h, "leasedmin").lease.Inspect("192.0.2.77")
+	if !ok {
+		t.Fatalf("no lease after 50 requests: %+v", zoneOf(t, h, "leasedmin").lease.Stats())
+	}
+
+	get := func(key string) keyReport {
+		t.Helper()
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, adminPrefix+"leasedmin/"+key, nil)
+		if err := (adminAPI{}).serve(w, r); err != nil {
+			t.Fatalf("GET %s: %v", key, err)
+		}
+		var rep keyReport
+		if err := json.Unmarshal(w.Body.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	rep := get("192.0.2.77")
+	if len(rep.States) != 1 || rep.States[0].Store != "redis" || rep.States[0].Lease == nil {
+		t.Fatalf("report %+v: want one redis state with a lease", rep)
+	}
+	l := rep.States[0].Lease
+	left, err := time.ParseDuration(l.ExpiresIn)
+	if l.Units != held.Units || err != nil || left <= 0 || left > 10*time.Second {
+		t.Errorf("lease %+v, want %d units expiring within the sub-window (%v)", l, held.Units, err)
+	}
+	if c := *rep.States[0].Count; c != 50+held.Units {
+		t.Errorf("count %d, want the 50 admitted and the %d leased", c, held.Units)
+	}
+	if rep := get("192.0.2.78"); len(rep.States) != 1 || rep.States[0].Lease != nil {
+		t.Errorf("a key without a lease: %+v", rep)
+	}
+
+	// Metrics: the table's counters, by zone.
+	st := zoneOf(t, h, "leasedmin").lease.Stats()
+	metric := func(name string) float64 {
+		t.Helper()
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() != name {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				if labelValue(m.GetLabel(), "zone") == "leasedmin" {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+		t.Fatalf("no %s{zone=leasedmin}", name)
+		return 0
+	}
+	// The metrics sum every table of the zone name, closed ones included:
+	// this test's table adds st to what they held before it.
+	check := func(when string, st lease.Stats) {
+		t.Helper()
+		for name, want := range map[string]uint64{
+			"caddy_http_rate_limit_lease_grants_total":         before.Leases + st.Leases,
+			"caddy_http_rate_limit_lease_units_granted_total":  before.Granted + st.Granted,
+			"caddy_http_rate_limit_lease_units_returned_total": before.Returned + st.Returned,
+			"caddy_http_rate_limit_lease_admitted_total":       before.Saved + st.Saved,
+		} {
+			if got := metric(name); got != float64(want) {
+				t.Errorf("%s: %s = %v, want %d", when, name, got, want)
+			}
+		}
+	}
+	check("live", st)
+	if st.Saved == 0 || st.Granted == 0 {
+		t.Errorf("stats %+v: want units granted and requests admitted from them", st)
+	}
+	if err := h.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	after := zoneOf(t, h, "leasedmin").lease.Stats()
+	if after.Returned-st.Returned != uint64(held.Units) {
+		t.Errorf("Cleanup gave back %d units, want the %d unspent", after.Returned-st.Returned, held.Units)
+	}
+	// The closed table's counts stay in the metrics.
+	check("after Cleanup", after)
 }
