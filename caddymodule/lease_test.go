@@ -348,3 +348,35 @@ func TestLeaseAdminAndMetrics(t *testing.T) {
 	// The closed table's counts stay in the metrics.
 	check("after Cleanup", after)
 }
+
+// Two instances (two handlers, each with its own leases) alternating on
+// one key, as scripts/e2e-caddy.sh's part 4 does: exactly the limit is
+// admitted, then 429, leases or not. (The X-RateLimit-Remaining of a
+// request differs with leases: units an instance holds unspent count as
+// used, and a request admitted from a lease does not see the other
+// instance's requests since the lease was granted.)
+func TestLeaseTwoInstancesExact(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, mode := range []string{"off", "auto"} {
+		cfg := leaseConfig(`"shared":{"window":"1m","limit":20}`, srv.Addr(), "two"+mode+":", mode)
+		a, _ := newHandler(t, cfg)
+		b, _ := newHandler(t, cfg)
+		earlyInSubWindow(t, 6*time.Second, 3*time.Second)
+		var got []int
+		for n := 1; n <= 22; n++ {
+			h := a
+			if n%2 == 0 {
+				h = b
+			}
+			got = append(got, serve(t, h, "127.0.0.1", "/").status)
+		}
+		for i, s := range got {
+			if want := map[bool]int{true: 200, false: 429}[i < 20]; s != want {
+				t.Fatalf("lease %s: request %d: %d, want %d (all: %v)", mode, i+1, s, want, got)
+			}
+		}
+		if mode == "auto" {
+			t.Logf("lease auto: instance a %+v, b %+v", zoneOf(t, a, "shared").lease.Stats(), zoneOf(t, b, "shared").lease.Stats())
+		}
+	}
+}
