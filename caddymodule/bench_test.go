@@ -8,6 +8,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/windowlimit/windowlimit/internal/redistest"
 )
 
 type nopWriter struct{ h http.Header }
@@ -56,6 +58,30 @@ func BenchmarkServeHTTP(b *testing.B) {
 				if h != nil {
 					h.ServeHTTP(w, r, nopNext)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkServeHTTPRedis measures the handler's cost per request with the
+// counts in Redis, on one hot key: "lease_off" is one script call per
+// request, "lease_auto" admits most requests from this instance's leases.
+func BenchmarkServeHTTPRedis(b *testing.B) {
+	addr := redistest.BenchAddr(b)
+	for _, mode := range []string{"off", "auto"} {
+		b.Run("lease_"+mode, func(b *testing.B) {
+			h, _ := newHandler(b, `{"rate_limits":{"bl`+mode+`":{"window":"1m","limit":1000000000}},`+
+				`"redis":{"address":"`+addr+`","key_prefix":"bench:","lease":"`+mode+`"}}`)
+			base := httptest.NewRequest(http.MethodGet, "http://example.com/api/x", nil)
+			vars := map[string]any{caddyhttp.ClientIPVarKey: "203.0.113.7"}
+			ctx := context.WithValue(base.Context(), caddyhttp.VarsCtxKey, vars)
+			ctx = context.WithValue(ctx, caddyhttp.ServerCtxKey, &caddyhttp.Server{})
+			w := &nopWriter{h: make(http.Header)}
+			b.ReportAllocs()
+			for b.Loop() {
+				repl := caddy.NewReplacer()
+				r := base.WithContext(context.WithValue(ctx, caddy.ReplacerCtxKey, repl))
+				h.ServeHTTP(w, r, nopNext)
 			}
 		})
 	}
