@@ -333,6 +333,12 @@ func forgetKey(ctx context.Context, uses []*zoneUse, key string) ([]keyState, er
 				out = append(out, st)
 			}
 			for _, r := range u.redis {
+				// This instance's leases first: their units were counted
+				// in the key the reset deletes, and must not be spent
+				// after it.
+				for _, t := range r.leases {
+					t.Forget(k)
+				}
 				deleted, err := r.store.Forget(ctx, u.name, k)
 				if err != nil {
 					errs = append(errs, fmt.Errorf("zone %q: deleting the key in redis: %w", u.name, err))

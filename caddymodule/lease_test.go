@@ -380,3 +380,31 @@ func TestLeaseTwoInstancesExact(t *testing.T) {
 		}
 	}
 }
+
+// An operator's DELETE ends this instance's lease on the key: its units
+// were counted in the key the reset deletes, and are not spent after it.
+func TestLeaseAdminDeleteEndsLease(t *testing.T) {
+	srv := redistest.Start(t)
+	h, _ := newHandler(t, leaseConfig(`"leasedel":{"window":"20s","sub_window":"10s","limit":100000}`, srv.Addr(), "leasedel:", ""))
+	earlyInSubWindow(t, 10*time.Second, 5*time.Second)
+	for range 50 {
+		serve(t, h, "192.0.2.77", "/")
+	}
+	tbl := zoneOf(t, h, "leasedel").lease
+	if _, ok := tbl.Inspect("192.0.2.77"); !ok {
+		t.Fatalf("no lease after 50 requests: %+v", tbl.Stats())
+	}
+	saved := tbl.Stats().Saved
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodDelete, adminPrefix+"leasedel/192.0.2.77", nil)
+	if err := (adminAPI{}).serve(w, r); err != nil {
+		t.Fatalf("DELETE: %v", err)
+	}
+	if h, ok := tbl.Inspect("192.0.2.77"); ok {
+		t.Fatalf("after DELETE this instance still holds %+v", h)
+	}
+	serve(t, h, "192.0.2.77", "/")
+	if got := tbl.Stats().Saved; got != saved {
+		t.Fatalf("a request after DELETE was admitted from the old lease (%d admitted from leases, %d before)", got, saved)
+	}
+}

@@ -209,3 +209,18 @@ func (t *Table) Close() {
 	}
 	wg.Wait()
 }
+
+// Forget ends this instance's lease on key without giving its units back:
+// the caller resets the key's count (an operator's reset), which takes
+// them with it. It reports whether there was a lease.
+func (t *Table) Forget(key string) bool {
+	s := &t.slots[maphash.String(t.seed, key)&t.mask]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.key != key {
+		return false
+	}
+	had := takeBack(t, s).units > 0
+	s.size, s.early = 0, false
+	return had
+}
