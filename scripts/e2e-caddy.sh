@@ -282,6 +282,7 @@ instance() {
 					store redis {
 						address 127.0.0.1:$WL_REDIS_PORT
 						key_prefix chaos:
+						lease off
 					}
 				}
 				respond "chaos"
@@ -353,6 +354,20 @@ instance() {
 				}
 				respond "deny"
 			}
+			handle /hot {
+				rate_limit {
+					zone hot {
+						window 1m
+						sub_window 10s
+						limit 60
+					}
+					store redis {
+						address 127.0.0.1:$WL_REDIS_PORT
+						key_prefix hot:
+					}
+				}
+				respond "hot"
+			}
 			handle {
 				rate_limit {
 					zone e2e {
@@ -362,6 +377,7 @@ instance() {
 					store redis {
 						address 127.0.0.1:$WL_REDIS_PORT
 						key_prefix e2e:
+						lease off
 					}
 					on_store_error deny
 				}
@@ -377,6 +393,8 @@ wl_redis_shared "$WEB_A" "$WEB_B" / 'e2e:e2e:{127.0.0.1}'
 if grep -i 'redis store failed' "$WL_WORK/caddy-$ADMIN_A.log" "$WL_WORK/caddy-$ADMIN_B.log"; then
 	wl_die "caddy logged redis errors"
 fi
+wl_pass "$WL_SUMMARY"
+wl_lease_shared "two instances through redis" "$WEB_A" "$WEB_B" /hot 'hot:hot:{127.0.0.1}'
 wl_pass "$WL_SUMMARY"
 wl_overrides "redis" "$WEB_A" "$WEB_B" /tiers /internal
 wl_pass "$WL_SUMMARY"

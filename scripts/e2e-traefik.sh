@@ -281,6 +281,7 @@ instance() {
 	wt_dynamic "$dir/dynamic.yml" "$(
 		wt_router ready /plain
 		wt_router limited /limited api-limit
+		wt_router hot /hot hot-limit
 		wt_router login /login login-limit
 		wt_router tiers /tiers tiers-limit
 		wt_router internal /internal internal-limit
@@ -288,19 +289,20 @@ instance() {
 		wt_router deny /deny deny-limit
 		wt_router cluster /cluster cluster-limit cluster-user
 	)" "$(
-		wt_plugin api-limit "window: 1m" "limit: 20" "redis: {$redis, keyPrefix: \"e2e:\"}" "onStoreError: deny"
+		wt_plugin api-limit "window: 1m" "limit: 20" "redis: {$redis, keyPrefix: \"e2e:\", lease: \"off\"}" "onStoreError: deny"
+		wt_plugin hot-limit "window: 1m" "subWindow: 10s" "limit: 60" "redis: {$redis, keyPrefix: \"hot:\"}"
 		wt_plugin login-limit "window: 15m" "limit: 5" 'countStatus: ["401"]' "redis: {$redis, keyPrefix: \"login:\"}"
 		wt_plugin tiers-limit "window: 1m" "limit: 2" "sourceCriterion: {requestHeaderName: X-API-Key}" \
 			'overrides: ["gold-key=600", "10.0.0.0/8=unlimited"]' "redis: {$redis, keyPrefix: \"tiers:\"}"
 		wt_plugin internal-limit "window: 1m" "limit: 2" "sourceCriterion: {requestHeaderName: X-API-Key}" \
 			'overrides: ["127.0.0.0/8=unlimited"]' "redis: {$redis, keyPrefix: \"internal:\"}"
 		wt_plugin chaos-limit "window: 1m" "limit: 20" "sourceCriterion: {requestHeaderName: X-Key}" \
-			"redis: {$redis, keyPrefix: \"chaos:\"}"
+			"redis: {$redis, keyPrefix: \"chaos:\", lease: \"off\"}"
 		wt_plugin deny-limit "window: 1m" "limit: 20" "sourceCriterion: {requestHeaderName: X-Key}" \
 			"redis: {$redis, keyPrefix: \"deny:\"}" "onStoreError: deny"
-		wt_plugin cluster-limit "window: 1m" "limit: 20" "redis: {$cluster, keyPrefix: \"cl:\"}" "onStoreError: deny"
+		wt_plugin cluster-limit "window: 1m" "limit: 20" "redis: {$cluster, keyPrefix: \"cl:\", lease: \"off\"}" "onStoreError: deny"
 		wt_plugin cluster-user "window: 1m" "limit: 1000" "headers: none" "sourceCriterion: {requestHeaderName: X-User}" \
-			"redis: {$cluster, keyPrefix: \"cl:\"}" "onStoreError: deny"
+			"redis: {$cluster, keyPrefix: \"cl:\", lease: \"off\"}" "onStoreError: deny"
 	)"
 	wt_start_traefik "$2" "$3" "$dir"
 	# The routers load together: once the unlimited one answers, so does
@@ -314,6 +316,8 @@ wl_redis_shared "$WEB_A" "$WEB_B" /limited 'e2e:api-limit@file:{127.0.0.1}'
 if grep -i 'windowlimit.*error\|plugin.*error' "$WL_WORK"/a/traefik.log "$WL_WORK"/b/traefik.log; then
 	wl_die "traefik logged plugin errors"
 fi
+wl_pass "$WL_SUMMARY"
+wl_lease_shared "two instances through redis" "$WEB_A" "$WEB_B" /hot 'hot:hot-limit@file:{127.0.0.1}'
 wl_pass "$WL_SUMMARY"
 wl_overrides "redis" "$WEB_A" "$WEB_B" /tiers /internal
 wl_pass "$WL_SUMMARY"

@@ -72,6 +72,44 @@ wl_shared_limit() {
 	done
 }
 
+# wl_lease_shared WHAT PORT_A PORT_B PATH KEY: PATH is a zone of window 1m,
+# sub_window 10s and limit 60 with leases on (the default), keyed by the
+# client address (KEY in Redis). Early in a sub-window, 100 requests, eight
+# at a time, alternate between the two instances: at most 60 get 200, and
+# Redis counts exactly 60 (the offered load passed the limit: whatever the
+# leases hold is counted too) while fewer script calls than requests were
+# made (leases spared some). Once the sub-window is over, the leases have
+# given back what they did not spend: Redis counts exactly the requests
+# admitted.
+wl_lease_shared() {
+	local what=$1 a=$2 b=$3 path=$4 key=$5 calls0 calls ok held count i
+	# Start early in a sub-window (Redis's, on this machine's clock), so
+	# that no lease ends, giving back, during the burst.
+	for ((i = 0; i < 200 && $(wl_now_us) / 1000000 % 10 >= 5; i++)); do sleep 0.05; done
+	calls0=$(wl_script_calls)
+	for i in $(seq 1 100); do
+		if ((i % 2)); then echo "http://127.0.0.1:$a$path"; else echo "http://127.0.0.1:$b$path"; fi
+	done | timeout 60 xargs -P 8 -n 1 curl -s -o /dev/null --max-time 5 -w '%{http_code}\n' >"$WL_WORK/lease.out"
+	calls=$(($(wl_script_calls) - calls0))
+	held=$(wl_stored_count "$key" -p "$WL_REDIS_PORT")
+	ok=$(grep -c '^200$' "$WL_WORK/lease.out" || true)
+	(($(wc -l <"$WL_WORK/lease.out") == 100)) || wl_die "$what: $(wc -l <"$WL_WORK/lease.out") responses of 100"
+	((ok <= 60)) || wl_die "$what: $ok x 200 of 100 at a limit of 60"
+	((held == 60)) || wl_die "$what: redis counts $held after the burst, want 60 (the limit: the burst passed it)"
+	((calls < 100)) || wl_die "$what: $calls script calls for 100 requests: no lease spared one"
+	sleep $((10 - $(wl_now_us) / 1000000 % 10)).5
+	count=$(wl_stored_count "$key" -p "$WL_REDIS_PORT")
+	((count == ok)) || wl_die "$what: once the leases ended redis counts $count, want the $ok admitted: unspent units not given back"
+	WL_SUMMARY="$what with leases: 100 requests alternating, 8 at a time: $ok x 200 (limit 60), $calls script calls; redis counted 60, then $count once the leases gave back what they did not spend"
+}
+
+# wl_script_calls prints how many script calls (EVALSHA and EVAL) the
+# redis-server on WL_REDIS_PORT ran.
+wl_script_calls() {
+	redis-cli -p "$WL_REDIS_PORT" info commandstats | tr -d '\r' |
+		awk -F'[=,:]' '/^cmdstat_eval(sha)?:/ {n += $3} END {print n + 0}'
+}
+
 # wl_stored_count KEY [redis-cli args] prints the sum of the sub-window
 # counts of a sliding-window key: the total the string keeps after its
 # 15-byte head, in w bytes where the value is 15 + w(k+2) bytes long, and
