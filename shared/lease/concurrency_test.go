@@ -200,3 +200,64 @@ func TestRedisRestartMidLease(t *testing.T) {
 		t.Fatalf("after the window was used up and the leases given back, a request was admitted: %+v", d)
 	}
 }
+
+// replyLost is a ScriptRunner whose reply is lost when the caller's
+// context has ended by the time Redis answered: Redis ran the script.
+type replyLost struct{ ratelimit.ScriptRunner }
+
+func (r replyLost) EvalSha(ctx context.Context, sha string, keys, args []string) ([]int64, error) {
+	res, err := r.ScriptRunner.EvalSha(ctx, sha, keys, args)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return res, err
+}
+
+// TestLeaseOutlivesClient: a client that leaves while its request's call
+// asks for a lease does not make the units Redis counts for it be lost:
+// the call is not cancelled with the client, and the lease is kept.
+func TestLeaseOutlivesClient(t *testing.T) {
+	srv := redistest.Start(t)
+	r := ratelimit.Rule{Window: time.Minute, Limit: 1000, Algorithm: ratelimit.Fixed}
+	z, err := ratelimit.NewZone("gone", r, ratelimit.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	c, err := resp.New(resp.Options{Addrs: []string{srv.Addr()}, ReadTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := ratelimit.NewRedisStore(replyLost{c}, ratelimit.RedisOptions{KeyPrefix: "gone:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := ratelimit.NewRedisGuard(s, ratelimit.FailAllow, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	tb, err := NewTable(z, g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < HotAfter-1; i++ {
+		Take(tb, context.Background(), "hot", 0, time.Now())
+	}
+	if _, ok := tb.Inspect("hot"); ok {
+		t.Fatal("a lease before the key was hot")
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	Take(tb, gone, "hot", 0, time.Now())
+	held, ok := tb.Inspect("hot")
+	if !ok {
+		t.Fatal("the request whose client left asked for a lease, and none is held: what Redis counted for it is lost")
+	}
+	tb.Close()
+	d := Take(tb, context.Background(), "hot", 0, time.Now())
+	if want := r.Limit - HotAfter - 1; d.Remaining != want {
+		t.Fatalf("after the lease of %d was given back Redis has %d remaining, want %d", held.Units, d.Remaining, want)
+	}
+}

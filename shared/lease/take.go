@@ -156,6 +156,14 @@ func decide(t *Table, ctx context.Context, key string, limit int64, now time.Tim
 	if limit != t.limit {
 		it[0].Limit = limit
 	}
+	if b > 0 {
+		// A lease call outlives the client that made it (the client's
+		// own timeouts still bound it): Redis may count the units before
+		// a client that leaves could cancel the reply that names them,
+		// and units nobody holds would be lost to the limit until they
+		// leave the window, as many as a lease at each reset.
+		ctx = context.WithoutCancel(ctx)
+	}
 	out := make([]ratelimit.Decision, 1)
 	t.guard.Take(ctx, now, it, out)
 	return out[0]
