@@ -13,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/windowlimit/windowlimit/shared/httplimit"
+	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -28,7 +29,8 @@ func init() {
 //     GET /rate_limit/<zone> lists those of one name.
 //   - GET /rate_limit/<zone>/<key> returns, for every state of that zone
 //     name, the key's count, its limit, remaining budget and reset, read
-//     without counting anything. When the key is an address and the
+//     without counting anything, and, in Redis, the lease this instance
+//     holds on the key, if any. When the key is an address and the
 //     zone's key may come out empty, the fallback key of that address,
 //     which counts its keyless requests, is reported too.
 //   - DELETE /rate_limit/<zone>/<key> forgets the key (and that fallback
@@ -236,6 +238,39 @@ type keyState struct {
 	Count     *int64 `json:"count,omitempty"`
 	Remaining *int64 `json:"remaining,omitempty"`
 	Reset     *int64 `json:"reset,omitempty"`
+	// Lease is the lease this instance holds on the key in Redis, when it
+	// holds one: units counted in Redis (in Count) that it has not spent
+	// yet. It is left out of the answer to DELETE.
+	Lease *leaseState `json:"lease,omitempty"`
+}
+
+// leaseState is what this instance holds of a key's lease.
+type leaseState struct {
+	// Units is how many units of the lease are unspent.
+	Units int64 `json:"units"`
+	// ExpiresIn is how long they may still be spent, rounded up to the
+	// millisecond ("40ms"): at most to the end of the sub-window they are
+	// counted in. Then what is left is given back.
+	ExpiresIn string `json:"expires_in"`
+}
+
+// leaseOf returns what tables, the lease tables of one zone state on one
+// store, hold of key's lease: with several handlers sharing the zone,
+// the units of all of them and the longest time left.
+func leaseOf(tables []*lease.Table, key string) *leaseState {
+	var units int64
+	var left time.Duration
+	for _, t := range tables {
+		if held, ok := t.Inspect(key); ok {
+			units += held.Units
+			left = max(left, held.ExpiresIn)
+		}
+	}
+	if units == 0 {
+		return nil
+	}
+	left = (left + time.Millisecond - 1).Truncate(time.Millisecond)
+	return &leaseState{Units: units, ExpiresIn: left.String()}
 }
 
 // newKeyState describes the key of l in u's zone state, store store.
@@ -273,7 +308,9 @@ func inspectKey(ctx context.Context, uses []*zoneUse, key string, now time.Time)
 				if err != nil {
 					return nil, fmt.Errorf("zone %q: reading the key in redis: %w", u.name, err)
 				}
-				out = append(out, stateOf(u, "redis", r.store.KeyPrefix(), l, st))
+				ks := stateOf(u, "redis", r.store.KeyPrefix(), l, st)
+				ks.Lease = leaseOf(r.leases, l.key)
+				out = append(out, ks)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -65,6 +66,8 @@ type zoneUse struct {
 type redisUse struct {
 	store *ratelimit.RedisStore
 	guard *ratelimit.Guard
+	// leases are the lease tables of the zone's handlers on this store.
+	leases []*lease.Table
 }
 
 // zoneUses returns the zone states of the tracked handlers named name,
@@ -91,8 +94,15 @@ func zoneUses(name string) []*zoneUse {
 			u.keysAreClientIP = u.keysAreClientIP && z.key.clientIP
 			u.mayFallBack = u.mayFallBack || z.key.mayFallBack()
 			u.memory = u.memory || !isRedis || h.OnStoreError == "local"
-			if isRedis && !slices.ContainsFunc(u.redis, func(r redisUse) bool { return r.store == store }) {
-				u.redis = append(u.redis, redisUse{store: store, guard: guard})
+			if isRedis {
+				i := slices.IndexFunc(u.redis, func(r redisUse) bool { return r.store == store })
+				if i < 0 {
+					i = len(u.redis)
+					u.redis = append(u.redis, redisUse{store: store, guard: guard})
+				}
+				if z.lease != nil {
+					u.redis[i].leases = append(u.redis[i].leases, z.lease)
+				}
 			}
 			if !slices.ContainsFunc(u.groupings, func(k keySource) bool { return k.v4 == z.key.v4 && k.v6 == z.key.v6 }) {
 				u.groupings = append(u.groupings, z.key)

@@ -74,6 +74,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        timeout      <duration>
 //	        pool_size    <n>
 //	        key_prefix   <prefix>
+//	        lease        auto|off
 //	    }
 //	    on_store_error allow|deny|local
 //	    headers        legacy|ietf|both|none

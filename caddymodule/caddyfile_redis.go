@@ -105,6 +105,12 @@ func (h *Handler) unmarshalStore(d *caddyfile.Dispenser) error {
 			}
 		case "key_prefix":
 			r.KeyPrefix, err = oneArg(d)
+		case "lease":
+			if r.Lease, err = oneArg(d); err == nil && r.Lease != leaseAuto && r.Lease != leaseOff {
+				// Not checkLease: it takes "" for the default, which a
+				// Caddyfile writes by leaving the line out.
+				err = d.Errf("store redis: lease: want auto or off, got %q", r.Lease)
+			}
 		default:
 			err = d.Errf("store redis: unknown subdirective %q", sub)
 		}

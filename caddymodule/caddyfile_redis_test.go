@@ -48,6 +48,8 @@ func TestUnmarshalCaddyfileRedis(t *testing.T) {
 			`"tls":{"ca":"/etc/ca.pem","cert":"/etc/c.pem","key":"/etc/k.pem","server_name":"redis.internal","insecure_skip_verify":true},` +
 			`"dial_timeout":2000000000,"timeout":250000000,"pool_size":16,"key_prefix":"rl:"}`},
 		{"bare tls", "store redis {\n\t\ttls\n\t}", `{"tls":{}}`},
+		{"lease off", "store redis {\n\t\tlease off\n\t}", `{"lease":"off"}`},
+		{"lease auto", "store redis {\n\t\taddress r:6379\n\t\tlease auto\n\t}", `{"address":"r:6379","lease":"auto"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,6 +105,11 @@ func TestUnmarshalCaddyfileRedisErrors(t *testing.T) {
 		{"tls unknown", "store redis {\n\t\ttls {\n\t\t\tverify no\n\t\t}\n\t}", `tls: unknown subdirective "verify"`},
 		{"tls duplicate", "store redis {\n\t\ttls {\n\t\t\tca a\n\t\t\tca b\n\t\t}\n\t}", "tls: duplicate ca"},
 		{"tls cert alone", "store redis {\n\t\ttls {\n\t\t\tcert c.pem\n\t\t}\n\t}", "tls: cert and key must be given together"},
+		{"lease unknown", "store redis {\n\t\tlease on\n\t}", `store redis: lease: want auto or off, got "on"`},
+		{"lease empty", "store redis {\n\t\tlease \"\"\n\t}", `store redis: lease: want auto or off, got ""`},
+		{"lease missing", "store redis {\n\t\tlease\n\t}", "wrong argument count"},
+		{"lease two", "store redis {\n\t\tlease auto off\n\t}", "wrong argument count"},
+		{"lease duplicate", "store redis {\n\t\tlease off\n\t\tlease auto\n\t}", "store redis: duplicate lease"},
 		{"tls insecure argument", "store redis {\n\t\ttls {\n\t\t\tinsecure_skip_verify yes\n\t\t}\n\t}", "wrong argument count"},
 		{"on_store_error unknown", "store redis\n\ton_store_error retry", `on_store_error: unknown store failure policy "retry"`},
 		{"on_store_error missing", "store redis\n\ton_store_error", "wrong argument count"},
@@ -230,6 +237,8 @@ func TestProvisionRedisErrors(t *testing.T) {
 		{`{"rate_limits":{"a":{"window":"1m","limit":1}},"redis":{"password":"{env.WL_TEST_UNSET_VARIABLE}"}}`, "store redis: password:"},
 		{`{"rate_limits":{"a":{"window":"1m","limit":1}},"redis":{"dial_timeout":"1ns"}}`, "store redis: dial_timeout: 1ns is too short (at least 1ms)"},
 		{`{"rate_limits":{"a":{"window":"1m","limit":1}},"redis":{"timeout":"999us"}}`, "store redis: timeout: 999µs is too short (at least 1ms)"},
+		{`{"rate_limits":{"a":{"window":"1m","limit":1}},"redis":{"lease":"on"}}`, `store redis: lease: want auto or off, got "on"`},
+		{`{"rate_limits":{"a":{"window":"1m","limit":1}},"redis":{"lease":"OFF"}}`, `store redis: lease: want auto or off, got "OFF"`},
 		{`{"rate_limits":{"a{b}":{"window":"1m","limit":1}},"redis":{}}`, `zone name: "a{b}" must not have braces`},
 		{`{"rate_limits":{"a":{"window":"1500ns","limit":1,"algorithm":"fixed"}},"redis":{}}`, "window: 1.5µs must be whole microseconds"},
 		{`{"rate_limits":{"a":{"window":"10us","sub_window":"2500ns","limit":1}},"redis":{}}`, "sub_window: 2.5µs must be whole microseconds"},

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/windowlimit/windowlimit/shared/httplimit"
+	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -194,6 +195,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		}
 		h.redisKey = key
 		h.store = guard
+		if h.Redis.leases() {
+			if err := h.provisionLeases(guard); err != nil {
+				return fmt.Errorf("store redis: %w", err)
+			}
+		}
 	}
 
 	n := len(h.zones)
@@ -206,6 +212,26 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}}
 	h.warnSpoofableClientIP(ctx)
 	trackHandler(h) // for the admin API (admin.go)
+	return nil
+}
+
+// provisionLeases gives each zone that may lease a table of leases
+// through guard. A count_status zone never leases: its requests are
+// reserved, then refunded or kept after the response, each on its own
+// call. A log zone gets a table that never asks for units (Redis grants a
+// log rule none), so its requests are decided per request too.
+func (h *Handler) provisionLeases(guard *ratelimit.Guard) error {
+	for _, z := range h.zones {
+		if z.countStatus != nil {
+			continue
+		}
+		t, err := lease.NewTable(z.zone, guard, lease.Options{})
+		if err != nil {
+			return fmt.Errorf("zone %q: leases: %w", z.name, err)
+		}
+		z.lease = t
+		trackLeases(z.name, t)
+	}
 	return nil
 }
 
@@ -278,6 +304,14 @@ func (h *Handler) Validate() error {
 // sweeper stopped, when no loaded config uses it any more.
 func (h *Handler) Cleanup() error {
 	untrackHandler(h)
+	// Before the zones and the Redis client go: closing a table gives
+	// back, through the client, what its leases left unspent.
+	for _, z := range h.zones {
+		if z.lease != nil {
+			z.lease.Close()
+			retireLeases(z.lease)
+		}
+	}
 	var errs []error
 	for _, key := range h.acquired {
 		if err := releaseZone(key); err != nil {
@@ -344,7 +378,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 
 	out := s.out[:len(s.items)]
 	now := time.Now()
-	allowed, err := h.store.Take(r.Context(), now, s.items, out)
+	var allowed bool
+	var err error
+	if tbl := h.zones[s.which[0]].lease; tbl != nil && len(s.items) == 1 && !s.refundable {
+		// One zone, with leases: from this instance's lease on the key
+		// when it holds one, else through Redis, asking for a lease when
+		// the key is hot here. Several zones are decided together, per
+		// request: a lease of one zone cannot admit for another.
+		out[0] = lease.Take(tbl, r.Context(), s.items[0].Key, s.items[0].Limit, now)
+		allowed = out[0].Allowed
+	} else {
+		allowed, err = h.store.Take(r.Context(), now, s.items, out)
+	}
 	if err != nil {
 		// Neither store fails: memory cannot, and the Redis store's guard
 		// answers by on_store_error. Should one fail, fail open.

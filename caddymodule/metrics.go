@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -19,6 +20,7 @@ var (
 	counters    *requestCounters
 	keysGauge   *keysCollector
 	storeStats  = newStoreCollector()
+	leaseStats  = newLeaseCollector()
 )
 
 // Decision label values.
@@ -68,7 +70,7 @@ func registerMetrics(reg *prometheus.Registry) (*requestCounters, error) {
 	if reg == nil {
 		return counters, nil
 	}
-	for _, c := range []prometheus.Collector{counters.vec, keysGauge, storeStats} {
+	for _, c := range []prometheus.Collector{counters.vec, keysGauge, storeStats, leaseStats} {
 		if err := reg.Register(c); err != nil {
 			var dup prometheus.AlreadyRegisteredError
 			if !errors.As(err, &dup) {
@@ -151,4 +153,90 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.outOfMemory, prometheus.CounterValue, float64(st.OutOfMemory))
 	ch <- prometheus.MustNewConstMetric(c.overloaded, prometheus.CounterValue, float64(st.Overloaded))
 	ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, float64(open))
+}
+
+// leaseTables holds the lease tables of the loaded configs, by zone name,
+// and what the closed ones counted, so the lease metrics, which sum both
+// per zone name, never go down across reloads.
+var leaseTables = struct {
+	sync.Mutex
+	live    map[*lease.Table]string
+	retired map[string]lease.Stats
+}{live: make(map[*lease.Table]string), retired: make(map[string]lease.Stats)}
+
+// trackLeases counts t's leases in the metrics of zone name.
+func trackLeases(name string, t *lease.Table) {
+	leaseTables.Lock()
+	leaseTables.live[t] = name
+	leaseTables.Unlock()
+}
+
+// retireLeases keeps the counters of t, which was closed, and forgets t.
+// (A give-back that a request started just before the close may still
+// add to t's counters afterwards: the metrics miss those units.)
+func retireLeases(t *lease.Table) {
+	leaseTables.Lock()
+	defer leaseTables.Unlock()
+	name, ok := leaseTables.live[t]
+	if !ok {
+		return
+	}
+	delete(leaseTables.live, t)
+	leaseTables.retired[name] = addLeaseStats(leaseTables.retired[name], t.Stats())
+}
+
+func addLeaseStats(a, b lease.Stats) lease.Stats {
+	return lease.Stats{Leases: a.Leases + b.Leases, Granted: a.Granted + b.Granted, Returned: a.Returned + b.Returned, Saved: a.Saved + b.Saved}
+}
+
+// leaseStatsByZone sums the counters of every lease table, live and
+// closed, by zone name.
+func leaseStatsByZone() map[string]lease.Stats {
+	leaseTables.Lock()
+	defer leaseTables.Unlock()
+	byName := make(map[string]lease.Stats, len(leaseTables.retired)+len(leaseTables.live))
+	for name, st := range leaseTables.retired {
+		byName[name] = st
+	}
+	for t, name := range leaseTables.live {
+		byName[name] = addLeaseStats(byName[name], t.Stats())
+	}
+	return byName
+}
+
+// leaseCollector reports, at scrape time, the lease tables' counters by
+// zone name.
+type leaseCollector struct {
+	leases, granted, returned, admitted *prometheus.Desc
+}
+
+func newLeaseCollector() *leaseCollector {
+	return &leaseCollector{
+		leases: prometheus.NewDesc("caddy_http_rate_limit_lease_grants_total",
+			"Redis calls that granted this instance a lease (units counted at once for a hot key), by zone.", []string{"zone"}, nil),
+		granted: prometheus.NewDesc("caddy_http_rate_limit_lease_units_granted_total",
+			"Units granted to this instance's leases, by zone.", []string{"zone"}, nil),
+		returned: prometheus.NewDesc("caddy_http_rate_limit_lease_units_returned_total",
+			"Units of this instance's leases given back unspent when they ended, by zone.", []string{"zone"}, nil),
+		admitted: prometheus.NewDesc("caddy_http_rate_limit_lease_admitted_total",
+			"Requests admitted from a lease without a Redis call (the calls leases saved), by zone.", []string{"zone"}, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *leaseCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.leases
+	ch <- c.granted
+	ch <- c.returned
+	ch <- c.admitted
+}
+
+// Collect implements prometheus.Collector.
+func (c *leaseCollector) Collect(ch chan<- prometheus.Metric) {
+	for name, st := range leaseStatsByZone() {
+		ch <- prometheus.MustNewConstMetric(c.leases, prometheus.CounterValue, float64(st.Leases), name)
+		ch <- prometheus.MustNewConstMetric(c.granted, prometheus.CounterValue, float64(st.Granted), name)
+		ch <- prometheus.MustNewConstMetric(c.returned, prometheus.CounterValue, float64(st.Returned), name)
+		ch <- prometheus.MustNewConstMetric(c.admitted, prometheus.CounterValue, float64(st.Saved), name)
+	}
 }

@@ -74,6 +74,19 @@ type RedisConfig struct {
 	PoolSize int `json:"pool_size,omitempty"`
 	// KeyPrefix starts every key written to Redis. The default is "wl:".
 	KeyPrefix string `json:"key_prefix,omitempty"`
+	// Lease is "auto" (the default) or "off". With "auto", a key that
+	// is hot on this instance (several requests per sub-window) gets a
+	// lease: the Redis call that decides one of its requests also counts
+	// a few more units for it, at once, in the current sub-window, and
+	// this instance admits the key's next requests from those units
+	// without a call while that sub-window is the newest. What it does
+	// not spend is given back when the lease ends. Leases never admit
+	// more than one call per request would, and near the limit they
+	// shrink to nothing. Zones with count_status, requests checked
+	// against several zones, zones of the log algorithm and keys seen
+	// only a few times per sub-window are decided with one call per
+	// request. "off" makes every request one call.
+	Lease string `json:"lease,omitempty"`
 }
 
 // RedisTLS configures TLS to Redis. The files are PEM.
@@ -121,8 +134,29 @@ func (c *RedisConfig) check() error {
 	if err := checkRedisTimeout("timeout", c.Timeout); err != nil {
 		return err
 	}
+	if err := checkLease(c.Lease); err != nil {
+		return err
+	}
 	return spelling.Error(c.shared().Check())
 }
+
+// Values of RedisConfig.Lease.
+const (
+	leaseAuto = "auto"
+	leaseOff  = "off"
+)
+
+// checkLease reports a lease setting other than auto, off or empty (auto).
+func checkLease(v string) error {
+	switch v {
+	case "", leaseAuto, leaseOff:
+		return nil
+	}
+	return fmt.Errorf("lease: want auto or off, got %q", v)
+}
+
+// leases reports whether c lets hot keys lease units.
+func (c *RedisConfig) leases() bool { return c.Lease != leaseOff }
 
 // checkRedisTimeout reports a timeout set below resp.MinTimeout: no Redis
 // answers within less, and every call would fail. Zero means the default.

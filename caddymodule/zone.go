@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/windowlimit/windowlimit/shared/httplimit"
+	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -171,6 +172,10 @@ type zoneState struct {
 	overrides    *ratelimit.Overrides
 	limitFrom    string
 	lastBadLimit atomic.Int64 // unix nanoseconds of the last warning
+	// lease, when set, holds this handler's leases on the zone's keys in
+	// Redis (store redis with lease auto, no count_status): a request
+	// checked against this zone alone is decided through it.
+	lease *lease.Table
 
 	allowed, denied, dryRun prometheus.Counter
 
