@@ -123,6 +123,15 @@ type RedisConfig struct {
 	MinIdleConns int `json:"minIdleConns,omitempty" yaml:"minIdleConns,omitempty" mapstructure:"minIdleConns"`
 	// KeyPrefix starts every key written to Redis. Empty means "wl:".
 	KeyPrefix string `json:"keyPrefix,omitempty" yaml:"keyPrefix,omitempty" mapstructure:"keyPrefix"`
+	// Lease lets this instance admit a hot key's requests without a
+	// Redis call each: auto (the default, also when empty) has the call
+	// that decides a request of a key this instance sees often also ask
+	// for a few units, counted in Redis at once, which the key's next
+	// requests here spend locally while their sub-window is the newest;
+	// what is left is given back when the lease ends. It never admits
+	// more than per-request decisions would. off decides every request
+	// in Redis. A middleware with countStatus always decides per request.
+	Lease string `json:"lease,omitempty" yaml:"lease,omitempty" mapstructure:"lease"`
 }
 
 // RedisTLS has the shape of Traefik's rateLimit.redis.tls. The files are

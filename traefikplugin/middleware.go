@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/windowlimit/windowlimit/shared/httplimit"
+	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -66,6 +67,9 @@ type Middleware struct {
 	// refunder gives back m.store's reservations; nil for the in-memory
 	// zone.
 	refunder ratelimit.Refunder
+	// lease, when set, decides Redis requests, spending hot keys' leases
+	// locally (redis.lease auto, no countStatus; see leaseTableFor).
+	lease *lease.Table
 }
 
 // New returns the middleware named name in front of next. Traefik calls it
@@ -126,6 +130,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 		useStore(m, store)
 		m.refunder, _ = store.(ratelimit.Refunder)
 	}
+	m.lease = leaseTableFor(name, z, m.guard, s.redis != nil && s.redis.lease && s.countStatus == nil)
 	return m, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/windowlimit/windowlimit/shared/httplimit"
+	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -137,6 +138,9 @@ func standInAddr(m *Middleware, r *http.Request, key string) netip.Addr {
 
 // takeLimitFromStore is takeFromStore for a key with its own limit.
 func takeLimitFromStore(ctx context.Context, m *Middleware, key string, limit int64) ratelimit.Decision {
+	if m.lease != nil {
+		return lease.Take(m.lease, ctx, key, limit, time.Now())
+	}
 	items := []ratelimit.Item{{Zone: m.zone, Key: key, Limit: limit}}
 	out := make([]ratelimit.Decision, 1)
 	if _, err := m.store.Take(ctx, time.Now(), items, out); err != nil {

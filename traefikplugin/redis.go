@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 	"github.com/windowlimit/windowlimit/shared/resp"
 )
@@ -73,6 +74,7 @@ func releaseRedis(name string) {
 		return
 	}
 	delete(redisOf, name)
+	dropLeases(name)
 	sr := redisByID[id]
 	if sr == nil {
 		return
@@ -99,6 +101,7 @@ func releaseIdleRedis(name string) {
 		return
 	}
 	delete(redisOf, name)
+	forgetLeases(name)
 	if sr := redisByID[id]; sr != nil {
 		if sr.users--; sr.users <= 0 {
 			delete(redisByID, id)
@@ -150,10 +153,12 @@ func redisClients() int {
 // would serve but for its store, Redis through m.guard: the remote
 // address as key, legacy headers from the decimals table, no dry run,
 // overrides or countStatus (useStore knows: m.slow was false before it).
-// It is ServeHTTP's inline path with ratelimit.TakeRemote for the
+// It is ServeHTTP's inline path with ratelimit.TakeRemote (lease.Take
+// with leases on, which spends a hot key's lease without a call) for the
 // in-memory TakeAt, in a frame of its own: under yaegi a call allocates
 // a slot for every local and temporary of its callee, so the common
-// request with Redis (admitted) costs this one frame and TakeRemote's,
+// request with Redis (admitted) costs this one frame and TakeRemote's
+// (or Take's),
 // rather than ServeHTTP's, serveOther's, takeFromStore's, decided's and
 // httplimit.WriteHeaders's. A denial, or a value that the table does not
 // hold (Redis answers what it likes), goes to decided.
@@ -162,7 +167,12 @@ func serveRedis(m *Middleware, w http.ResponseWriter, r *http.Request) {
 	if err != nil || r.RemoteAddr[0] == '[' {
 		key = remoteKey(m, r)
 	}
-	d := ratelimit.TakeRemote(m.guard, r.Context(), m.zone, key, time.Now())
+	var d ratelimit.Decision
+	if m.lease != nil {
+		d = lease.Take(m.lease, r.Context(), key, 0, time.Now())
+	} else {
+		d = ratelimit.TakeRemote(m.guard, r.Context(), m.zone, key, time.Now())
+	}
 	reset := (d.ResetAfter + time.Second - 1) / time.Second
 	if !d.Allowed || uint64(d.Remaining) >= uint64(len(m.decimals)) || uint64(reset) >= uint64(len(m.decimals)) {
 		decided(m, w, r, key, d)

@@ -20,6 +20,10 @@ type redisSettings struct {
 	client    resp.Options
 	keyPrefix string
 	policy    ratelimit.FailurePolicy
+	// lease is set when Lease is auto: the middleware leases hot keys
+	// (see leaseTableFor). It is not part of id: the client and guard do
+	// not depend on it.
+	lease bool
 	// id identifies the client and guard these settings make: middlewares
 	// and reloads with the same id share them.
 	id string
@@ -41,6 +45,13 @@ func (c *Config) redisSettings() (*redisSettings, error) {
 	}
 	r := c.Redis
 	rs := &redisSettings{policy: policy, keyPrefix: r.KeyPrefix}
+	switch v := strings.TrimSpace(r.Lease); {
+	case v == "" || strings.EqualFold(v, "auto"):
+		rs.lease = true
+	case strings.EqualFold(v, "off"):
+	default:
+		return nil, fieldError("redis.lease", "unknown value "+quoteValue(r.Lease)+" (want auto or off)")
+	}
 	if rs.keyPrefix == "" {
 		rs.keyPrefix = defaultKeyPrefix
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -23,8 +24,13 @@ func useStore(m *Middleware, s ratelimit.Store) {
 // through as the default policy would.
 //
 // A Guard, the Redis store's, is called through ratelimit.TakeRemote: under
-// yaegi an interface's method call costs several function calls.
+// yaegi an interface's method call costs several function calls. With
+// leases on, lease.Take decides, through the guard when it has no lease
+// to spend.
 func takeFromStore(ctx context.Context, m *Middleware, key string) ratelimit.Decision {
+	if m.lease != nil {
+		return lease.Take(m.lease, ctx, key, 0, time.Now())
+	}
 	if m.guard != nil {
 		return ratelimit.TakeRemote(m.guard, ctx, m.zone, key, time.Now())
 	}

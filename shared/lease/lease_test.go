@@ -3,6 +3,7 @@ package lease
 import (
 	"fmt"
 	"math/rand"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,8 +73,8 @@ func TestColdKeysNeverLease(t *testing.T) {
 	if n := run(t, f, e, steps); n != 300 {
 		t.Fatalf("admitted %d of 300", n)
 	}
-	if st := f.tables[0].Stats(); st.Leases != 0 || f.runner.calls != 300 {
-		t.Fatalf("cold keys: %d calls for 300 requests, %+v: want one call each and no lease", f.runner.calls, st)
+	if st := f.tables[0].Stats(); st.Leases != 0 || atomic.LoadInt64(&f.runner.calls) != 300 {
+		t.Fatalf("cold keys: %d calls for 300 requests, %+v: want one call each and no lease", atomic.LoadInt64(&f.runner.calls), st)
 	}
 }
 
@@ -88,7 +89,7 @@ func TestHotKeyLeases(t *testing.T) {
 			e := newExact(t, f)
 			steps := hotTrace(rand.New(rand.NewSource(1)), 30000, 3, 1, 30000)
 			n := run(t, f, e, steps)
-			calls := f.runner.calls
+			calls := atomic.LoadInt64(&f.runner.calls)
 			if n != 30000 {
 				t.Fatalf("admitted %d of 30000", n)
 			}
@@ -165,12 +166,31 @@ func TestDifferentialLeases(t *testing.T) {
 					off := newFleet(t, addrs, zoneRule, 5, false)
 					admittedOff := run(t, off, newExact(t, off), steps)
 					t.Logf("%s: %d requests at %.0f/s: leases on admitted %d, off %d (%.3f), %d and %d calls",
-						name, len(steps), rate, admittedOn, admittedOff, float64(admittedOn)/float64(admittedOff), on.runner.calls, off.runner.calls)
+						name, len(steps), rate, admittedOn, admittedOff, float64(admittedOn)/float64(admittedOff), atomic.LoadInt64(&on.runner.calls), atomic.LoadInt64(&off.runner.calls))
 					if float64(admittedOn) < 0.9*float64(admittedOff) {
 						t.Errorf("%s: leases admitted %d, per request %d: more than 10%% under", name, admittedOn, admittedOff)
 					}
 				}
 			}
 		})
+	}
+}
+
+// TestRemainingAsPerRequest: one instance, one key, every request
+// allowed: Remaining falls by one per request, as per-request decisions
+// report it, on the request that was granted a lease as on those that
+// spend it.
+func TestRemainingAsPerRequest(t *testing.T) {
+	r := ratelimit.Rule{Window: 10 * time.Second, SubWindow: time.Second, Limit: 1000}
+	f := newFleet(t, []string{redistest.Start(t).Addr()}, r, 1, true)
+	for i := int64(1); i <= 200; i++ {
+		f.clock.advance(f.clock.now.Add(time.Millisecond))
+		d := f.take(0, "hot")
+		if !d.Allowed || d.Remaining != r.Limit-i {
+			t.Fatalf("request %d: %+v, want remaining %d", i, d, r.Limit-i)
+		}
+	}
+	if st := f.tables[0].Stats(); st.Leases == 0 || st.Saved == 0 {
+		t.Fatalf("no lease: %+v", f.tables[0].Stats())
 	}
 }

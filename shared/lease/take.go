@@ -88,6 +88,10 @@ func miss(t *Table, ctx context.Context, s *slot, key string, limit int64, now t
 		back = install(t, s, key, limit, mono, d)
 		s.mu.Unlock()
 		back.later(t)
+		// The units are this instance's to admit: Remaining is what a
+		// per-request decision would report, as for the requests that
+		// spend them (left + units), not net of them.
+		d.Remaining += d.Leased
 	}
 	return d
 }
