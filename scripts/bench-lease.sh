@@ -324,7 +324,7 @@ if part 2; then
 	echo
 	echo "2. One hot key, algorithm strict, limit $LIMIT per 1s window (sub-windows of 100ms), $FLEET Caddy instances proxying to the backend; ${STRICT_SECONDS}s runs"
 	# shellcheck disable=SC2086
-	[[ -z $calibration ]] || echo "   the limit: half the median rate of the same fleet proxying in memory, all allowed: ${calibration# } req/s)"
+	[[ -z $calibration ]] || echo "   the limit: half the median rate of the same fleet proxying in memory, all allowed: ${calibration# } req/s"
 	printf '%-26s %14s %16s %14s %14s %18s\n' "fleet" "offered req/s" "offered / limit" "admitted" "most in 1 s" "calls per request"
 	printf '%-26s %14s %16s %14s %14s %18s\n' "" "(wrk, sum)" "" "(backend)" "(worst round)" ""
 	for mode in auto off; do
