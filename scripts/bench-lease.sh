@@ -35,7 +35,11 @@
 # The machine's two cores carry wrk, the proxies, Redis and other work, so
 # absolute rates move with the load: every comparison is a ratio of runs
 # in the same round (interleaved), and each figure is the median over the
-# rounds (the most in any window: the worst round). A summary block at the
+# rounds (the most in any window: the worst round). Beside the rates it
+# prints the CPU time the proxies and the redis-server spent per request
+# (from /proc), which the neighbours' load moves much less, and the ratios
+# by it (the base's CPU per request over the other's: what the rate ratio
+# would be with the cores to themselves); the goals stay on the rates. A summary block at the
 # end gives each figure with its goal (met / not met); the exit status
 # does not depend on them.
 #
@@ -137,6 +141,18 @@ caddy_instance() {
 	wc_start "$file" "$admin"
 }
 
+# PROCS are the processes whose CPU time measure counts: the running
+# part's proxies and the redis-server.
+PROCS=()
+CLK_TCK=$(getconf CLK_TCK)
+
+# cpu_ticks prints the CPU time (user and system, all threads) PROCS have
+# used, in clock ticks.
+cpu_ticks() {
+	local pid
+	for pid in "${PROCS[@]}"; do awk '{print $14 + $15}' "/proc/$pid/stat"; done | awk '{n += $1} END {print n + 0}'
+}
+
 # script_calls prints how many script calls (EVAL, EVALSHA and their _ro
 # forms) the redis-server has served: the decisions and give-backs sent to
 # it.
@@ -172,16 +188,20 @@ fleet() {
 }
 
 # measure SECONDS LUA URL... runs fleet and prints "req/s requests non-2xx
-# socket-errors script-calls". The calls are counted until 0.3 s after
-# wrk ends, so that the give-backs of the leases that end with the last
-# sub-window (100 ms) are counted in this run.
+# socket-errors script-calls CPU-µs-per-request". The calls are counted
+# until 0.3 s after wrk ends, so that the give-backs of the leases that end
+# with the last sub-window (100 ms) are counted in this run; the CPU time
+# until wrk ends.
 measure() {
-	local c0 c1 res
+	local c0 c1 t0 t1 res reqs
 	c0=$(script_calls)
+	t0=$(cpu_ticks)
 	res=$(fleet "$@") || exit 1
+	t1=$(cpu_ticks)
 	sleep 0.3
 	c1=$(script_calls)
-	echo "$res $((c1 - c0))"
+	reqs=$(awk '{print $2}' <<<"$res")
+	echo "$res $((c1 - c0)) $(awk -v t=$((t1 - t0)) -v hz="$CLK_TCK" -v n="$reqs" 'BEGIN {printf "%.2f", n ? t / hz * 1e6 / n : 0}')"
 }
 
 # urls PORTS_ARRAY PATH prints the URL of PATH on each of those ports.
@@ -205,12 +225,13 @@ goal() {
 		print ((op == ">=" && v >= b) || (op == "<=" && v <= b) || (op == "in" && v >= r[1] && v <= r[2])) ? "met" : "NOT MET"}')
 	GOALS=$((GOALS + 1))
 	[[ $ok != met ]] || MET=$((MET + 1))
-	SUMMARY+=("$(printf '%-58s %10s   goal %s %-8s %s' "$1" "$2" "$3" "$4" "$ok${5:+ ($5)}")")
+	SUMMARY+=("$(printf '%-64s %8s   goal %s %-10s %s' "$1" "$2" "$3" "$4" "$ok${5:+ ($5)}")")
 }
 
 echo "windowlimit leases: Caddy $("$WC_CADDY" version | awk '{print $1}'), redis $(redis-server --version | grep -o 'v=[0-9.]*' | cut -c3-)," \
 	"wrk -t1 -c$CONNS per instance, $ROUNDS interleaved rounds, medians; $(nproc) cores, loopback, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d')"
 
+CADDY_PIDS=() STRICT_PIDS=() TRAEFIK_PIDS=()
 if part 1 || part 2 || part 3; then
 	for ((i = 0; i < FLEET; i++)); do
 		caddy_instance "$WL_WORK/Caddyfile.$i" "${ADMIN[i]}" \
@@ -220,37 +241,41 @@ if part 1 || part 2 || part 3; then
 			"$(site "${COLD_AUTO[i]}" cold_auto auto '{header.X-Key}' $HUGE)" \
 			"$(site "${COLD_OFF[i]}" cold_off off '{header.X-Key}' $HUGE)" \
 			"$(site "${PROXY_MEM[i]}" proxy_mem mem static $HUGE strict)"
+		CADDY_PIDS+=("${WL_PIDS[-1]}")
 	done
 fi
+PROCS=("${CADDY_PIDS[@]}" "$WL_REDIS_PID")
 
 # ---- 1. one hot key, three Caddy instances, every request allowed
 declare -A sites=([mem]=MEM [auto]=AUTO [off]=OFF)
 if part 1; then
-	declare -A rps=() cpr=() vs_mem=()
+	declare -A rps=() cpr=() vs_mem=() cpu=() cpu_vs_mem=()
 	for mode in mem auto off; do
 		# Warm-up: connections, the script loaded in Redis, keys hot.
 		mapfile -t u < <(urls "${sites[$mode]}" /)
 		measure 1 "" "${u[@]}" >/dev/null
 	done
 	for ((round = 1; round <= ROUNDS; round++)); do
-		declare -A r=()
+		declare -A r=() t=()
 		for mode in mem auto off; do
 			mapfile -t u < <(urls "${sites[$mode]}" /)
 			res=$(measure "$SECONDS_EACH" "" "${u[@]}")
-			read -r r[$mode] reqs non2xx errs calls <<<"$res"
+			read -r r[$mode] reqs non2xx errs calls t[$mode] <<<"$res"
 			((non2xx == 0 && errs == 0)) || wl_die "hot $mode: $non2xx non-2xx responses, $errs socket errors: the limit must allow all"
 			# The memory zone makes no call; any counted meanwhile are
 			# give-backs of earlier runs that came late.
 			[[ $mode != mem ]] || ((calls == 0)) || wl_log "part 1: $calls script calls during the memory run (late give-backs)"
 			c=$(div "$calls" "$reqs")
-			rps[$mode]+=" ${r[$mode]}" cpr[$mode]+=" $c"
-			wl_log "part 1, round $round: $mode ${r[$mode]} req/s (fleet), $calls script calls for $reqs requests ($c per request)"
+			rps[$mode]+=" ${r[$mode]}" cpr[$mode]+=" $c" cpu[$mode]+=" ${t[$mode]}"
+			wl_log "part 1, round $round: $mode ${r[$mode]} req/s (fleet), $calls script calls for $reqs requests ($c per request), ${t[$mode]} µs CPU per request"
 		done
-		for mode in auto off; do vs_mem[$mode]+=" $(div "${r[$mode]}" "${r[mem]}")"; done
+		for mode in auto off; do
+			vs_mem[$mode]+=" $(div "${r[$mode]}" "${r[mem]}")" cpu_vs_mem[$mode]+=" $(div "${t[mem]}" "${t[$mode]}")"
+		done
 	done
 	echo
 	echo "1. One hot key (key static), $FLEET Caddy instances, every request allowed; ${SECONDS_EACH}s runs"
-	printf '%-34s %12s %10s %18s\n' "fleet" "req/s (sum)" "vs memory" "calls per request"
+	printf '%-34s %12s %10s %18s %12s %10s\n' "fleet" "req/s (sum)" "vs memory" "calls per request" "CPU µs/req" "by CPU"
 	for mode in mem auto off; do
 		case $mode in
 		mem) label="in memory (no store)" ;;
@@ -258,15 +283,17 @@ if part 1; then
 		off) label="store redis, lease off" ;;
 		esac
 		# shellcheck disable=SC2086
-		printf '%-34s %12.0f %10s %18s\n' "$label" "$(median ${rps[$mode]})" \
+		printf '%-34s %12.0f %10s %18s %12.2f %10s\n' "$label" "$(median ${rps[$mode]})" \
 			"$([[ $mode == mem ]] && echo 1.000 || printf '%.3f' "$(median ${vs_mem[$mode]})")" \
-			"$([[ $mode == mem ]] && echo - || printf '%.4f' "$(median ${cpr[$mode]})")"
+			"$([[ $mode == mem ]] && echo - || printf '%.4f' "$(median ${cpr[$mode]})")" "$(median ${cpu[$mode]})" \
+			"$([[ $mode == mem ]] && echo 1.000 || printf '%.3f' "$(median ${cpu_vs_mem[$mode]})")"
 	done
+	echo "(CPU: the three Caddy processes and the redis-server; by CPU: memory's CPU per request over this one's, same round)"
 	# shellcheck disable=SC2086
 	goal "1. hot key: script calls per request, lease auto" "$(printf '%.4f' "$(median ${cpr[auto]})")" "<=" 0.0625 "1/16"
 	# shellcheck disable=SC2086
 	goal "1. hot key: fleet req/s, lease auto / memory" "$(printf '%.3f' "$(median ${vs_mem[auto]})")" ">=" 0.90 \
-		"lease off / memory $(printf '%.3f' "$(median ${vs_mem[off]})")"
+		"by CPU $(printf '%.3f' "$(median ${cpu_vs_mem[auto]})"); lease off / memory $(printf '%.3f' "$(median ${vs_mem[off]})")"
 fi
 
 # ---- 2. strict at about twice the limit, admissions seen by the backend
@@ -280,7 +307,7 @@ if part 2; then
 		measure 1 "" "${u[@]}" >/dev/null
 		for ((i = 0; i < 3; i++)); do
 			res=$(measure 2 "" "${u[@]}")
-			read -r rate reqs non2xx errs calls <<<"$res"
+			read -r rate reqs non2xx errs calls _ <<<"$res"
 			((non2xx == 0 && errs == 0)) || wl_die "proxying memory fleet: $non2xx non-2xx responses, $errs socket errors"
 			calibration+=" $rate"
 		done
@@ -293,7 +320,9 @@ if part 2; then
 		caddy_instance "$WL_WORK/Caddyfile.strict.$i" "${STRICT_ADMIN[i]}" \
 			"$(site "${STRICT_AUTO[i]}" strict_auto auto static "$LIMIT" strict)" \
 			"$(site "${STRICT_OFF[i]}" strict_off off static "$LIMIT" strict)"
+		STRICT_PIDS+=("${WL_PIDS[-1]}")
 	done
+	PROCS=("${STRICT_PIDS[@]}" "$WL_REDIS_PID")
 	declare -A ssites=([auto]=STRICT_AUTO [off]=STRICT_OFF)
 	# arrivals TAG prints the backend's "total N max M" for TAG, M in 1 s.
 	arrivals() { curl -s --max-time 10 "http://127.0.0.1:$WL_BACKEND_PORT/arrivals?tag=$1&window=1s" | awk '{print $2, $4}'; }
@@ -311,7 +340,7 @@ if part 2; then
 			sleep 1.1
 			mapfile -t u < <(urls "${ssites[$mode]}" "/arrive/$mode-$round")
 			res=$(measure "$STRICT_SECONDS" "" "${u[@]}")
-			read -r rate reqs non2xx errs calls <<<"$res"
+			read -r rate reqs non2xx errs calls _ <<<"$res"
 			((errs == 0)) || wl_die "strict $mode: $errs socket errors"
 			res=$(arrivals "$mode-$round")
 			read -r tot[$mode] most <<<"$res"
@@ -346,41 +375,45 @@ fi
 # ---- 3. 1000 cold keys, the same three instances
 declare -A csites=([auto]=COLD_AUTO [off]=COLD_OFF)
 if part 3; then
+	PROCS=("${CADDY_PIDS[@]}" "$WL_REDIS_PID")
 	for mode in auto off; do
 		mapfile -t u < <(urls "${csites[$mode]}" /)
 		measure 1 "$WL_WORK/keys.lua" "${u[@]}" >/dev/null
 	done
-	declare -A crps=() ccpr=()
-	ratio3=
+	declare -A crps=() ccpr=() ccpu=()
+	ratio3= cpu_ratio3=
 	for ((round = 1; round <= ROUNDS; round++)); do
-		declare -A r=()
+		declare -A r=() t=()
 		for mode in auto off; do
 			mapfile -t u < <(urls "${csites[$mode]}" /)
 			res=$(measure "$SECONDS_EACH" "$WL_WORK/keys.lua" "${u[@]}")
-			read -r r[$mode] reqs non2xx errs calls <<<"$res"
+			read -r r[$mode] reqs non2xx errs calls t[$mode] <<<"$res"
 			((non2xx == 0 && errs == 0)) || wl_die "cold $mode: $non2xx non-2xx responses, $errs socket errors"
 			c=$(div "$calls" "$reqs")
-			crps[$mode]+=" ${r[$mode]}" ccpr[$mode]+=" $c"
-			wl_log "part 3, round $round: $mode ${r[$mode]} req/s (fleet), $calls script calls for $reqs requests ($c per request)"
+			crps[$mode]+=" ${r[$mode]}" ccpr[$mode]+=" $c" ccpu[$mode]+=" ${t[$mode]}"
+			wl_log "part 3, round $round: $mode ${r[$mode]} req/s (fleet), $calls script calls for $reqs requests ($c per request), ${t[$mode]} µs CPU per request"
 		done
-		ratio3+=" $(div "${r[auto]}" "${r[off]}")"
+		ratio3+=" $(div "${r[auto]}" "${r[off]}")" cpu_ratio3+=" $(div "${t[off]}" "${t[auto]}")"
 	done
 	echo
 	echo "3. 1000 cold keys (a random X-Key per request), $FLEET Caddy instances, every request allowed; ${SECONDS_EACH}s runs"
-	printf '%-34s %12s %18s\n' "fleet" "req/s (sum)" "calls per request"
+	printf '%-34s %12s %18s %12s\n' "fleet" "req/s (sum)" "calls per request" "CPU µs/req"
 	for mode in auto off; do
 		# shellcheck disable=SC2086
-		printf '%-34s %12.0f %18.4f\n' "store redis, lease $mode" "$(median ${crps[$mode]})" "$(median ${ccpr[$mode]})"
+		printf '%-34s %12.0f %18.4f %12.2f\n' "store redis, lease $mode" "$(median ${crps[$mode]})" "$(median ${ccpr[$mode]})" "$(median ${ccpu[$mode]})"
 	done
 	# shellcheck disable=SC2086
 	printf 'req/s, lease auto / lease off: %.3f (each round:%s)\n' "$(median $ratio3)" "$ratio3"
+	# shellcheck disable=SC2086
+	printf 'by CPU (lease off CPU per request / lease auto): %.3f (each round:%s)\n' "$(median $cpu_ratio3)" "$cpu_ratio3"
 	# Calls per request come out a little above 1: the requests in flight
 	# when wrk stops made their calls but are not in wrk's count.
 	# shellcheck disable=SC2086
 	goal "3. cold keys: calls per request, lease auto" "$(printf '%.4f' "$(median ${ccpr[auto]})")" in 0.98..1.02 \
 		"lease off $(printf '%.4f' "$(median ${ccpr[off]})")"
 	# shellcheck disable=SC2086
-	goal "3. cold keys: req/s, lease auto / lease off (no drop)" "$(printf '%.3f' "$(median $ratio3)")" ">=" 0.95 "0.95: the noise"
+	goal "3. cold keys: req/s, lease auto / lease off (no drop)" "$(printf '%.3f' "$(median $ratio3)")" ">=" 0.95 \
+		"0.95: the noise; by CPU $(printf '%.3f' "$(median $cpu_ratio3)")"
 fi
 
 # ---- 4. Traefik: the plugin with redis against the built-in with redis
@@ -403,32 +436,36 @@ if part 4; then
 			printf "    builtin-redis:\n      rateLimit:\n        $huge\n        redis:\n          $redis\n"
 		)"
 		WL_TRAEFIK_LOG_LEVEL=ERROR wt_start_traefik "${T_WEB[i]}" "${T_PING[i]}" "$dir"
+		TRAEFIK_PIDS+=("$WT_TRAEFIK_PID")
 		for path in plugin-auto plugin-off builtin; do
 			wt_wait_status "http://127.0.0.1:${T_WEB[i]}/$path" 200 || wl_die "traefik $i: /$path never answered 200"
 		done
 	done
 	PATHS=(builtin plugin-auto plugin-off)
+	PROCS=("${TRAEFIK_PIDS[@]}" "$WL_REDIS_PID")
 	for path in "${PATHS[@]}"; do
 		mapfile -t u < <(urls T_WEB "/$path")
 		measure 1 "" "${u[@]}" >/dev/null # warm-up: the interpreter's first calls, the scripts
 	done
-	declare -A trps=() tcpr=() vs_builtin=()
+	declare -A trps=() tcpr=() vs_builtin=() tcpu=() cpu_vs_builtin=()
 	for ((round = 1; round <= ROUNDS; round++)); do
-		declare -A r=()
+		declare -A r=() t=()
 		for path in "${PATHS[@]}"; do
 			mapfile -t u < <(urls T_WEB "/$path")
 			res=$(measure "$SECONDS_EACH" "" "${u[@]}")
-			read -r r[$path] reqs non2xx errs calls <<<"$res"
+			read -r r[$path] reqs non2xx errs calls t[$path] <<<"$res"
 			((non2xx == 0 && errs == 0)) || wl_die "traefik /$path: $non2xx non-2xx responses, $errs socket errors: the comparison would be unfair"
 			c=$(div "$calls" "$reqs")
-			trps[$path]+=" ${r[$path]}" tcpr[$path]+=" $c"
-			wl_log "part 4, round $round: /$path ${r[$path]} req/s (2 instances), $calls script calls for $reqs requests ($c per request)"
+			trps[$path]+=" ${r[$path]}" tcpr[$path]+=" $c" tcpu[$path]+=" ${t[$path]}"
+			wl_log "part 4, round $round: /$path ${r[$path]} req/s (2 instances), $calls script calls for $reqs requests ($c per request), ${t[$path]} µs CPU per request"
 		done
-		for path in plugin-auto plugin-off; do vs_builtin[$path]+=" $(div "${r[$path]}" "${r[builtin]}")"; done
+		for path in plugin-auto plugin-off; do
+			vs_builtin[$path]+=" $(div "${r[$path]}" "${r[builtin]}")" cpu_vs_builtin[$path]+=" $(div "${t[builtin]}" "${t[$path]}")"
+		done
 	done
 	echo
 	echo "4. Traefik $WT_VERSION, 2 instances, one hot key (client 127.0.0.1), every request allowed; ${SECONDS_EACH}s runs"
-	printf '%-40s %12s %12s %18s\n' "middleware" "req/s (sum)" "vs built-in" "calls per request"
+	printf '%-40s %12s %12s %18s %12s %10s\n' "middleware" "req/s (sum)" "vs built-in" "calls per request" "CPU µs/req" "by CPU"
 	for path in "${PATHS[@]}"; do
 		case $path in
 		builtin) label="built-in rateLimit + redis" ;;
@@ -436,12 +473,14 @@ if part 4; then
 		plugin-off) label="windowlimit + redis, lease off" ;;
 		esac
 		# shellcheck disable=SC2086
-		printf '%-40s %12.0f %12s %18.4f\n' "$label" "$(median ${trps[$path]})" \
-			"$([[ $path == builtin ]] && echo 1.000 || printf '%.3f' "$(median ${vs_builtin[$path]})")" "$(median ${tcpr[$path]})"
+		printf '%-40s %12.0f %12s %18.4f %12.2f %10s\n' "$label" "$(median ${trps[$path]})" \
+			"$([[ $path == builtin ]] && echo 1.000 || printf '%.3f' "$(median ${vs_builtin[$path]})")" "$(median ${tcpr[$path]})" \
+			"$(median ${tcpu[$path]})" "$([[ $path == builtin ]] && echo 1.000 || printf '%.3f' "$(median ${cpu_vs_builtin[$path]})")"
 	done
+	echo "(CPU: the two Traefik processes and the redis-server; by CPU: the built-in's CPU per request over this one's, same round)"
 	# shellcheck disable=SC2086
 	goal "4. Traefik: req/s, plugin lease auto / built-in (redis)" "$(printf '%.3f' "$(median ${vs_builtin[plugin-auto]})")" ">=" 1.0 \
-		"lease off / built-in $(printf '%.3f' "$(median ${vs_builtin[plugin-off]})")"
+		"by CPU $(printf '%.3f' "$(median ${cpu_vs_builtin[plugin-auto]})"); lease off / built-in $(printf '%.3f' "$(median ${vs_builtin[plugin-off]})")"
 fi
 
 echo
