@@ -3,7 +3,9 @@
 # (ns/op, allocs, bytes per key), the same decision under yaegi (µs/op and
 # interpreter allocations, with a naive sliding window as the yardstick in
 # the same run), and the accuracy table. Pass -all to run the proxy and
-# Redis benchmarks too (wrk against real Caddy and Traefik, a throwaway redis-server).
+# Redis benchmarks too (wrk against real Caddy and Traefik, a throwaway
+# redis-server), leases included (bench-lease.sh: fleets of instances on
+# one Redis).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,4 +22,5 @@ if [[ ${1:-} == -all ]]; then
 	scripts/bench-caddy.sh
 	scripts/bench-traefik.sh
 	scripts/bench-redis.sh
+	scripts/bench-lease.sh
 fi

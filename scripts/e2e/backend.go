@@ -17,6 +17,14 @@
 // GET /count?client=IP prints how many login attempts came from that
 // client, by the address the proxy put last in X-Forwarded-For.
 //
+// A path under /arrive/ records the request's arrival time on the
+// backend's monotonic clock, under the tag that follows /arrive/ (one tag a
+// benchmark run), and answers 200 "ok": what reached the backend is what
+// the limit in front of it admitted. GET /arrivals?tag=T&window=1s prints
+// "total N max M": the arrivals recorded under T, and the most of them in
+// any interval [t, t+window) (exact, not in buckets), for
+// scripts/bench-lease.sh.
+//
 //	go run backend.go -free-ports 3          # print 3 free loopback ports and exit
 //	go run backend.go -port-file /tmp/port   # serve on a free port, written to the file
 package main
@@ -29,6 +37,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,6 +80,8 @@ func main() {
 		}
 	}
 	var logins attempts
+	var arrived arrivals
+	arrived.start = time.Now()
 	body := []byte("ok\n")
 	log.Fatal(http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Content-Type"] = []string{"text/plain"}
@@ -80,6 +91,11 @@ func main() {
 			return
 		case r.URL.Path == "/count":
 			fmt.Fprintln(w, logins.count(r.URL.Query().Get("client")))
+			return
+		case strings.HasPrefix(r.URL.Path, "/arrive/"):
+			arrived.record(strings.TrimPrefix(r.URL.Path, "/arrive/"))
+		case r.URL.Path == "/arrivals":
+			arrived.report(w, r)
 			return
 		}
 		if v := r.Header["X-Status"]; len(v) == 1 {
@@ -101,6 +117,51 @@ func (a *attempts) count(client string) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.n[client]
+}
+
+// arrivals keeps the arrival times of each tag, as offsets from start on
+// the monotonic clock (time.Since reads it), so that no wall-clock step
+// moves them.
+type arrivals struct {
+	mu    sync.Mutex
+	start time.Time
+	at    map[string][]time.Duration
+}
+
+// record notes an arrival under tag. The time is read under the lock, so
+// each tag's offsets are in order.
+func (a *arrivals) record(tag string) {
+	a.mu.Lock()
+	if a.at == nil {
+		a.at = make(map[string][]time.Duration)
+	}
+	a.at[tag] = append(a.at[tag], time.Since(a.start))
+	a.mu.Unlock()
+}
+
+// report prints "total N max M" for the query's tag and window: M is the
+// most arrivals in any interval [t, t+window). Such a maximum is reached by
+// an interval that starts at an arrival, so two indexes over the sorted
+// offsets find it exactly.
+func (a *arrivals) report(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	window, err := time.ParseDuration(q.Get("window"))
+	if err != nil || window <= 0 {
+		http.Error(w, "want window=DURATION (> 0)", http.StatusBadRequest)
+		return
+	}
+	a.mu.Lock()
+	at := append([]time.Duration(nil), a.at[q.Get("tag")]...)
+	a.mu.Unlock()
+	slices.Sort(at)
+	most, j := 0, 0
+	for i := range at {
+		for j < len(at) && at[j]-at[i] < window {
+			j++
+		}
+		most = max(most, j-i)
+	}
+	fmt.Fprintf(w, "total %d max %d\n", len(at), most)
 }
 
 // login answers a login attempt, counted on arrival: what reached the
