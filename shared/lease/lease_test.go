@@ -65,15 +65,16 @@ func TestColdKeysNeverLease(t *testing.T) {
 	f := newFleet(t, []string{redistest.Start(t).Addr()}, r, 1, true)
 	e := newExact(t, f)
 	var steps []step
-	for i := 0; i < 300; i++ {
-		// Two requests per sub-window on each of 20 keys.
-		steps = append(steps, step{gap: 100 * time.Millisecond / 40, key: fmt.Sprint("k", i%20)})
+	for i := 0; i < 600; i++ {
+		// Six requests per sub-window on each of 20 keys, two fewer than
+		// make a key hot.
+		steps = append(steps, step{gap: 100 * time.Millisecond / 120, key: fmt.Sprint("k", i%20)})
 	}
-	if n := run(t, f, e, steps); n != 300 {
-		t.Fatalf("admitted %d of 300", n)
+	if n := run(t, f, e, steps); n != 600 {
+		t.Fatalf("admitted %d of 600", n)
 	}
-	if st := f.tables[0].Stats(); st.Leases != 0 || f.runner.Calls() != 300 {
-		t.Fatalf("cold keys: %d calls for 300 requests, %+v: want one call each and no lease", f.runner.Calls(), st)
+	if st := f.tables[0].Stats(); st.Leases != 0 || f.runner.Calls() != 600 {
+		t.Fatalf("cold keys: %d calls for 600 requests, %+v: want one call each and no lease", f.runner.Calls(), st)
 	}
 }
 

@@ -18,7 +18,7 @@ const (
 	DefaultSlots = 512
 	// HotAfter is how many requests of a key this instance must see in
 	// one sub-window before it asks for a lease.
-	HotAfter = 4
+	HotAfter = 8
 	// giveBackTimeout bounds a call that gives units back.
 	giveBackTimeout = 2 * time.Second
 )
