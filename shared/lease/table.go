@@ -21,6 +21,10 @@ const (
 	HotAfter = 8
 	// giveBackTimeout bounds a call that gives units back.
 	giveBackTimeout = 2 * time.Second
+	// leaseHorizon bounds the time of demand one lease asks for: when the
+	// traffic of a key moves to another instance, what the lease here
+	// holds idle is at most that much of it, until its sub-window ends.
+	leaseHorizon = 250 * time.Millisecond
 )
 
 // Options configure a Table.
@@ -45,12 +49,15 @@ type Table struct {
 	limit int64 // the rule's
 	cost  int64
 	span  int64 // the sub-window, in nanoseconds: demand is counted per span
-	max   int64
-	base  time.Time // monotonic times are nanoseconds since base
-	now   func() time.Time
-	seed  maphash.Seed
-	mask  uint64
-	slots []slot
+	// spanMicros is the sub-window in microseconds, the store's unit: two
+	// grants whose times it divides alike count in one sub-window.
+	spanMicros int64
+	max        int64
+	base       time.Time // monotonic times are nanoseconds since base
+	now        func() time.Time
+	seed       maphash.Seed
+	mask       uint64
+	slots      []slot
 	// after starts a timer that gives back what a lease left; tests
 	// replace it to run on a simulated clock.
 	after  func(d time.Duration, f func()) func() bool
@@ -93,8 +100,12 @@ type slot struct {
 	// sub-window of the server's as this instance sees it; 0 for none.
 	edge int64
 
-	// pending is closed when the lease call in flight for key returns.
-	pending chan struct{}
+	// pending is closed when the lease call in flight for key returns;
+	// renewing is set while a request renews the lease in hand, when
+	// units are low (at most low), and the others spend them meanwhile.
+	pending  chan struct{}
+	renewing bool
+	low      int64
 }
 
 // NewTable returns a table of leases on z's keys, decided through g, whose
@@ -121,18 +132,19 @@ func NewTable(z *ratelimit.Zone, g *ratelimit.Guard, opts Options) (*Table, erro
 	}
 	r := z.Rule()
 	t := &Table{
-		zone:  z,
-		guard: g,
-		limit: r.Limit,
-		cost:  r.Cost,
-		span:  int64(r.SubWindow),
-		max:   opts.MaxUnits,
-		base:  time.Now(),
-		now:   opts.Now,
-		seed:  maphash.MakeSeed(),
-		mask:  uint64(n - 1),
-		slots: make([]slot, n),
-		after: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
+		zone:       z,
+		guard:      g,
+		limit:      r.Limit,
+		cost:       r.Cost,
+		span:       int64(r.SubWindow),
+		spanMicros: r.SubWindow.Microseconds(),
+		max:        opts.MaxUnits,
+		base:       time.Now(),
+		now:        opts.Now,
+		seed:       maphash.MakeSeed(),
+		mask:       uint64(n - 1),
+		slots:      make([]slot, n),
+		after:      func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
 	}
 	if r.Algorithm == ratelimit.Log {
 		t.max = 0 // Redis grants a log rule nothing: never ask

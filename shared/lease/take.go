@@ -23,6 +23,9 @@ func Take(t *Table, ctx context.Context, key string, limit int64, now time.Time)
 	s := &t.slots[maphash.String(t.seed, key)&t.mask]
 	s.mu.Lock()
 	if s.units >= t.cost && mono < s.expires && s.key == key && s.limit == limit {
+		if s.units <= s.low && s.pending == nil && !s.renewing {
+			return renew(t, ctx, s, key, limit, now, mono)
+		}
 		s.units -= t.cost
 		s.seen++
 		d := ratelimit.Decision{Allowed: true, Limit: limit, Remaining: s.left + s.units, ResetAfter: time.Duration(s.resetAt - mono)}
@@ -31,6 +34,62 @@ func Take(t *Table, ctx context.Context, key string, limit int64, now time.Time)
 		return d
 	}
 	return miss(t, ctx, s, key, limit, now, mono)
+}
+
+// renew is Take for the request that finds the lease in s running low (a
+// quarter of its last grant left): while the other requests spend what is
+// left, this one is decided through the guard, asking for what the key
+// will want for the rest of the sub-window, so that the lease seldom runs
+// out and no request waits for another's call. When the units left
+// should last, it spends one as Take does. s is locked.
+func renew(t *Table, ctx context.Context, s *slot, key string, limit int64, now time.Time, mono int64) ratelimit.Decision {
+	period(t, s, mono)
+	s.seen++
+	b := want(t, s, mono) - s.units
+	if b < 3*t.cost {
+		s.units -= t.cost
+		s.low = 0 // they should last: no other renewal of this lease
+		d := ratelimit.Decision{Allowed: true, Limit: limit, Remaining: s.left + s.units, ResetAfter: time.Duration(s.resetAt - mono)}
+		s.mu.Unlock()
+		atomic.AddUint64(&t.saved, 1)
+		return d
+	}
+	s.renewing = true
+	s.mu.Unlock()
+	d := decide(t, ctx, key, limit, now, b)
+	s.mu.Lock()
+	s.renewing = false
+	if !d.Allowed {
+		// Redis is full (the units in hand are part of what fills it) or
+		// failed: the request is admitted from the lease after all, while
+		// it lasts.
+		current := int64(t.now().Sub(t.base))
+		if s.units >= t.cost && current < s.expires && s.key == key && s.limit == limit {
+			s.units -= t.cost
+			s.low = 0
+			d = ratelimit.Decision{Allowed: true, Limit: limit, Remaining: s.left + s.units, ResetAfter: time.Duration(s.resetAt - current)}
+			atomic.AddUint64(&t.saved, 1)
+		}
+		s.mu.Unlock()
+		return d
+	}
+	back := install(t, s, key, limit, mono, d)
+	s.mu.Unlock()
+	back.later(t)
+	d.Remaining += d.Leased
+	return d
+}
+
+// period starts a new period of demand in s when the current one is a
+// sub-window old: the one before is kept when it just ended.
+func period(t *Table, s *slot, mono int64) {
+	if mono-s.period >= t.span {
+		s.prev = 0
+		if mono-s.period < 2*t.span {
+			s.prev = s.seen
+		}
+		s.period, s.seen = mono, 0
+	}
 }
 
 // miss is Take without a lease to spend; s is locked. It ends the lease
@@ -51,13 +110,7 @@ func miss(t *Table, ctx context.Context, s *slot, key string, limit int64, now t
 		s.early = true // spent before it expired: ask for more
 	}
 	back := takeBack(t, s)
-	if mono-s.period >= t.span {
-		s.prev = 0
-		if mono-s.period < 2*t.span {
-			s.prev = s.seen
-		}
-		s.period, s.seen = mono, 0
-	}
+	period(t, s, mono)
 	s.seen++
 	b := want(t, s, mono)
 	if b > 0 && s.pending != nil {
@@ -110,9 +163,12 @@ func await(t *Table, ctx context.Context, s *slot, ch chan struct{}, key string,
 }
 
 // want returns the units to ask for on a request of the key s holds: none
-// while the key is cold here or t is closed; else the demand of a
-// sub-window's part that is left of the current one, at least twice the
-// last lease if that ran out early, at most t.max.
+// while the key is cold here or t is closed; else what the key's rate here
+// asks for over what is left of the sub-window, but at most leaseHorizon
+// of it (at least twice the last lease if that ran out early), at most
+// t.max. The rate is the higher of the last period's and the current
+// one's so far (timed over at least a tenth of a sub-window, at most
+// leaseHorizon, so that a first burst does not read as a flood).
 func want(t *Table, s *slot, mono int64) int64 {
 	n := s.seen
 	if s.prev > n {
@@ -121,17 +177,30 @@ func want(t *Table, s *slot, mono int64) int64 {
 	if n < HotAfter || t.max == 0 || atomic.LoadInt32(&t.closed) != 0 {
 		return 0
 	}
-	b := n * t.cost
+	elapsed, least := mono-s.period, t.span/10
+	if least > int64(leaseHorizon) {
+		least = int64(leaseHorizon)
+	}
+	if elapsed < least {
+		elapsed = least
+	}
+	rate := float64(s.seen) / float64(elapsed)
+	if r := float64(s.prev) / float64(t.span); r > rate {
+		rate = r
+	}
+	rest := t.span
 	if s.edge != 0 {
-		// A lease lasts to the end of the sub-window: ask for the part of
-		// a sub-window's demand that falls in what is left of it. The
-		// last lease's expiry marks where the server's sub-windows end.
-		rest := t.span - (mono-s.edge)%t.span
+		// A lease lasts to the end of the sub-window; the last lease's
+		// expiry marks where the server's sub-windows end.
+		rest = t.span - (mono-s.edge)%t.span
 		if mono < s.edge {
 			rest = s.edge - mono
 		}
-		b = (b*rest+t.span-1)/t.span + t.cost
 	}
+	if rest > int64(leaseHorizon) {
+		rest = int64(leaseHorizon)
+	}
+	b := (int64(rate*float64(rest)) + 1) * t.cost
 	if s.early && 2*s.size > b {
 		b = 2 * s.size
 	}
@@ -179,15 +248,32 @@ func install(t *Table, s *slot, key string, limit int64, mono int64, d ratelimit
 	atomic.AddUint64(&t.leases, 1)
 	atomic.AddUint64(&t.granted, uint64(d.Leased))
 	expires := mono + int64(d.LeaseFor)
-	left := time.Duration(expires - int64(t.now().Sub(t.base)))
-	if s.key != key || s.limit != limit || s.units > 0 || left <= 0 || atomic.LoadInt32(&t.closed) != 0 {
+	current := int64(t.now().Sub(t.base))
+	if s.key != key || s.limit != limit || expires <= current || atomic.LoadInt32(&t.closed) != 0 {
 		return giveBack{item: ratelimit.Item{Zone: t.zone, Key: key, Limit: limit}, grant: d, units: d.Leased}
+	}
+	var back giveBack
+	if s.units > 0 {
+		if current < s.expires && s.grant.LeasedAt()/t.spanMicros == d.LeasedAt()/t.spanMicros {
+			// A renewal counted in the sub-window of the lease in hand:
+			// one lease. Each expiry is no later than that sub-window's
+			// end, so the later one is too.
+			d.Leased += s.units
+			if s.expires > expires {
+				expires = s.expires
+			}
+		} else {
+			back = takeBack(t, s) // its sub-window is over
+		}
+	}
+	if s.stop != nil {
+		s.stop()
 	}
 	s.units, s.expires, s.grant, s.left = d.Leased, expires, d, d.Remaining
 	s.resetAt = mono + int64(d.ResetAfter)
-	s.size, s.early, s.edge = d.Leased, false, expires
+	s.size, s.early, s.edge, s.low = d.Leased, false, expires, d.Leased/4
 	s.gen++
 	gen := s.gen
-	s.stop = t.after(left, func() { expire(t, s, gen) })
-	return giveBack{}
+	s.stop = t.after(time.Duration(expires-current), func() { expire(t, s, gen) })
+	return back
 }

@@ -29,6 +29,16 @@ type Decision struct {
 	receipt receipt
 }
 
+// LeasedAt is the store's time, in microseconds, at which the units of a
+// lease (Leased) were counted, which names the sub-window they count in;
+// 0 when the decision leased nothing.
+func (d *Decision) LeasedAt() int64 {
+	if d.Leased <= 0 {
+		return 0
+	}
+	return d.receipt.at
+}
+
 // receipt is where a store counted a request: the time it counted it at,
 // after its clock clamps, in nanoseconds in memory or microseconds in
 // Redis, which fixes the sub-window (or the log entry) a refund takes the
