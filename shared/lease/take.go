@@ -59,6 +59,11 @@ func renew(t *Table, ctx context.Context, s *slot, key string, limit int64, now 
 	d := decide(t, ctx, key, limit, now, b)
 	s.mu.Lock()
 	s.renewing = false
+	if d.Leased == 0 && s.key == key && s.limit == limit {
+		// What Redis has left now, for the Remaining of the requests that
+		// spend the units in hand.
+		s.left = d.Remaining
+	}
 	if !d.Allowed {
 		// Redis is full (the units in hand are part of what fills it) or
 		// failed: the request is admitted from the lease after all, while
@@ -74,10 +79,21 @@ func renew(t *Table, ctx context.Context, s *slot, key string, limit int64, now 
 		return d
 	}
 	back := install(t, s, key, limit, mono, d)
+	d.Remaining = held(s, key, limit, d)
 	s.mu.Unlock()
 	back.later(t)
-	d.Remaining += d.Leased
 	return d
+}
+
+// held returns the Remaining of the request d decided with a lease, as a
+// per-request decision reports it and as the requests that spend the
+// lease will: what Redis has left, plus the units this instance holds for
+// the key in s (locked), the new ones and any it held before.
+func held(s *slot, key string, limit int64, d ratelimit.Decision) int64 {
+	if s.key == key && s.limit == limit && s.units > 0 {
+		return s.left + s.units
+	}
+	return d.Remaining + d.Leased
 }
 
 // period starts a new period of demand in s when the current one is a
@@ -132,12 +148,9 @@ func miss(t *Table, ctx context.Context, s *slot, key string, limit int64, now t
 		s.pending = nil
 		close(ch)
 		back = install(t, s, key, limit, mono, d)
+		d.Remaining = held(s, key, limit, d)
 		s.mu.Unlock()
 		back.later(t)
-		// The units are this instance's to admit: Remaining is what a
-		// per-request decision would report, as for the requests that
-		// spend them (left + units), not net of them.
-		d.Remaining += d.Leased
 	}
 	return d
 }
