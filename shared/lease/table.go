@@ -66,7 +66,6 @@ type Table struct {
 	leases   uint64
 	granted  uint64
 	returned uint64
-	saved    uint64
 }
 
 // slot is the lease of one key, and that key's demand. Its mutex is never
@@ -100,12 +99,14 @@ type slot struct {
 	// sub-window of the server's as this instance sees it; 0 for none.
 	edge int64
 
-	// pending is closed when the lease call in flight for key returns;
-	// renewing is set while a request renews the lease in hand, when
-	// units are low (at most low), and the others spend them meanwhile.
-	pending  chan struct{}
-	renewing bool
-	low      int64
+	// pending is closed when the lease call in flight for key returns.
+	// low is the units left at which a request renews the lease in hand
+	// while the others spend them (-1: no renewal, one is under way or
+	// the units should last).
+	pending chan struct{}
+	low     int64
+	// saved counts the requests admitted from the slot's leases.
+	saved uint64
 }
 
 // NewTable returns a table of leases on z's keys, decided through g, whose
@@ -174,8 +175,21 @@ func (t *Table) Stats() Stats {
 		Leases:   atomic.LoadUint64(&t.leases),
 		Granted:  atomic.LoadUint64(&t.granted),
 		Returned: atomic.LoadUint64(&t.returned),
-		Saved:    atomic.LoadUint64(&t.saved),
+		Saved:    t.saved(),
 	}
+}
+
+// saved sums the slots' requests admitted from a lease: counted under
+// each slot's lock, so that spending a unit makes no call more.
+func (t *Table) saved() uint64 {
+	var n uint64
+	for i := range t.slots {
+		s := &t.slots[i]
+		s.mu.Lock()
+		n += s.saved
+		s.mu.Unlock()
+	}
+	return n
 }
 
 // Held is what this instance holds of one key's lease.

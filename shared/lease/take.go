@@ -23,14 +23,14 @@ func Take(t *Table, ctx context.Context, key string, limit int64, now time.Time)
 	s := &t.slots[maphash.String(t.seed, key)&t.mask]
 	s.mu.Lock()
 	if s.units >= t.cost && mono < s.expires && s.key == key && s.limit == limit {
-		if s.units <= s.low && s.pending == nil && !s.renewing {
+		if s.units <= s.low {
 			return renew(t, ctx, s, key, limit, now, mono)
 		}
 		s.units -= t.cost
 		s.seen++
 		d := ratelimit.Decision{Allowed: true, Limit: limit, Remaining: s.left + s.units, ResetAfter: time.Duration(s.resetAt - mono)}
 		s.mu.Unlock()
-		atomic.AddUint64(&t.saved, 1)
+		s.saved++
 		return d
 	}
 	return miss(t, ctx, s, key, limit, now, mono)
@@ -48,17 +48,16 @@ func renew(t *Table, ctx context.Context, s *slot, key string, limit int64, now 
 	b := want(t, s, mono) - s.units
 	if b < 3*t.cost {
 		s.units -= t.cost
-		s.low = 0 // they should last: no other renewal of this lease
+		s.low = -1 // they should last: no other renewal of this lease
 		d := ratelimit.Decision{Allowed: true, Limit: limit, Remaining: s.left + s.units, ResetAfter: time.Duration(s.resetAt - mono)}
 		s.mu.Unlock()
-		atomic.AddUint64(&t.saved, 1)
+		s.saved++
 		return d
 	}
-	s.renewing = true
+	s.low = -1 // no other renewal of this lease: it is under way
 	s.mu.Unlock()
 	d := decide(t, ctx, key, limit, now, b)
 	s.mu.Lock()
-	s.renewing = false
 	if d.Leased == 0 && s.key == key && s.limit == limit {
 		// What Redis has left now, for the Remaining of the requests that
 		// spend the units in hand.
@@ -71,9 +70,9 @@ func renew(t *Table, ctx context.Context, s *slot, key string, limit int64, now 
 		current := int64(t.now().Sub(t.base))
 		if s.units >= t.cost && current < s.expires && s.key == key && s.limit == limit {
 			s.units -= t.cost
-			s.low = 0
+			s.low = -1
 			d = ratelimit.Decision{Allowed: true, Limit: limit, Remaining: s.left + s.units, ResetAfter: time.Duration(s.resetAt - current)}
-			atomic.AddUint64(&t.saved, 1)
+			s.saved++
 		}
 		s.mu.Unlock()
 		return d
@@ -168,7 +167,7 @@ func await(t *Table, ctx context.Context, s *slot, ch chan struct{}, key string,
 		s.units -= t.cost
 		d := ratelimit.Decision{Allowed: true, Limit: limit, Remaining: s.left + s.units, ResetAfter: time.Duration(s.resetAt - mono)}
 		s.mu.Unlock()
-		atomic.AddUint64(&t.saved, 1)
+		s.saved++
 		return d
 	}
 	s.mu.Unlock()
