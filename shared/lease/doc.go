@@ -15,16 +15,18 @@
 // per-request decision at that moment would have made too: the window's
 // count, with every lease's units in it, is never above the limit.
 //
-// What a lease does not spend is given back when it ends, in one call, from
-// the sub-window it was counted in (if it still counts). Until then other
-// instances see those units as used: leases can only make the fleet admit
-// less, never more. B follows this instance's demand for the key (the
-// requests it saw in the last sub-window, doubling while leases run out
-// early), up to Options.MaxUnits, and Redis grants at most half of what
-// the window has left after the request, so near the limit leases shrink
-// to nothing and every request is decided by Redis, exactly as without
-// leases. A key this instance sees fewer than HotAfter times per
-// sub-window never leases.
+// When a quarter of a lease is left, one request renews it (its call asks
+// for more) while the others spend the rest, so that no request waits on
+// another's call. What a lease does not spend is given back when it ends,
+// in one call, from the sub-window it was counted in (if it still counts).
+// Until then other instances see those units as used: leases can only make
+// the fleet admit less, never more. B follows this instance's rate for the
+// key over what is left of the sub-window, over leaseHorizon at most
+// (doubling while leases run out early), up to Options.MaxUnits, and Redis
+// grants at most half of what the window has left after the request, so
+// near the limit leases shrink to nothing and every request is decided by
+// Redis, exactly as without leases. A key this instance sees fewer than
+// HotAfter times per sub-window never leases.
 //
 // Redis down mid-lease: the units in hand are spent until they expire,
 // then the guard's failure policy decides, as without leases.

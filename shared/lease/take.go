@@ -29,8 +29,8 @@ func Take(t *Table, ctx context.Context, key string, limit int64, now time.Time)
 		s.units -= t.cost
 		s.seen++
 		d := ratelimit.Decision{Allowed: true, Limit: limit, Remaining: s.left + s.units, ResetAfter: time.Duration(s.resetAt - mono)}
-		s.mu.Unlock()
 		s.saved++
+		s.mu.Unlock()
 		return d
 	}
 	return miss(t, ctx, s, key, limit, now, mono)
@@ -50,8 +50,8 @@ func renew(t *Table, ctx context.Context, s *slot, key string, limit int64, now 
 		s.units -= t.cost
 		s.low = -1 // they should last: no other renewal of this lease
 		d := ratelimit.Decision{Allowed: true, Limit: limit, Remaining: s.left + s.units, ResetAfter: time.Duration(s.resetAt - mono)}
-		s.mu.Unlock()
 		s.saved++
+		s.mu.Unlock()
 		return d
 	}
 	s.low = -1 // no other renewal of this lease: it is under way
@@ -166,8 +166,8 @@ func await(t *Table, ctx context.Context, s *slot, ch chan struct{}, key string,
 	if s.units >= t.cost && mono < s.expires && s.key == key && s.limit == limit {
 		s.units -= t.cost
 		d := ratelimit.Decision{Allowed: true, Limit: limit, Remaining: s.left + s.units, ResetAfter: time.Duration(s.resetAt - mono)}
-		s.mu.Unlock()
 		s.saved++
+		s.mu.Unlock()
 		return d
 	}
 	s.mu.Unlock()
