@@ -85,6 +85,13 @@ func muxDo(m *muxConn, ctx context.Context, asking, ints bool, cmd string) (Repl
 		wakeWriter(m)
 	}
 	err := await(ctx, m, cl)
+	select {
+	case <-cl.done:
+	default:
+		// Given up on (the caller's context ended): the reader may still
+		// write the reply into cl, so it is not read here.
+		return Reply{}, err
+	}
 	if ints && err == nil {
 		return Reply{Kind: '*', ints: cl.vals}, nil
 	}
