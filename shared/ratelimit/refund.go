@@ -115,7 +115,15 @@ func (g *Guard) Refund(ctx context.Context, items []Item, out []Decision) error 
 	if !remote || !ok || g.breaker != nil && g.breaker.open() {
 		return nil
 	}
-	err := rf.Refund(ctx, items, out)
+	givenBack(g, ctx, rf.Refund(ctx, items, out))
+	return nil
+}
+
+// givenBack accounts for the error err of a call that gave counts back
+// (a refund, a lease's unspent units): the count stays, and a failure is
+// logged and trips the breaker as a failed take does, unless the call was
+// never sent (our own backlog) or its caller left.
+func givenBack(g *Guard, ctx context.Context, err error) {
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrOverloaded): // never sent: our own backlog
@@ -128,7 +136,6 @@ func (g *Guard) Refund(ctx context.Context, items []Item, out []Decision) error 
 		}
 		g.errs.report(err, time.Now())
 	}
-	return nil
 }
 
 // GiveBack returns the unspent units of a lease: units of those that
@@ -147,17 +154,5 @@ func (g *Guard) GiveBack(ctx context.Context, it Item, d Decision, units int64) 
 	if g.breaker != nil && g.breaker.open() {
 		return
 	}
-	err := g.redis.giveBack(ctx, it.Zone, it.Key, it.limit(), &d, units)
-	switch {
-	case err == nil:
-	case errors.Is(err, ErrOverloaded):
-		atomic.AddUint64(&g.overloaded, 1)
-		g.busyErrs.report(err, time.Now())
-	default:
-		atomic.AddUint64(&g.failures, 1)
-		if g.breaker != nil && ctx.Err() == nil {
-			g.breaker.trip()
-		}
-		g.errs.report(err, time.Now())
-	}
+	givenBack(g, ctx, g.redis.giveBack(ctx, it.Zone, it.Key, it.limit(), &d, units))
 }
