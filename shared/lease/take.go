@@ -47,10 +47,8 @@ func renew(t *Table, ctx context.Context, s *slot, key string, limit int64, now 
 	s.seen++
 	b := want(t, s, mono) - s.units
 	if b < 3*t.cost {
-		s.units -= t.cost
 		s.low = -1 // they should last: no other renewal of this lease
-		d := ratelimit.Decision{Allowed: true, Limit: limit, Remaining: s.left + s.units, ResetAfter: time.Duration(s.resetAt - mono)}
-		s.saved++
+		d := spend(t, s, limit, mono)
 		s.mu.Unlock()
 		return d
 	}
@@ -69,10 +67,8 @@ func renew(t *Table, ctx context.Context, s *slot, key string, limit int64, now 
 		// it lasts.
 		current := int64(t.now().Sub(t.base))
 		if s.units >= t.cost && current < s.expires && s.key == key && s.limit == limit {
-			s.units -= t.cost
 			s.low = -1
-			d = ratelimit.Decision{Allowed: true, Limit: limit, Remaining: s.left + s.units, ResetAfter: time.Duration(s.resetAt - current)}
-			s.saved++
+			d = spend(t, s, limit, current)
 		}
 		s.mu.Unlock()
 		return d
@@ -164,14 +160,21 @@ func await(t *Table, ctx context.Context, s *slot, ch chan struct{}, key string,
 	mono := int64(t.now().Sub(t.base)) // time passed while waiting
 	s.mu.Lock()
 	if s.units >= t.cost && mono < s.expires && s.key == key && s.limit == limit {
-		s.units -= t.cost
-		d := ratelimit.Decision{Allowed: true, Limit: limit, Remaining: s.left + s.units, ResetAfter: time.Duration(s.resetAt - mono)}
-		s.saved++
+		d := spend(t, s, limit, mono)
 		s.mu.Unlock()
 		return d
 	}
 	s.mu.Unlock()
 	return decide(t, ctx, key, limit, now, 0)
+}
+
+// spend admits a request at mono from the lease in s (locked), which has
+// the units: Take's hit path, which keeps it inline (under yaegi a call
+// costs a frame), for the requests that come to it another way.
+func spend(t *Table, s *slot, limit, mono int64) ratelimit.Decision {
+	s.units -= t.cost
+	s.saved++
+	return ratelimit.Decision{Allowed: true, Limit: limit, Remaining: s.left + s.units, ResetAfter: time.Duration(s.resetAt - mono)}
 }
 
 // want returns the units to ask for on a request of the key s holds: none
