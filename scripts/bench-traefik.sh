@@ -6,10 +6,12 @@
 # the built-in keyed by the remote address), side by side in one Traefik.
 # Every limited router allows every request (60000 per second: more than
 # wrk sends here; the built-in with a huge average and burst). Also a plain
-# router, this plugin rejecting nearly every request, the interpreter's
-# floor (a trivial yaegi plugin that takes a mutex, increments a map entry
-# and sets one header), and, on one throwaway redis-server, this plugin
-# with `redis` against the built-in with `redis`.
+# router, this plugin rejecting nearly every request, the references of
+# scripts/floorplugin (the interpreter's floor: a trivial yaegi plugin that
+# takes a mutex, increments a map entry and sets one header; and the least
+# sliding window a yaegi plugin can be, which no limiter gets under), and,
+# on one throwaway redis-server, this plugin with `redis` against the
+# built-in with `redis`.
 #
 # Every request carries "X-Forwarded-For: 198.51.100.1, 203.0.113.7" (the
 # web entry point trusts loopback, as one behind a load balancer trusts
@@ -71,6 +73,7 @@ ROUTERS=$(
 		builtin-redis - built-in + redis
 		plugin-redis builtin-redis windowlimit + redis
 		trivial builtin trivial yaegi plugin (the floor)
+		window-floor builtin least sliding window, yaegi (its floor)
 		deny - windowlimit, denial-heavy (429)
 	EOF
 )
@@ -89,47 +92,11 @@ wl_need wrk:wrk curl:curl redis-server:redis-server redis-cli:redis-tools
 wt_setup
 wt_start_backend
 
-# The reference: a trivial yaegi plugin, laid out as a second local plugin.
-TRIVIAL=$WL_WORK/plugins-local/src/example.com/trivial
-mkdir -p "$TRIVIAL"
-cat >"$TRIVIAL/.traefik.yml" <<-YAML
-	displayName: trivial
-	type: middleware
-	import: example.com/trivial
-	summary: a mutex, a map increment and one header
-	testData: {}
-YAML
-cat >"$TRIVIAL/trivial.go" <<-'GO'
-	package trivial
-
-	import (
-		"context"
-		"net/http"
-		"sync"
-	)
-
-	type Config struct{}
-
-	func CreateConfig() *Config { return &Config{} }
-
-	type counter struct {
-		next http.Handler
-		mu   sync.Mutex
-		n    map[string]int
-	}
-
-	func New(ctx context.Context, next http.Handler, config *Config, name string) (http.Handler, error) {
-		return &counter{next: next, n: map[string]int{}}, nil
-	}
-
-	func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		c.n[r.RemoteAddr]++
-		c.mu.Unlock()
-		w.Header().Set("X-Count", "1")
-		c.next.ServeHTTP(w, r)
-	}
-GO
+# The references, scripts/floorplugin laid out as a second local plugin:
+# the trivial plugin and the least sliding window.
+FLOOR=$WL_WORK/plugins-local/src/example.com/floor
+mkdir -p "$FLOOR"
+cp "$WL_ROOT/scripts/floorplugin/floor.go" "$WL_ROOT/scripts/floorplugin/.traefik.yml" "$FLOOR/"
 read -r WEB PING API REDIS < <(wt_free_ports 4 | paste -sd' ')
 wl_redis_start "$REDIS"
 
@@ -170,7 +137,8 @@ wt_dynamic "$WL_WORK/dynamic.yml" "$(
 	wt_plugin plugin-overrides "${allow[@]}" 'overrides: ["198.51.100.0/24=10", "partner=unlimited"]'
 	builtin builtin-redis "redis: {endpoints: [\"127.0.0.1:$REDIS\"]}"
 	wt_plugin plugin-redis "${allow[@]}" "redis: {endpoints: [\"127.0.0.1:$REDIS\"]}"
-	printf '    trivial:\n      plugin:\n        trivial: {}\n'
+	printf '    trivial:\n      plugin:\n        floor: {}\n'
+	printf '    window-floor:\n      plugin:\n        floor: {window: true}\n'
 	wt_plugin deny "window: 1m" "limit: 1"
 )"
 static= eps=
@@ -179,7 +147,7 @@ if [[ -n $PPROF ]]; then
 	static=$(printf 'api:\n  insecure: true\n  debug: true')
 	eps=traefik=127.0.0.1:$API
 fi
-WL_TRAEFIK_LOG_LEVEL=ERROR WL_TRAEFIK_EXTRA_PLUGINS="trivial:example.com/trivial" WL_TRAEFIK_EXTRA_STATIC="$static" \
+WL_TRAEFIK_LOG_LEVEL=ERROR WL_TRAEFIK_EXTRA_PLUGINS="floor:example.com/floor" WL_TRAEFIK_EXTRA_STATIC="$static" \
 	WL_TRAEFIK_EXTRA_ENTRYPOINTS="$eps" WL_TRAEFIK_TRUST_LOOPBACK=1 wt_start_traefik "$WEB" "$PING"
 for path in "${PATHS[@]}"; do
 	want=200

@@ -38,50 +38,59 @@ func serveCounted(m *Middleware, w http.ResponseWriter, r *http.Request, key str
 }
 
 // serveCountedLimit is serveCounted for a key whose limit is limit (0:
-// the rule's).
+// the rule's). In memory the reservation and its refund are one call each
+// (ratelimit.TakeReservedAt, RefundAt); a store takes the general path.
+// Nothing is deferred: a panic in next unwinds past the refund, and the
+// count stays.
 func serveCountedLimit(m *Middleware, w http.ResponseWriter, r *http.Request, key string, limit int64) {
+	if m.store != nil {
+		serveCountedStore(m, w, r, key, limit)
+		return
+	}
+	d := ratelimit.TakeReservedAt(m.zone, key, time.Now().UnixNano(), limit)
+	if !d.Allowed {
+		deny(m, w, r, key, d)
+		return
+	}
+	writeAllowed(m, w, d) // the budget with this request reserved
+	rec := &statusRecorder{ResponseWriter: w}
+	m.next.ServeHTTP(rec, r)
+	if refundable(m, r, rec) {
+		ratelimit.RefundAt(m.zone, key, &d)
+	}
+}
+
+// serveCountedStore is serveCountedLimit with a store.
+func serveCountedStore(m *Middleware, w http.ResponseWriter, r *http.Request, key string, limit int64) {
 	items := []ratelimit.Item{{Zone: m.zone, Key: key, Refundable: true, Limit: limit}}
 	out := make([]ratelimit.Decision, 1)
-	if m.store == nil {
-		ratelimit.TakeAll(time.Now(), items, out)
-	} else if _, err := m.store.Take(r.Context(), time.Now(), items, out); err != nil {
+	if _, err := m.store.Take(r.Context(), time.Now(), items, out); err != nil {
 		out[0] = failOpen(m, limit)
 	}
 	if !out[0].Allowed {
 		deny(m, w, r, key, out[0])
 		return
 	}
-	httplimit.WriteHeaders(m.policy, w.Header(), out[0]) // the budget with this request reserved
+	writeAllowed(m, w, out[0])
 	rec := &statusRecorder{ResponseWriter: w}
-	returned := false
-	defer func() {
-		// A panic leaves returned unset: the count stays.
-		if returned {
-			refund(m, r, rec, items, out)
-		}
-	}()
 	m.next.ServeHTTP(rec, r)
-	returned = true
-}
-
-// refund gives back the reservation of items, decided as out, when the
-// status rec recorded is settled and not listed.
-func refund(m *Middleware, r *http.Request, rec *statusRecorder, items []ratelimit.Item, out []ratelimit.Decision) {
-	status := rec.status.Code()
-	if status == 0 && !rec.hijacked {
-		status = http.StatusOK // nothing written: net/http sends 200
-	}
-	if !httplimit.Settled(status, r.Context().Err() != nil) || m.countStatus.Has(status) {
-		return
-	}
-	if m.store == nil {
-		ratelimit.RefundAll(items, out)
-	} else if m.refunder != nil {
+	if refundable(m, r, rec) && m.refunder != nil {
 		// The response is gone: a client that leaves now must not keep
 		// the refund from Redis. The Redis client's timeouts bound the
 		// call; the guard logs failures.
 		m.refunder.Refund(context.Background(), items, out)
 	}
+}
+
+// refundable reports whether the reservation of a request whose response
+// rec recorded goes back: its status is settled and not one countStatus
+// lists.
+func refundable(m *Middleware, r *http.Request, rec *statusRecorder) bool {
+	status := rec.status.Code()
+	if status == 0 && !rec.hijacked {
+		status = http.StatusOK // nothing written: net/http sends 200
+	}
+	return httplimit.Settled(status, r.Context().Err() != nil) && !m.countStatus.Has(status)
 }
 
 // statusRecorder remembers the status of the final response written
@@ -98,9 +107,20 @@ func (rec *statusRecorder) WriteHeader(code int) {
 	rec.ResponseWriter.WriteHeader(code)
 }
 
+// Write passes b on and flushes it. Under yaegi the writer the next
+// handler gets implements http.ResponseWriter and http.Hijacker only
+// (Traefik issue 10269): Flush and Unwrap are not reachable, so a proxy's
+// flushes of a streamed response (server-sent events, a gRPC stream)
+// would never get past the recorder. Flushing every write streams it as
+// Traefik streams it without a plugin; a proxied body comes in writes of
+// up to 32 KiB, which net/http passes on whole anyway.
 func (rec *statusRecorder) Write(b []byte) (int, error) {
 	rec.status.Body()
-	return rec.ResponseWriter.Write(b)
+	n, err := rec.ResponseWriter.Write(b)
+	if f, ok := rec.ResponseWriter.(http.Flusher); ok && err == nil {
+		f.Flush()
+	}
+	return n, err
 }
 
 // Flush passes on a flush, for streamed responses.

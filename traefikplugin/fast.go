@@ -22,14 +22,12 @@ var tSuffixes = func() []string {
 	return t
 }()
 
-// setFast lets ServeHTTP serve m, whose settings are s, when they need
-// no more than the in-memory zone: any source, header mode, limit, window
-// and dry run; countStatus, overrides and stores stay in serveOther.
+// setFast sets the header tables of m, whose settings are s, and lets
+// ServeHTTP serve m when it needs no more than the in-memory zone: any
+// source, header mode, limit, window and dry run; countStatus, overrides
+// and stores stay in serveOther, which writes the headers of a decision
+// under the rule's limit from the same tables (allowedHeaders).
 func setFast(m *Middleware, s settings) {
-	if m.store != nil || m.countStatus != nil || m.overrides != nil {
-		return
-	}
-	m.slow = false
 	m.tabled = s.mode == httplimit.HeadersLegacy && m.decimals != nil
 	if m.decimals == nil {
 		m.decimals = httplimit.Decimals()
@@ -37,6 +35,10 @@ func setFast(m *Middleware, s settings) {
 	m.headerMode = s.mode
 	m.policyStr = m.policy.PolicyValue()
 	m.ratePrefix = m.policy.RatePrefix()
+	if m.store != nil || m.countStatus != nil || m.overrides != nil {
+		return
+	}
+	m.slow = false
 	if src := s.source; src != nil {
 		m.keyKind = src.kind
 		if src.kind == sourceIP && src.ip.depth > 0 {
@@ -49,15 +51,22 @@ func setFast(m *Middleware, s settings) {
 }
 
 // decidedFast carries out the decision d on a request of ServeHTTP whose
-// headers are not legacy from a table, with one function per mode: under
-// yaegi a function's frame holds the temporaries of every branch, so the
-// modes' values inline here would cost every request the slots of all
-// of them. A denial, rare on a busy limit, goes to deny.
+// headers are not legacy from a table. A denial, rare on a busy limit,
+// goes to deny.
 func decidedFast(m *Middleware, w http.ResponseWriter, r *http.Request, key string, d ratelimit.Decision) {
 	if !d.Allowed {
 		deny(m, w, r, key, d)
 		return
 	}
+	allowedHeaders(m, w, d)
+	m.next.ServeHTTP(w, r)
+}
+
+// allowedHeaders writes the headers of an allowed d under the rule's
+// limit, with one function per mode: under yaegi a function's frame holds
+// the temporaries of every branch, so the modes' values inline here would
+// cost every request the slots of all of them.
+func allowedHeaders(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) {
 	switch m.headerMode {
 	case httplimit.HeadersLegacy:
 		legacyWide(m, w, d)
@@ -66,7 +75,6 @@ func decidedFast(m *Middleware, w http.ResponseWriter, r *http.Request, key stri
 	case httplimit.HeadersBoth:
 		bothValues(m, w, d)
 	}
-	m.next.ServeHTTP(w, r)
 }
 
 // legacyWide writes the legacy headers of an allowed d, for a limit or

@@ -62,8 +62,10 @@ type Middleware struct {
 	// decimals is the header values table of the inline path, and of
 	// serveFast, which formats the values past it.
 	decimals []string
-	// limitStr is the X-RateLimit-Limit value.
-	limitStr string
+	// ruleLimit is the rule's limit, and limitStr its X-RateLimit-Limit
+	// value.
+	ruleLimit int64
+	limitStr  string
 	// body and lengthStr are the rejection's body and Content-Length.
 	body      []byte
 	lengthStr string
@@ -133,6 +135,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 		// dry run.
 		slow:      s.source != nil || s.mode != httplimit.HeadersLegacy || s.dryRun || table == nil || s.countStatus != nil || s.overrides != nil,
 		decimals:  table,
+		ruleLimit: s.rule.Limit,
 		limitStr:  strconv.FormatInt(s.rule.Limit, 10),
 		body:      []byte(s.message),
 		lengthStr: strconv.Itoa(len(s.message)),

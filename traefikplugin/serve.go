@@ -132,11 +132,21 @@ func serveOther(m *Middleware, w http.ResponseWriter, r *http.Request) {
 // decided carries out the decision d on the request.
 func decided(m *Middleware, w http.ResponseWriter, r *http.Request, key string, d ratelimit.Decision) {
 	if d.Allowed {
-		httplimit.WriteHeaders(m.policy, w.Header(), d)
+		writeAllowed(m, w, d)
 		m.next.ServeHTTP(w, r)
 		return
 	}
 	deny(m, w, r, key, d)
+}
+
+// writeAllowed writes the headers of an allowed d: from the tables under
+// the rule's limit, with httplimit.WriteHeaders under an override's.
+func writeAllowed(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) {
+	if d.Limit == m.ruleLimit {
+		allowedHeaders(m, w, d)
+		return
+	}
+	httplimit.WriteHeaders(m.policy, w.Header(), d)
 }
 
 // deny rejects the request and logs it (see logRejection), or in dry-run

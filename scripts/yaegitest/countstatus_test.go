@@ -119,3 +119,95 @@ func TestPluginCountStatusHolds(t *testing.T) {
 		t.Fatalf("50 attempts in flight: the backend saw %d, want 5", n)
 	}
 }
+
+// TestPluginCountStatusStreams runs countStatus interpreted in front of a
+// streamed response, as Traefik's proxy streams server-sent events: the
+// backend writes an event and flushes through http.ResponseController,
+// and the client must read it while the backend still holds the response
+// open. Under yaegi the recorder the backend writes to has no Flush (see
+// statusRecorder.Write): without a flush of its own the event would wait
+// for the end of the response.
+func TestPluginCountStatusStreams(t *testing.T) {
+	b, _ := loadPlugin(t)
+	cfg, err := b.createConfig(map[string]any{"window": "1m", "limit": "100", "countStatus": "401"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte("data: 1\n\n"))
+		http.NewResponseController(w).Flush() // fails under yaegi: no Flush reachable
+		select {
+		case <-release:
+		case <-time.After(10 * time.Second):
+		}
+		w.Write([]byte("data: 2\n\n"))
+	})
+	h, err := b.newHandler(next, cfg, "events@file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	defer close(release)
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 64)
+		n, _ := resp.Body.Read(buf)
+		got <- string(buf[:n])
+	}()
+	select {
+	case s := <-got:
+		if s != "data: 1\n\n" {
+			t.Fatalf("first read %q, want the first event", s)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the first event did not reach the client while the response was open: the recorder holds it back")
+	}
+}
+
+// TestPluginCountStatusHijacks runs countStatus interpreted in front of a
+// backend that takes the connection over through http.ResponseController,
+// as Traefik's proxy does for a WebSocket upgrade: the hijack reaches the
+// server's connection, and the raw answer reaches the client.
+func TestPluginCountStatusHijacks(t *testing.T) {
+	b, _ := loadPlugin(t)
+	cfg, err := b.createConfig(map[string]any{"window": "1m", "limit": "100", "countStatus": "401"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			http.Error(w, "hijack: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		brw.Flush()
+	})
+	h, err := b.newHandler(next, cfg, "ws@file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("status %d, want 101 from the hijacked connection", resp.StatusCode)
+	}
+}

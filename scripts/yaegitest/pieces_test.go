@@ -3,6 +3,7 @@ package yaegitest
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 )
@@ -39,6 +40,15 @@ func Loop(kind string, n int) time.Duration {
 		for k := 0; k < n; k++ {
 			d = ratelimit.TakeAt(deny, "203.0.113.7", t)
 		}
+	case "TakeReservedAt":
+		for k := 0; k < n; k++ {
+			d = ratelimit.TakeReservedAt(allow, "203.0.113.7", t, 0)
+		}
+	case "TakeReservedAt+RefundAt":
+		for k := 0; k < n; k++ {
+			d = ratelimit.TakeReservedAt(allow, "203.0.113.7", t, 0)
+			ratelimit.RefundAt(allow, "203.0.113.7", &d)
+		}
 	case "WriteHeaders":
 		for k := 0; k < n; k++ {
 			httplimit.WriteHeaders(p, h, d)
@@ -67,7 +77,7 @@ func BenchmarkPieces(b *testing.B) {
 		b.Fatal(err)
 	}
 	loop := evalValue(b, i, "pieces.Loop").Interface().(func(string, int) time.Duration)
-	for _, kind := range []string{"TakeAt-allowed", "TakeAt-denied", "WriteHeaders", "remote-addr-key", "time.Now().UnixNano()"} {
+	for _, kind := range []string{"TakeAt-allowed", "TakeAt-denied", "TakeReservedAt", "TakeReservedAt+RefundAt", "WriteHeaders", "remote-addr-key", "time.Now().UnixNano()"} {
 		b.Run(kind, func(b *testing.B) {
 			b.ReportAllocs()
 			d := loop(kind, b.N)
@@ -76,40 +86,20 @@ func BenchmarkPieces(b *testing.B) {
 	}
 }
 
-// trivialSource is the floor any yaegi middleware pays: one that only calls
-// the next handler, and one that also counts requests in a map and sets a
-// header (the "trivial plugin" of issue 4's measurements).
-const trivialSource = `package trivial
-
-import "net/http"
-
-type passThrough struct{ next http.Handler }
-
-func (m *passThrough) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.next.ServeHTTP(w, r) }
-
-func PassThrough(next http.Handler) http.Handler { return &passThrough{next: next} }
-
-type counter struct {
-	next http.Handler
-	n    map[string]int
-}
-
-func (m *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	m.n[r.RemoteAddr]++
-	w.Header().Set("X-Count", "1")
-	m.next.ServeHTTP(w, r)
-}
-
-func Counter(next http.Handler) http.Handler { return &counter{next: next, n: map[string]int{}} }
-`
-
-// BenchmarkTrivialPlugin times the two trivial middlewares under yaegi.
+// BenchmarkTrivialPlugin times under yaegi the reference middlewares of
+// scripts/floorplugin, which scripts/bench-traefik.sh runs in Traefik: the
+// one that only calls the next handler, the trivial counter (a mutex, a
+// map increment, one header) and the least sliding window.
 func BenchmarkTrivialPlugin(b *testing.B) {
 	i := newInterpreter(b)
-	if _, err := i.Eval(trivialSource); err != nil {
+	src, err := os.ReadFile("../floorplugin/floor.go")
+	if err != nil {
 		b.Fatal(err)
 	}
-	for _, ctor := range []string{"trivial.PassThrough", "trivial.Counter"} {
+	if _, err := i.Eval(string(src)); err != nil {
+		b.Fatal(err)
+	}
+	for _, ctor := range []string{"floor.NewPassThrough", "floor.NewCounter", "floor.NewWindow"} {
 		b.Run(ctor, func(b *testing.B) {
 			h := evalValue(b, i, ctor).Interface().(func(http.Handler) http.Handler)(backend)
 			r := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"sync/atomic"
 	"time"
 )
@@ -26,18 +27,82 @@ func (Memory) Refund(_ context.Context, items []Item, out []Decision) error {
 }
 
 // RefundAll gives back, in memory, the counts of the Refundable items
-// whose decisions hold a receipt of the in-memory zones.
+// whose decisions hold a receipt of the in-memory zones, and spends those
+// receipts (see RefundAt).
 func RefundAll(items []Item, out []Decision) {
 	for i := range items {
-		if r := out[i].receipt; items[i].Refundable && r.at != 0 && !r.remote {
-			z := items[i].Zone
-			k := z.hash(items[i].Key)
-			s := &z.shards[k&z.mask]
-			s.Lock()
-			refund(z, s, k, r.at)
-			s.Unlock()
+		if items[i].Refundable {
+			RefundAt(items[i].Zone, items[i].Key, &out[i])
 		}
 	}
+}
+
+// TakeReservedAt decides one Refundable request on key at t, in Unix
+// nanoseconds, under limit (0: the rule's), and counts it if it is
+// allowed, as TakeAll does one Refundable item; the decision then holds
+// the receipt RefundAt takes the count back by. It spares a host that
+// reserves one count per request (count_status) TakeAll's ordering of
+// many items, and, like TakeAt, writes out the common case under the
+// rule's limit for yaegi (see TakeAt).
+func TakeReservedAt(z *Zone, key string, t int64, limit int64) Decision {
+	k := maphash.String(z.seed, key)
+	s := &z.shards[k&z.mask]
+	s.Lock()
+	h := &s.heads[s.index[k]]
+	if left := h.end - t; left > 0 && left <= z.span && limit <= 0 {
+		if count := h.inside + h.leaving*float64(left)/z.spanF + z.cost; count <= z.limit {
+			h.inside += z.cost
+			at := h.end - z.span
+			s.Unlock()
+			return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(left + z.resetTail), receipt: receipt{at: at}}
+		}
+	}
+	return takeReserved(z, s, k, t, limit)
+}
+
+// takeReserved is TakeReservedAt's every other case, with the shard s of
+// the key hashed to k locked; it unlocks s.
+func takeReserved(z *Zone, s *shard, k uint64, t int64, limit int64) Decision {
+	if limit <= 0 {
+		limit = z.rule.Limit
+	}
+	d := take(z, s, k, t, limit, true)
+	if d.Allowed {
+		d.receipt = receipt{at: countedAt(z, s, k)}
+	}
+	s.Unlock()
+	return d
+}
+
+// RefundAt gives back, in memory, the count that d, an admitted decision
+// on key in z from TakeReservedAt or TakeAll, reserved, and spends d's
+// receipt: a second refund of d gives back nothing. A decision without an
+// in-memory receipt gives back nothing. The common case, a refund in the
+// sub-window the key is still in, is written out for yaegi: the ring's
+// cell of the current sub-window is written from the head whenever it is
+// read (see settle), and an unspent receipt of it stands for a count
+// there. A head left counting nothing there counts nothing anywhere, and
+// its ring must be empty (see headTime): the cell is cleared.
+func RefundAt(z *Zone, key string, d *Decision) {
+	at := d.receipt.at
+	if at == 0 || d.receipt.remote {
+		return
+	}
+	d.receipt.at = 0
+	k := maphash.String(z.seed, key)
+	s := &z.shards[k&z.mask]
+	s.Lock()
+	slot := s.index[k]
+	if h := &s.heads[slot]; h.end-z.span == at && h.inside >= z.cost {
+		if h.inside -= z.cost; h.inside == 0 {
+			s.counts[int64(slot)*z.m+at/z.span%z.m] = 0
+		}
+		delete(s.denied, k)
+		s.Unlock()
+		return
+	}
+	refund(z, s, k, at)
+	s.Unlock()
 }
 
 // countedAt returns the receipt time of the request just counted on the
