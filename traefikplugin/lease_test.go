@@ -161,7 +161,9 @@ func TestRedisLeaseTwoInstances(t *testing.T) {
 	if admitted != limit {
 		t.Errorf("admitted %d, want exactly the limit %d", admitted, limit)
 	}
-	if sa.Leases == 0 || sb.Leases == 0 || sa.Saved+sb.Saved == 0 {
+	// Which instance gets hot first is the scheduler's: the first to lease
+	// may leave the other too little room for a lease of its own.
+	if sa.Leases+sb.Leases == 0 || sa.Saved+sb.Saved == 0 {
 		t.Errorf("no lease taken: a %+v, b %+v", sa, sb)
 	}
 }
