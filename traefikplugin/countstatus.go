@@ -111,13 +111,17 @@ func (rec *statusRecorder) WriteHeader(code int) {
 // handler gets implements http.ResponseWriter and http.Hijacker only
 // (Traefik issue 10269): Flush and Unwrap are not reachable, so a proxy's
 // flushes of a streamed response (server-sent events, a gRPC stream)
-// would never get past the recorder. Flushing every write streams it as
-// Traefik streams it without a plugin; a proxied body comes in writes of
-// up to 32 KiB, which net/http passes on whole anyway.
+// would never get past the recorder. Flushing every write of a response
+// without a Content-Length (a stream: server-sent events, a gRPC stream)
+// streams it as Traefik does without a plugin. A response with one is not
+// flushed: its last bytes must wait for the handler to return, or a client
+// that has read them all could close the connection before the refund
+// looks, and an honest request would keep its count as one whose client
+// left.
 func (rec *statusRecorder) Write(b []byte) (int, error) {
 	rec.status.Body()
 	n, err := rec.ResponseWriter.Write(b)
-	if f, ok := rec.ResponseWriter.(http.Flusher); ok && err == nil {
+	if f, ok := rec.ResponseWriter.(http.Flusher); ok && err == nil && rec.ResponseWriter.Header().Get("Content-Length") == "" {
 		f.Flush()
 	}
 	return n, err
