@@ -10,7 +10,9 @@
 # countStatus, in memory and then shared by both instances through Redis:
 # a middleware with limit 5 and countStatus ["401"] lets 200s through
 # uncounted, counts the 401s, then answers 429 without reaching the
-# backend (which answers the status the X-Status header names).
+# backend (which answers the status the X-Status header names); a
+# server-sent event stream through it streams (the first event arrives
+# while the stream is open).
 # Overrides, in memory and through Redis: a middleware keyed by X-API-Key
 # with limit 2 and overrides ["gold-key=600", "10.0.0.0/8=unlimited"]
 # gives gold-key 600 (one count across instances) and limits other keys
@@ -259,6 +261,13 @@ wl_count_status "memory" "$WEB" "$WEB" /login
 wl_pass "$WL_SUMMARY"
 wl_overrides "memory" "$WEB" "$WEB" /tiers /internal
 wl_pass "$WL_SUMMARY"
+# A server-sent event stream through the countStatus router: its first
+# event must reach the client while the stream is still open (curl gives
+# up after 3 s, exit 28). Under yaegi the proxy's flushes cannot reach
+# the plugin's response writer; the plugin flushes streams itself.
+events=$(curl -sN --max-time 3 --interface 127.0.9.1 "http://127.0.0.1:$WEB/login/events" || true)
+[[ $events == "data: 1" ]] || wl_die "countStatus stream: the client read '$events' in 3 s, want the first event while the stream is open"
+wl_pass "countStatus: a server-sent event stream streams through the plugin"
 kill "$WT_TRAEFIK_PID"
 
 # Redis part.

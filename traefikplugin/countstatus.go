@@ -52,10 +52,7 @@ func serveCountedLimit(m *Middleware, w http.ResponseWriter, r *http.Request, ke
 		deny(m, w, r, key, d)
 		return
 	}
-	writeAllowed(m, w, d) // the budget with this request reserved
-	rec := &statusRecorder{ResponseWriter: w}
-	m.next.ServeHTTP(rec, r)
-	if refundable(m, r, rec) {
+	if passCounted(m, w, r, d) {
 		ratelimit.RefundAt(m.zone, key, &d)
 	}
 }
@@ -71,10 +68,7 @@ func serveCountedStore(m *Middleware, w http.ResponseWriter, r *http.Request, ke
 		deny(m, w, r, key, out[0])
 		return
 	}
-	writeAllowed(m, w, out[0])
-	rec := &statusRecorder{ResponseWriter: w}
-	m.next.ServeHTTP(rec, r)
-	if refundable(m, r, rec) && m.refunder != nil {
+	if passCounted(m, w, r, out[0]) && m.refunder != nil {
 		// The response is gone: a client that leaves now must not keep
 		// the refund from Redis. The Redis client's timeouts bound the
 		// call; the guard logs failures.
@@ -82,10 +76,14 @@ func serveCountedStore(m *Middleware, w http.ResponseWriter, r *http.Request, ke
 	}
 }
 
-// refundable reports whether the reservation of a request whose response
-// rec recorded goes back: its status is settled and not one countStatus
-// lists.
-func refundable(m *Middleware, r *http.Request, rec *statusRecorder) bool {
+// passCounted writes the headers of d, the decision that reserved the
+// request's count (the budget with this request in it), passes the
+// request on through a statusRecorder, and reports whether the count goes
+// back: the response's status is settled and not one countStatus lists.
+func passCounted(m *Middleware, w http.ResponseWriter, r *http.Request, d ratelimit.Decision) bool {
+	writeAllowed(m, w, d)
+	rec := &statusRecorder{ResponseWriter: w}
+	m.next.ServeHTTP(rec, r)
 	status := rec.status.Code()
 	if status == 0 && !rec.hijacked {
 		status = http.StatusOK // nothing written: net/http sends 200

@@ -89,6 +89,17 @@ func main() {
 		case strings.HasSuffix(r.URL.Path, "/login") && r.Header["X-Status"] == nil:
 			logins.login(w, r)
 			return
+		case strings.HasSuffix(r.URL.Path, "/events"):
+			// A server-sent event stream: one event, then the response
+			// stays open until the client leaves or 10 s pass.
+			w.Header()["Content-Type"] = []string{"text/event-stream"}
+			w.Write([]byte("data: 1\n\n"))
+			http.NewResponseController(w).Flush()
+			select {
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
+			}
+			return
 		case r.URL.Path == "/count":
 			fmt.Fprintln(w, logins.count(r.URL.Query().Get("client")))
 			return
