@@ -183,10 +183,12 @@ func scriptCalls(t *testing.T, srv *redistest.Server) int64 {
 }
 
 // TestRedisRestartMidLease: Redis restarts (no persistence: every count is
-// gone, and the script too) while an instance holds a lease. The units in
-// hand are spent until their sub-window ends, the next lease call sends
-// the script again, and from then on the limit holds on the new counts;
-// giving back to a Redis that forgot the key changes nothing.
+// gone, and the script too) while an instance holds a lease: a key Redis
+// lost, which is a reset. The units in hand are spent until the next
+// lease call, which finds the key in another life: the lease ends, and
+// what it spent is counted in the new life. So the window after the
+// restart admits at most the limit (one fresh budget, never more), less
+// at most what the lease spent before the restart (the safe side).
 func TestRedisRestartMidLease(t *testing.T) {
 	srv := redistest.Start(t)
 	r := ratelimit.Rule{Window: time.Minute, Limit: 1000, Algorithm: ratelimit.Fixed}
@@ -199,6 +201,7 @@ func TestRedisRestartMidLease(t *testing.T) {
 	if !ok {
 		t.Fatal("no lease after 100 requests on one key")
 	}
+	granted := int64(tb.Stats().Granted)
 	srv.Kill()
 	srv.Restart()
 	var admitted int64
@@ -215,10 +218,13 @@ func TestRedisRestartMidLease(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	// The restarted Redis counts a fresh window: the limit, plus what the
-	// instance held when the old counts vanished.
-	if admitted > r.Limit+held.Units || admitted < r.Limit {
-		t.Fatalf("after the restart admitted %d, want from %d to %d (the limit, and the %d units in hand)", admitted, r.Limit, r.Limit+held.Units, held.Units)
+	spentBefore := granted - held.Units
+	t.Logf("after the restart: admitted %d of a limit of %d; the lease had spent %d of %d units before it", admitted, r.Limit, spentBefore, granted)
+	if admitted > r.Limit || admitted < r.Limit-spentBefore {
+		t.Fatalf("after the restart admitted %d, want from %d to %d (the limit, less the %d units the lease spent before it)", admitted, r.Limit-spentBefore, r.Limit, spentBefore)
+	}
+	if n := tb.Stats().Relived; n == 0 {
+		t.Fatalf("no lease was ended for its key's new life (Stats.Relived = 0)")
 	}
 	tb.Close()
 	if d := Take(tb, context.Background(), "hot", 0, time.Now()); d.Allowed {
@@ -284,5 +290,63 @@ func TestLeaseOutlivesClient(t *testing.T) {
 	d := Take(tb, context.Background(), "hot", 0, time.Now())
 	if want := r.Limit - HotAfter - 1; d.Remaining != want {
 		t.Fatalf("after the lease of %d was given back Redis has %d remaining, want %d", held.Units, d.Remaining, want)
+	}
+}
+
+// TestResetMidLeaseTwoInstances: a hot key on two instances, each holding
+// a lease, is reset: deleted in Redis as Caddy's admin API does (the
+// instance that serves the DELETE forgets its lease first), or lost by
+// Redis (no instance knows). Then 16 goroutines send requests on both
+// instances at once until the window is used up: the window after the
+// reset admits at most the limit, as a fresh key would, and the leases
+// of before end at the instances' next call.
+func TestResetMidLeaseTwoInstances(t *testing.T) {
+	for _, admin := range []bool{true, false} {
+		name := "lost"
+		if admin {
+			name = "admin"
+		}
+		t.Run(name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			r := ratelimit.Rule{Window: time.Minute, Limit: 2000, Algorithm: ratelimit.Strict}
+			tables, _ := realFleet(t, srv.Addr(), r, 2, ratelimit.FailDeny)
+			for i := 0; i < 400; i++ {
+				Take(tables[i%2], context.Background(), "hot", 0, time.Now())
+			}
+			var held int64
+			for i, tb := range tables {
+				h, ok := tb.Inspect("hot")
+				if !ok {
+					t.Fatalf("instance %d holds no lease after 200 requests on one key", i)
+				}
+				held += h.Units
+			}
+			if admin {
+				tables[0].Forget("hot")
+			}
+			srv.Do(t, "DEL", "real:real:{hot}")
+			var admitted int64
+			var wg sync.WaitGroup
+			for g := 0; g < 16; g++ {
+				wg.Add(1)
+				go func(tb *Table) {
+					defer wg.Done()
+					for i := 0; i < 500; i++ {
+						if Take(tb, context.Background(), "hot", 0, time.Now()).Allowed {
+							atomic.AddInt64(&admitted, 1)
+						}
+					}
+				}(tables[g%2])
+			}
+			wg.Wait()
+			relived := tables[0].Stats().Relived + tables[1].Stats().Relived
+			t.Logf("%s reset with %d units in leases: the window after it admitted %d of 8000 requests at a limit of %d; %d leases ended for the new count", name, held, admitted, r.Limit, relived)
+			if admitted > r.Limit {
+				t.Fatalf("the window after the reset admitted %d, over the limit %d: leases of before were spent on top of the fresh budget", admitted, r.Limit)
+			}
+			if admitted < r.Limit-held {
+				t.Fatalf("the window after the reset admitted %d, want at least %d (the limit less the %d units the leases held)", admitted, r.Limit-held, held)
+			}
+		})
 	}
 }

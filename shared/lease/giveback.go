@@ -12,7 +12,9 @@ import (
 type giveBack struct {
 	item  ratelimit.Item
 	grant ratelimit.Decision
-	units int64
+	// units are unspent of granted, the units the lease was granted in
+	// grant's sub-window (a renewal adds to them).
+	units, granted int64
 }
 
 // takeBack ends the lease s holds, if any, and returns what it left; s
@@ -25,12 +27,49 @@ func takeBack(t *Table, s *slot) giveBack {
 	if s.units <= 0 {
 		return giveBack{}
 	}
-	b := giveBack{item: ratelimit.Item{Zone: t.zone, Key: s.key, Limit: s.limit}, grant: s.grant, units: s.units}
+	b := ended(t, s)
+	s.units, s.granted, s.confirmed = 0, 0, 0
+	s.grant = ratelimit.Decision{}
+	return b
+}
+
+// ended returns what the lease s holds would give back if it ended now;
+// s is locked.
+func ended(t *Table, s *slot) giveBack {
+	b := giveBack{item: ratelimit.Item{Zone: t.zone, Key: s.key, Limit: s.limit}, grant: s.grant, units: s.units, granted: s.granted - s.confirmed}
 	if s.limit == t.limit {
 		b.item.Limit = 0
 	}
-	s.units = 0
+	return b
+}
+
+// relived ends the lease s (locked) holds on key when d, Redis's reply to
+// a lease call on key, names another life of the key than the lease was
+// granted in (ratelimit.Decision.Life): an operator reset the key or
+// Redis lost it, so the units in hand are counted nowhere and must not
+// be spent. It returns the lease, to be given back: the script then
+// counts what the lease spent in the key's new life, the units spent
+// after the reset among them. A lease spent to the last unit is returned
+// too, for that count.
+func relived(t *Table, s *slot, key string, limit int64, d *ratelimit.Decision) giveBack {
+	life := s.grant.Life()
+	if life == 0 || d.Life() == 0 || s.key != key || s.limit != limit {
+		return giveBack{}
+	}
+	if d.Life() == life {
+		// Still the same count: what was spent so far came before any
+		// reset.
+		s.confirmed = s.granted - s.units
+		return giveBack{}
+	}
+	if s.stop != nil {
+		s.stop()
+		s.stop = nil
+	}
+	b := ended(t, s)
+	s.units, s.granted, s.confirmed, s.low = 0, 0, 0, -1
 	s.grant = ratelimit.Decision{}
+	atomic.AddUint64(&t.relived, 1)
 	return b
 }
 
@@ -38,20 +77,20 @@ func takeBack(t *Table, s *slot) giveBack {
 // bounded by giveBackTimeout; a failure leaves them counted, the safe
 // side.
 func (b giveBack) send(t *Table) {
-	if b.units <= 0 {
+	if b.granted <= 0 {
 		return
 	}
 	atomic.AddUint64(&t.returned, uint64(b.units))
 	ctx, cancel := context.WithTimeout(context.Background(), giveBackTimeout)
-	t.guard.GiveBack(ctx, b.item, b.grant, b.units)
+	t.guard.GiveBack(ctx, t.now(), b.item, b.grant, b.units, b.granted)
 	cancel()
 }
 
 // later sends b in a goroutine of its own: on a request's path, giving
 // back must not add a call to the request's wait.
 func (b giveBack) later(t *Table) {
-	if b.units > 0 {
-		go b.send(t)
+	if b.granted > 0 {
+		t.async(func() { b.send(t) })
 	}
 }
 

@@ -17,6 +17,11 @@ type step struct {
 	instance int
 	key      string
 	skew     time.Duration
+	// reset makes the step a reset of key instead of a request: Redis
+	// loses the key, or, with forget, an operator deletes it through
+	// instance, which forgets its own lease first (as Caddy's admin API
+	// does).
+	reset, forget bool
 }
 
 // run plays steps on f, checking every admission against e, and returns
@@ -30,6 +35,10 @@ func run(t testing.TB, f *fleet, e *exact, steps []step) int64 {
 			e.stepped = true
 		}
 		server := f.clock.now.Add(f.clock.skew)
+		if s.reset {
+			f.reset(t, e, s, server)
+			continue
+		}
 		d := f.take(s.instance, s.key)
 		if d.Allowed {
 			e.admit(s.key, server)
@@ -115,11 +124,14 @@ func TestHotKeyLeases(t *testing.T) {
 }
 
 // TestDifferentialLeases: random traces over several instances and keys,
-// at and past the limit, with the server's clock stepping back, every
-// bucket algorithm: with leases on, every admission fits the rule as
-// per-request decisions apply it, and the fleet admits nearly as much as
-// with leases off on the same trace. It runs on miniredis, redis-server
-// and a three-master Redis Cluster.
+// at and past the limit, with the server's clock stepping back and keys
+// reset (Redis loses one, or an operator deletes one through an
+// instance) while leases on them are out, every bucket algorithm: with
+// leases on, every admission fits the rule as per-request decisions apply
+// it, a reset starting one fresh budget (over it by at most what the
+// leases held at the reset, and the test reports by how much), and the
+// fleet admits nearly as much as with leases off on the same trace. It
+// runs on redis-server and a three-master Redis Cluster.
 func TestDifferentialLeases(t *testing.T) {
 	// miniredis runs the script's general path, as TestHotKeyLeases shows,
 	// but too slowly for traces of this length.
@@ -144,6 +156,10 @@ func TestDifferentialLeases(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		seeds = 1
 	}
+	resets, excess := 0, int64(0)
+	defer func() {
+		t.Logf("%d resets with leases out: a window holding a reset admitted at most %d over the limit", resets, excess)
+	}()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			addrs := be.addrs(t)
@@ -161,12 +177,24 @@ func TestDifferentialLeases(t *testing.T) {
 							steps[i].skew = -time.Duration(rng.Int63n(int64(2 * r.Window)))
 						}
 					}
+					// Resets come from a generator of their own, so that
+					// the trace is otherwise what it was without them.
+					xrng := rand.New(rand.NewSource(seed*100 + int64(ri) + 7))
+					for i := range steps {
+						if xrng.Intn(150) == 0 {
+							steps[i].reset, steps[i].forget = true, xrng.Intn(2) == 0
+						}
+					}
 					name := fmt.Sprintf("%s-%d-%d", r.Algorithm, ri, seed)
 					zoneRule := r
 					on := newFleet(t, addrs, zoneRule, 5, true)
 					e := newExact(t, on)
 					admittedOn := run(t, on, e, steps)
 					on.close()
+					resets += e.resets
+					if e.excess > excess {
+						excess = e.excess
+					}
 					off := newFleet(t, addrs, zoneRule, 5, false)
 					admittedOff := run(t, off, newExact(t, off), steps)
 					t.Logf("%s: %d requests at %.0f/s: leases on admitted %d, off %d (%.3f), %d and %d calls",

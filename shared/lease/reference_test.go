@@ -29,12 +29,35 @@ type exact struct {
 	newest func(key string) (int64, bool)
 	times  []int64 // every admission's server time, clamped, in µs
 	n      int64
+	// A reset of a key starts its count afresh. Until the leases granted
+	// before it meet Redis again, their holders may spend them without
+	// the new count knowing yet: until the last of them expires (by the
+	// instances' clock, oldUntil), Redis may count less than was
+	// admitted, and a window that holds the reset's sub-window (resetAt)
+	// may admit over the limit by at most what those leases held at the
+	// reset (slack). excess is the most such a window went over; resets
+	// counts the resets.
+	resetAt  map[string]int64
+	oldUntil map[string]time.Time
+	slack    map[string]int64
+	excess   int64
+	resets   int
+}
+
+// reset starts key afresh at server time now, with held units of leases
+// granted before it, which may be spent until the local time until.
+func (e *exact) reset(key string, now time.Time, held int64, until time.Time) {
+	c := now.UnixMicro() / e.T
+	e.admitted[key] = map[int64]int64{}
+	e.resetAt[key], e.slack[key], e.oldUntil[key] = c, held, until
+	e.resets++
 }
 
 func newExact(t testing.TB, f *fleet) *exact {
 	r := f.zone.Rule()
 	return &exact{f: f, t: t, rule: r, T: r.SubWindow.Microseconds(), k: int64(r.Window / r.SubWindow),
-		admitted: map[string]map[int64]int64{}, newest: f.newest}
+		admitted: map[string]map[int64]int64{}, newest: f.newest,
+		resetAt: map[string]int64{}, slack: map[string]int64{}, oldUntil: map[string]time.Time{}}
 }
 
 // at returns the sub-window and time, in µs, at which Redis counts a
@@ -62,8 +85,21 @@ func (e *exact) admit(key string, now time.Time) {
 	m[c] += e.rule.Cost
 	e.n++
 	e.times = append(e.times, t)
-	if _, counted, ok := e.f.bucket(key, c); !ok || counted < m[c] {
+	r, reset := e.resetAt[key]
+	// After the old leases expire, what they spent is counted in the new
+	// count, in one sub-window: theirs, or the newest when the server's
+	// clock went back below it, where this check does not place each
+	// admission.
+	old := reset && (e.f.clock.now.Before(e.oldUntil[key]) || e.stepped && c <= r+e.k)
+	if _, counted, ok := e.f.bucket(key, c); (!ok || counted < m[c]) && !old {
 		e.t.Fatalf("key %q at %dµs: %d admitted in sub-window %d, Redis counts %d there", key, t, m[c], c, counted)
+	}
+	if reset && !old && !e.stepped && c <= r+e.k {
+		// The old leases are over: what they spent after the reset is
+		// counted in the reset's sub-window, as everything admitted since.
+		if _, counted, ok := e.f.bucket(key, r); ok && counted >= 0 && counted < m[r] {
+			e.t.Fatalf("key %q at %dµs: %d admitted in sub-window %d since its reset, Redis counts %d there once the leases of before ended", key, t, m[r], r, counted)
+		}
 	}
 	if e.stepped {
 		// A step back clamps the script to its newest sub-window, whose
@@ -85,6 +121,16 @@ func (e *exact) admit(key string, now time.Time) {
 	case ratelimit.Sliding:
 		x := m[c-e.k] * ((c+1)*e.T - t)
 		count += (x + e.T - 1) / e.T
+	}
+	if reset && c <= r+e.k && count > e.rule.Limit {
+		// The window holds the reset's sub-window: leases of the old
+		// count may have been spent in it.
+		if over := count - e.rule.Limit; over > e.excess {
+			e.excess = over
+		}
+		if count <= e.rule.Limit+e.slack[key] {
+			return
+		}
 	}
 	if count > e.rule.Limit {
 		var hist []int64

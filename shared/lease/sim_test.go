@@ -143,6 +143,9 @@ func newFleet(t testing.TB, addrs []string, r ratelimit.Rule, n int, leases bool
 				t.Fatal(err)
 			}
 			tb.after = f.clock.after
+			// A give-back reaches Redis before the next request: the
+			// simulated network is instant, and a trace replays.
+			tb.async = func(f func()) { f() }
 			f.tables = append(f.tables, tb)
 		}
 	}
@@ -163,8 +166,9 @@ func (f *fleet) take(i int, key string) ratelimit.Decision {
 
 // bucket reads key's bucket value in Redis (see the script's layout: the
 // shape in 8 bytes, the newest sub-window in 7, then the total and the m
-// cells, w bytes each): the newest sub-window, and the count Redis holds
-// for sub-window b (-1 when its cell is no longer kept).
+// cells, w bytes each, then the key's life in 4): the newest sub-window,
+// and the count Redis holds for sub-window b (-1 when its cell is no
+// longer kept).
 func (f *fleet) bucket(key string, b int64) (newest, counted int64, ok bool) {
 	k := ratelimit.RedisKey(f.prefix, f.zone.Name(), key)
 	rep, err := f.client.DoKey(context.Background(), k, "GET", k)
@@ -182,7 +186,7 @@ func (f *fleet) bucket(key string, b int64) (newest, counted int64, ok bool) {
 	newest = le(8, 7)
 	r := f.zone.Rule()
 	m := int64(r.Window/r.SubWindow) + 1
-	w := (int64(len(v)) - 15) / (m + 1)
+	w := (int64(len(v)) - 19) / (m + 1)
 	if b > newest || b <= newest-m {
 		return newest, -1, true
 	}
@@ -209,4 +213,30 @@ var simBackends = []struct {
 }{
 	{"miniredis", func(t *testing.T) []string { return []string{miniredis.RunT(t).Addr()} }},
 	{"redis-server", func(t *testing.T) []string { return []string{redistest.Start(t).Addr()} }},
+}
+
+// reset plays the reset step s at server time: what the instances hold
+// of the key's leases then bounds what the key may admit over its fresh
+// budget (see exact.reset); the instance of an operator's reset forgets
+// its lease, then the key goes from Redis.
+func (f *fleet) reset(t testing.TB, e *exact, s step, server time.Time) {
+	t.Helper()
+	var held int64
+	until := f.clock.now
+	for _, tb := range f.tables {
+		if h, ok := tb.Inspect(s.key); ok {
+			held += h.Units
+			if end := f.clock.now.Add(h.ExpiresIn); end.After(until) {
+				until = end
+			}
+		}
+	}
+	if s.forget && f.tables != nil {
+		f.tables[s.instance].Forget(s.key)
+	}
+	k := ratelimit.RedisKey(f.prefix, f.zone.Name(), s.key)
+	if _, err := f.client.DoKey(context.Background(), k, "DEL", k); err != nil {
+		t.Fatal(err)
+	}
+	e.reset(s.key, server, held, until)
 }

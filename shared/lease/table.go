@@ -59,13 +59,16 @@ type Table struct {
 	mask       uint64
 	slots      []slot
 	// after starts a timer that gives back what a lease left; tests
-	// replace it to run on a simulated clock.
+	// replace it to run on a simulated clock. async runs a give-back
+	// off the request's path; simulations run it at once.
 	after  func(d time.Duration, f func()) func() bool
+	async  func(f func())
 	closed int32
 
 	leases   uint64
 	granted  uint64
 	returned uint64
+	relived  uint64
 }
 
 // slot is the lease of one key, and that key's demand. Its mutex is never
@@ -76,15 +79,23 @@ type slot struct {
 	limit int64
 
 	// The lease in hand: units unspent, until expires; grant is the
-	// decision that granted them (its receipt names their sub-window),
-	// left what Redis had left after it, resetAt when the window empties.
-	units   int64
-	expires int64
-	grant   ratelimit.Decision
-	left    int64
-	resetAt int64
-	gen     uint64
-	stop    func() bool
+	// decision that granted them (its receipt names their sub-window and
+	// the key's life), granted the units granted in that sub-window in
+	// all, left what Redis had left after it, resetAt when the window
+	// empties. grant and granted outlive a lease spent to the last unit,
+	// until the next one: they say what it spent (see relived).
+	// confirmed is how many of the granted units were spent before the
+	// last reply that found the key still in the lease's life: a reset
+	// came after those.
+	units     int64
+	expires   int64
+	grant     ratelimit.Decision
+	granted   int64
+	confirmed int64
+	left      int64
+	resetAt   int64
+	gen       uint64
+	stop      func() bool
 
 	// period starts the current sub-window-long period of demand; seen
 	// counts the key's requests in it, prev those of the one before. size
@@ -146,6 +157,7 @@ func NewTable(z *ratelimit.Zone, g *ratelimit.Guard, opts Options) (*Table, erro
 		mask:       uint64(n - 1),
 		slots:      make([]slot, n),
 		after:      func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
+		async:      func(f func()) { go f() },
 	}
 	if r.Algorithm == ratelimit.Log {
 		t.max = 0 // Redis grants a log rule nothing: never ask
@@ -167,6 +179,9 @@ type Stats struct {
 	// Saved counts the requests admitted from a lease: Redis calls not
 	// made.
 	Saved uint64
+	// Relived counts the leases ended because their key was reset or
+	// lost in Redis while they ran.
+	Relived uint64
 }
 
 // Stats returns t's counters.
@@ -176,6 +191,7 @@ func (t *Table) Stats() Stats {
 		Granted:  atomic.LoadUint64(&t.granted),
 		Returned: atomic.LoadUint64(&t.returned),
 		Saved:    t.saved(),
+		Relived:  atomic.LoadUint64(&t.relived),
 	}
 }
 
@@ -247,6 +263,7 @@ func (t *Table) Forget(key string) bool {
 		return false
 	}
 	had := takeBack(t, s).units > 0
-	s.size, s.early = 0, false
+	s.size, s.early, s.granted, s.confirmed = 0, false, 0, 0
+	s.grant = ratelimit.Decision{}
 	return had
 }

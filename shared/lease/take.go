@@ -56,6 +56,8 @@ func renew(t *Table, ctx context.Context, s *slot, key string, limit int64, now 
 	s.mu.Unlock()
 	d := decide(t, ctx, key, limit, now, b)
 	s.mu.Lock()
+	gone := relived(t, s, key, limit, &d)
+	defer gone.send(t) // at once: the new count must know what was spent
 	if d.Leased == 0 && s.key == key && s.limit == limit {
 		// What Redis has left now, for the Remaining of the requests that
 		// spend the units in hand.
@@ -116,6 +118,7 @@ func miss(t *Table, ctx context.Context, s *slot, key string, limit int64, now t
 		}
 		takeBack(t, s).later(t)
 		s.key, s.limit, s.period, s.seen, s.prev, s.size, s.early, s.edge = key, limit, mono, 0, 0, 0, false, 0
+		s.grant, s.granted, s.confirmed = ratelimit.Decision{}, 0, 0
 	}
 	if s.size > 0 && s.units < t.cost && mono < s.expires {
 		s.early = true // spent before it expired: ask for more
@@ -142,9 +145,11 @@ func miss(t *Table, ctx context.Context, s *slot, key string, limit int64, now t
 		s.mu.Lock()
 		s.pending = nil
 		close(ch)
+		gone := relived(t, s, key, limit, &d)
 		back = install(t, s, key, limit, mono, d)
 		d.Remaining = held(s, key, limit, d)
 		s.mu.Unlock()
+		gone.send(t) // at once: the new count must know what was spent
 		back.later(t)
 	}
 	return d
@@ -265,15 +270,18 @@ func install(t *Table, s *slot, key string, limit int64, mono int64, d ratelimit
 	expires := mono + int64(d.LeaseFor)
 	current := int64(t.now().Sub(t.base))
 	if s.key != key || s.limit != limit || expires <= current || atomic.LoadInt32(&t.closed) != 0 {
-		return giveBack{item: ratelimit.Item{Zone: t.zone, Key: key, Limit: limit}, grant: d, units: d.Leased}
+		return giveBack{item: ratelimit.Item{Zone: t.zone, Key: key, Limit: limit}, grant: d, units: d.Leased, granted: d.Leased}
 	}
 	var back giveBack
+	granted := d.Leased
 	if s.units > 0 {
 		if current < s.expires && s.grant.LeasedAt()/t.spanMicros == d.LeasedAt()/t.spanMicros {
-			// A renewal counted in the sub-window of the lease in hand:
-			// one lease. Each expiry is no later than that sub-window's
-			// end, so the later one is too.
+			// A renewal counted in the sub-window of the lease in hand,
+			// in the same life (see relived): one lease. Each expiry is
+			// no later than that sub-window's end, so the later one is
+			// too.
 			d.Leased += s.units
+			granted += s.granted
 			if s.expires > expires {
 				expires = s.expires
 			}
@@ -284,7 +292,10 @@ func install(t *Table, s *slot, key string, limit int64, mono int64, d ratelimit
 	if s.stop != nil {
 		s.stop()
 	}
-	s.units, s.expires, s.grant, s.left = d.Leased, expires, d, d.Remaining
+	if granted == d.Leased {
+		s.confirmed = 0 // a new lease: relived confirmed a merged one
+	}
+	s.units, s.expires, s.grant, s.granted, s.left = d.Leased, expires, d, granted, d.Remaining
 	s.resetAt = mono + int64(d.ResetAfter)
 	s.size, s.early, s.edge, s.low = d.Leased, false, expires, d.Leased/4
 	s.gen++

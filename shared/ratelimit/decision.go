@@ -39,13 +39,29 @@ func (d *Decision) LeasedAt() int64 {
 	return d.receipt.at
 }
 
+// Life names the key's count that a remote store decided d in: Redis's
+// time when the key was created, or 0 when unknown (in memory, for a log
+// rule, or when the store failed). A key that an operator reset, or that
+// Redis lost, is created anew with another life: units leased in the old
+// one are no longer counted, so their holder stops spending them.
+func (d *Decision) Life() int64 {
+	if !d.receipt.remote {
+		return 0
+	}
+	return d.receipt.life
+}
+
 // receipt is where a store counted a request: the time it counted it at,
 // after its clock clamps, in nanoseconds in memory or microseconds in
 // Redis, which fixes the sub-window (or the log entry) a refund takes the
 // count back from.
 type receipt struct {
-	at     int64 // 0: not counted
-	remote bool  // counted by a remote store rather than in memory
+	at int64 // 0: not counted
+	// life names the key's count the request went into: a slot's life in
+	// memory, the key's birth time in Redis. A refund into another life
+	// (the key was reset, evicted or lost since) gives nothing back.
+	life   int64
+	remote bool // counted by a remote store rather than in memory
 }
 
 // Tightest returns the index of the decision that should speak for a

@@ -46,17 +46,30 @@ type diffItem struct {
 // or, when items is nil, a refund: the response of the request at index
 // refund of the trace settled with a status its zones do not count, and
 // its Refundable items give their counts back (at the time of the request
-// before this step, whatever it is: a refund names no time).
+// before this step, whatever it is: a refund names no time); or, when
+// reset is set, a reset of its one item's key: an operator's DELETE, or a
+// key Redis lost (the zone forgets it, and Redis deletes it), after which
+// the key starts one fresh budget and no refund of a count reserved
+// before reaches it.
 type diffStep struct {
 	at     int64
 	items  []diffItem
 	refund int
+	reset  bool
 }
 
 // refundOf is the refund step of the request at index i of the trace.
 func refundOf(i int) diffStep { return diffStep{refund: i} }
 
+// resetOf is the reset step of key in zone.
+func resetOf(zone int, key string) diffStep {
+	return diffStep{items: []diffItem{{zone, key}}, reset: true}
+}
+
 func (s diffStep) isRefund() bool { return s.items == nil }
+
+// isRequest reports whether s is a request: neither a refund nor a reset.
+func (s diffStep) isRequest() bool { return s.items != nil && !s.reset }
 
 // diffStats counts what the runs covered.
 type diffStats struct {
@@ -73,11 +86,14 @@ type diffStats struct {
 	// before the refund was in (or, for Log, whose entry had left the
 	// window).
 	reserved, refunds, empty, moved int
+	// resets counts the reset steps, and refused the refunds of counts
+	// reserved before their key's reset.
+	resets, refused int
 }
 
 func (s diffStats) String() string {
-	return fmt.Sprintf("%d seeds, %d requests (%d multi-rule), %d items, %d denied requests (%d multi-rule), %d clock steps back, %d keys expired, %d RetryAfters rounded up to the µs by the script, %d reservations, %d refunds (%d after their sub-window moved on, %d found nothing)",
-		s.seeds, s.steps, s.multi, s.items, s.denied, s.deniedMulti, s.back, s.expired, s.rounded, s.reserved, s.refunds, s.moved, s.empty)
+	return fmt.Sprintf("%d seeds, %d requests (%d multi-rule), %d items, %d denied requests (%d multi-rule), %d clock steps back, %d keys expired, %d RetryAfters rounded up to the µs by the script, %d reservations, %d refunds (%d after their sub-window moved on, %d found nothing), %d resets (%d refunds of a count reserved before its key's reset, all refused)",
+		s.seeds, s.steps, s.multi, s.items, s.denied, s.deniedMulti, s.back, s.expired, s.rounded, s.reserved, s.refunds, s.moved, s.empty, s.resets, s.refused)
 }
 
 // diffFailure is the first disagreement of a run.
@@ -155,14 +171,16 @@ func (r *ttlRunner) EvalSha(ctx context.Context, sha string, keys, args []string
 	if err != nil {
 		return nil, err
 	}
-	// The script's own reply: 4 integers per item taken, 5 per item
-	// reserved, and one more if Redis could not count the request; or
-	// one per item refunded. Then one TTL per key.
+	// The script's own reply: 4 integers per item taken, 6 per item
+	// reserved, 7 per item leased, and one more if Redis could not count
+	// the request; or one per item refunded. Then one TTL per key.
 	n, want, refund := len(keys), 0, false
 	for i := 0; i < n && 1+2*i < len(args); i++ {
 		switch args[1+2*i] {
 		case modeReserve:
-			want += 5
+			want += 6
+		case modeLease:
+			want += 7
 		case modeRefund:
 			want, refund = want+1, true
 		default:
@@ -228,6 +246,8 @@ type diffRun struct {
 	// held is, by its index in the trace, every request with Refundable
 	// items not yet refunded.
 	held map[int]*diffHeld
+	// lives counts the resets of each key.
+	lives map[diffItem]int
 
 	items     []Item
 	want, got []Decision
@@ -240,13 +260,17 @@ type diffHeld struct {
 	items     []Item
 	want, got []Decision
 	allowed   bool
+	// lives are the resets of each item's key before the request: a
+	// refund after another reset finds nothing in the exact reference.
+	lives []int
 }
 
 func (h *diffHarness) start(tb testing.TB, zones []diffZone, forward bool, stats *diffStats) *diffRun {
 	tb.Helper()
 	h.runs++
 	r := &diffRun{h: h, zones: zones, prefix: "d" + strconv.Itoa(h.runs) + ":", forward: forward,
-		expiry: make(map[string]int64), admitted: make(map[diffItem][]int64), held: make(map[int]*diffHeld), stats: stats}
+		expiry: make(map[string]int64), admitted: make(map[diffItem][]int64), held: make(map[int]*diffHeld), stats: stats,
+		lives: make(map[diffItem]int)}
 	for _, dz := range zones {
 		z, err := NewZone(dz.name, dz.rule, Options{SweepInterval: -1, MaxKeys: 1024})
 		if err != nil {
@@ -269,6 +293,9 @@ func (r *diffRun) do(s diffStep) ([]Decision, *diffFailure) {
 	r.step++
 	if s.isRefund() {
 		return nil, r.refund(s)
+	}
+	if s.reset {
+		return nil, r.reset(s.items[0])
 	}
 	r.now = s.at
 	ctx := context.Background()
@@ -453,9 +480,31 @@ func (r *diffRun) checkReceipts(s diffStep, allowed bool) *diffFailure {
 		}
 	}
 	if reserving {
+		lives := make([]int, len(s.items))
+		for j, it := range s.items {
+			lives[j] = r.lives[it]
+		}
 		r.held[r.step-1] = &diffHeld{step: s, items: append([]Item(nil), r.items...),
-			want: append([]Decision(nil), r.want...), got: append([]Decision(nil), r.got...), allowed: allowed}
+			want: append([]Decision(nil), r.want...), got: append([]Decision(nil), r.got...), allowed: allowed, lives: lives}
 	}
+	return nil
+}
+
+// reset resets key it in both stores, as an operator's DELETE does (the
+// Caddy admin API: the zone forgets the key, the Redis store deletes it),
+// and as Redis losing the key does to the Redis store. The exact
+// reference starts the key afresh, in a new life.
+func (r *diffRun) reset(it diffItem) *diffFailure {
+	z := r.zs[it.zone]
+	z.Forget(it.key)
+	key := RedisKey(r.prefix, z.Name(), it.key)
+	if _, err := r.h.client.Do(context.Background(), "DEL", key); err != nil {
+		return &diffFailure{kind: "error", msg: "DEL: " + err.Error()}
+	}
+	delete(r.expiry, key)
+	r.admitted[it] = nil
+	r.lives[it]++
+	r.stats.resets++
 	return nil
 }
 
@@ -493,6 +542,12 @@ func (r *diffRun) refund(s diffStep) *diffFailure {
 			r.stats.empty++
 		}
 		di := held.step.items[j]
+		if held.lives[j] != r.lives[di] {
+			if found {
+				return r.refundFailure(s, held, "refund (redis gave a count reserved before a reset back to the key's new life)", "", j)
+			}
+			r.stats.refused++
+		}
 		rule := r.zones[di.zone].rule
 		at, span, window := held.got[j].receipt.at, int64(rule.SubWindow/time.Microsecond), int64(rule.Window/time.Microsecond)
 		log := rule.Algorithm == Log
@@ -503,6 +558,9 @@ func (r *diffRun) refund(s diffStep) *diffFailure {
 			continue
 		}
 		adm, i := r.admitted[di], len(r.admitted[di])-1
+		if held.lives[j] != r.lives[di] {
+			i = -1 // reserved before a reset: the reference holds nothing of it
+		}
 		for ; i >= 0; i-- {
 			if log && adm[i] == at || !log && adm[i]/span == at/span {
 				break
@@ -683,6 +741,10 @@ func formatTrace(zones []diffZone, steps []diffStep) string {
 	for i, s := range steps {
 		if s.isRefund() {
 			fmt.Fprintf(&b, "\trefundOf(%d), // step %d\n", s.refund, i)
+			continue
+		}
+		if s.reset {
+			fmt.Fprintf(&b, "\tresetOf(%d, %q), // step %d\n", s.items[0].zone, s.items[0].key, i)
 			continue
 		}
 		if len(s.items) == 1 {

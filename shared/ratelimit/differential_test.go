@@ -99,7 +99,7 @@ func runDifferential(t *testing.T, back bool) {
 			for g.requests < cfg.steps {
 				s := g.next()
 				i := len(steps)
-				if !s.isRefund() {
+				if s.isRequest() {
 					if last != 0 && s.at < last {
 						stats.back++
 					}
@@ -162,13 +162,21 @@ type diffGen struct {
 	// come, each due once that many requests are made.
 	requests int
 	pending  []diffPending
+	// xrng makes the resets: of a random key, before one request in
+	// resetEvery, so that reservations are in flight across them. It is
+	// a generator of its own, so that the other choices of a seed stay
+	// what they were without resets.
+	xrng *rand.Rand
 }
+
+// resetEvery is how many requests a trace makes per reset, on average.
+const resetEvery = 25
 
 type diffPending struct{ step, due int }
 
 func newDiffGen(seed int64, back bool) *diffGen {
 	rng := rand.New(rand.NewSource(seed))
-	g := &diffGen{rng: rng, rrng: rand.New(rand.NewSource(^seed)), back: back}
+	g := &diffGen{rng: rng, rrng: rand.New(rand.NewSource(^seed)), back: back, xrng: rand.New(rand.NewSource(seed ^ 0x5e5e7))}
 	for i, n := 0, 1+rng.Intn(4); i < n; i++ {
 		z := randomDiffZone(rng, "z"+strconv.Itoa(i))
 		z.reserve = g.rrng.Intn(2) == 0
@@ -227,13 +235,17 @@ func randomDiffZone(rng *rand.Rand, name string) diffZone {
 	return diffZone{name: name, rule: r}
 }
 
-// next returns the next step: a refund that is due, or a request.
+// next returns the next step: a refund that is due, a reset, or a
+// request.
 func (g *diffGen) next() diffStep {
 	for i, p := range g.pending {
 		if p.due <= g.requests {
 			g.pending = append(g.pending[:i], g.pending[i+1:]...)
 			return refundOf(p.step)
 		}
+	}
+	if g.xrng.Intn(resetEvery) == 0 {
+		return resetOf(g.xrng.Intn(len(g.zones)), g.keys[g.xrng.Intn(len(g.keys))])
 	}
 	g.requests++
 	g.history = append(g.history, g.now)
@@ -342,7 +354,7 @@ func (g *diffGen) pickItems() []diffItem {
 // it later (before the next request, or a few or many requests later),
 // any other end keeps its count.
 func (g *diffGen) observe(i int, s diffStep, want []Decision) {
-	if s.isRefund() {
+	if !s.isRequest() {
 		return
 	}
 	admitted, reserved := true, false

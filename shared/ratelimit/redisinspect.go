@@ -150,18 +150,29 @@ func inspectRedisBuckets(r Rule, t int64, fields []int64) KeyState {
 // unpackBuckets reads the bytes of a bucket key (see redisScript) as the
 // fields of inspectRedisBuckets: the shape and the newest index, then each
 // cell's index and count. It reports false for a value the script would
-// not read as r's.
+// not read as r's. Today's layout has the shape negated and the key's
+// life (4 bytes) after the cells; the previous one, which the script
+// still reads, has neither.
 func unpackBuckets(r Rule, b []int64) ([]int64, bool) {
 	m := int64(r.Window/r.SubWindow) + 1
 	const head = 15 // the shape (8 bytes) and the newest index (7)
-	w := (int64(len(b)) - head) / (m + 1)
-	if w < 1 || w > 6 || head+w*(m+1) != int64(len(b)) {
+	if len(b) < head {
 		return nil, false
 	}
 	shape, newest := littleEndian(b[0:8], true), littleEndian(b[8:15], true)
-	if shape != shapeField(r) {
+	size := int64(head)
+	switch shape {
+	case -shapeField(r):
+		size += 4
+	case shapeField(r):
+	default:
 		return nil, false
 	}
+	w := (int64(len(b)) - size) / (m + 1)
+	if w < 1 || w > 6 || size+w*(m+1) != int64(len(b)) {
+		return nil, false
+	}
+	shape = shapeField(r)
 	fields := make([]int64, 0, 2+2*m)
 	fields = append(fields, shape, newest)
 	for j := int64(0); j < m; j++ {

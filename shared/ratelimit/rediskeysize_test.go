@@ -61,8 +61,8 @@ func TestRedisBytesPerKey(t *testing.T) {
 		rkey := RedisKey("rl:", "api", tc.key)
 		ctx := context.Background()
 		n, err := client.Do(ctx, "STRLEN", rkey)
-		if err != nil || n.Int != 15+12*2 {
-			t.Fatalf("STRLEN %s = %d, %v; want 39: the head, the total and 11 sub-windows of 2 bytes", rkey, n.Int, err)
+		if err != nil || n.Int != 15+12*2+4 {
+			t.Fatalf("STRLEN %s = %d, %v; want 43: the head, the total and 11 sub-windows of 2 bytes, the life", rkey, n.Int, err)
 		}
 		size, err := client.Do(ctx, "MEMORY", "USAGE", rkey)
 		if err != nil {

@@ -90,8 +90,8 @@ func TestRedisPreparedCall(t *testing.T) {
 			for _, deferred := range []bool{false, true} {
 				items := []Item{{Zone: z, Key: key, Refundable: deferred}}
 				rec.reply, gen.reply = reply, reply
-				if deferred { // a reservation's reply ends with its receipt
-					rec.reply = append(reply[:4:4], 0)
+				if deferred { // a reservation's reply ends with its receipt and life
+					rec.reply = append(reply[:4:4], 0, 0)
 					gen.reply = rec.reply
 				}
 				out, gout := make([]Decision, 1), make([]Decision, 1)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 )
 
 // Refund implements Refunder: one script call (per hash tag in Cluster
@@ -25,7 +27,7 @@ func (s *RedisStore) Refund(ctx context.Context, items []Item, out []Decision) e
 			args = append(args, "0")
 		}
 		keys = append(keys, RedisKey(s.prefix, items[i].Zone.Name(), items[i].Key))
-		args = append(args, modeRefund, withReceipt(spec[0], items[i].limit(), r.at))
+		args = append(args, modeRefund, withReceipt(spec[0], items[i].limit(), r, 0))
 	}
 	if len(keys) == 0 {
 		return nil
@@ -57,17 +59,22 @@ func (s *RedisStore) refund(ctx context.Context, keys, args []string) error {
 	return nil
 }
 
-// withReceipt returns the packed rule with the limit n and, after it, the
-// receipt at: a refund's rule argument.
-func withReceipt(rule string, n int64, at int64) string {
-	return withInt(withLimit(rule, n), at)
+// withReceipt returns a refund's rule argument: the packed rule with the
+// limit n and, after it, the receipt's time and life, and the units a
+// lease was granted (0 for a reservation).
+func withReceipt(rule string, n int64, r receipt, granted int64) string {
+	return withInt(withInt(withInt(withLimit(rule, n), r.at), r.life), granted)
 }
 
 // giveBack returns units of the lease d granted on key in z (an item at
-// limit n): a refund of that many units from the sub-window they were
-// counted in, if the key still holds them there.
-func (s *RedisStore) giveBack(ctx context.Context, z *Zone, key string, n int64, d *Decision, units int64) error {
-	if units <= 0 || d.receipt.at == 0 || !d.receipt.remote {
+// limit n), of granted units in all, at now: a refund of that many units
+// from the sub-window they were counted in, if the key still holds them
+// there in d's life. In another life (the key was reset or lost since),
+// the script counts the granted units that were spent instead, if their
+// sub-window still counts at now (the server's time, but with
+// CallerTime).
+func (s *RedisStore) giveBack(ctx context.Context, now time.Time, z *Zone, key string, n int64, d *Decision, units, granted int64) error {
+	if units < 0 || granted <= 0 || d.receipt.at == 0 || !d.receipt.remote {
 		return nil
 	}
 	r := z.rule
@@ -75,6 +82,10 @@ func (s *RedisStore) giveBack(ctx context.Context, z *Zone, key string, n int64,
 		return err
 	}
 	r.Cost = units
-	arg := withInt(packRule(r, n), d.receipt.at)
-	return s.refund(ctx, []string{RedisKey(s.prefix, z.name, key)}, []string{"0", modeRefund, arg})
+	arg := withReceipt(packRule(r, n), n, d.receipt, granted)
+	at := "0"
+	if s.callerTime {
+		at = strconv.FormatInt(now.UnixMicro(), 10)
+	}
+	return s.refund(ctx, []string{RedisKey(s.prefix, z.name, key)}, []string{at, modeRefund, arg})
 }

@@ -97,7 +97,7 @@ if lib and #KEYS == 1 and (ARGV[2] == '0' or ARGV[2] == '1' or ARGV[2] == '2') t
   if alg == 1 then reach = 1 end
   local w, usable, newest, total = 0, type(v) ~= 'table', false, 0
   if alg ~= 3 and usable then
-    if v then w = (#v - 15) / (m + 1) elseif cost < 256 then w = 1 elseif cost < 65536 then w = 2 else w = 6 end
+    if v then w = (#v - 19) / (m + 1) elseif cost < 256 then w = 1 elseif cost < 65536 then w = 2 else w = 6 end
   end
   -- The formats of the head, of one integer, and of the span from the
   -- total to a cell (SETRANGE's argument).
@@ -109,10 +109,20 @@ if lib and #KEYS == 1 and (ARGV[2] == '0' or ARGV[2] == '1' or ARGV[2] == '2') t
   elseif w == 5 then hf, cf, sf, top = '<i8i7I5', '<I5', '<I5c0I5', 1099511627776
   elseif w == 6 then hf, cf, sf, top = '<i8i7I6', '<I6', '<I6c0I6', 281474976710656
   else usable = false end
+  -- life names the key's count (see load); a new key's is its birth.
+  local life = now
   if usable and v then
     local sh
     sh, newest, total = sunpack(hf, v)
-    usable = sh == shape and newest * T < 9007199254740992 -- see load
+    usable = sh == -shape and newest * T < 9007199254740992 -- see load
+    life = sunpack('<I4', v, #v - 3)
+  else
+    if ARGV[1] ~= '0' then
+      local tm = redis.call('TIME')
+      life = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+    end
+    life = life % 4294967296
+    if life == 0 then life = 1 end
   end
   if usable then
     local c = floor(t / T)
@@ -156,28 +166,29 @@ if lib and #KEYS == 1 and (ARGV[2] == '0' or ARGV[2] == '1' or ARGV[2] == '2') t
       if gap == 0 then
         r = redis.pcall('SETRANGE', key, 15, spack(sf, nt, string.sub(v, base, p - 1), sunpack(cf, v, p) + add))
       else
-        local nv = spack(hf, shape, c, nt)
+        local nv = spack(hf, -shape, c, nt)
         if gap >= m then
-          nv = nv .. string.rep('\0', w * slot) .. spack(cf, add) .. string.rep('\0', w * (m - 1 - slot))
+          nv = nv .. string.rep('\0', w * slot) .. spack(cf, add) .. string.rep('\0', w * (m - 1 - slot)) .. spack('<I4', life)
         else
           local a = (newest + 1) % m -- the first cell reused; slot is the last
           if a <= slot then
             nv = nv .. string.sub(v, base, base + w * a - 1) .. string.rep('\0', w * (slot - a)) .. spack(cf, add) .. string.sub(v, p + w)
           else
-            nv = nv .. string.rep('\0', w * slot) .. spack(cf, add) .. string.sub(v, p + w, base + w * a - 1) .. string.rep('\0', w * (m - a))
+            nv = nv .. string.rep('\0', w * slot) .. spack(cf, add) .. string.sub(v, p + w, base + w * a - 1) .. string.rep('\0', w * (m - a)) .. spack('<I4', life)
           end
         end
         r = redis.pcall('SET', key, nv, 'PX', ceil(((c + reach) * T - t) / 1000) + 1)
       end
       out = {1, N - add - whole, 0, (c + reach) * T - t}
-      if ARGV[2] == '1' then out[5] = t end -- the receipt
-      if ARGV[2] == '2' then out[5], out[6] = g, t end -- the lease
+      if ARGV[2] == '1' then out[5], out[6] = t, life end -- the receipt
+      if ARGV[2] == '2' then out[5], out[6], out[7] = g, t, life end -- the lease
       if type(r) == 'table' and r.err then
         -- The script's first write: Redis over its maxmemory refuses it
         -- (see refused below), and nothing was written.
         if not string.find(r.err, 'OOM', 1, true) then error(r.err) end
-        if ARGV[2] == '1' then out[5] = 0 end
-        if ARGV[2] == '2' then out[2], out[5], out[6] = N - cost - whole, 0, 0 end
+        if not v then life = 0 end
+        if ARGV[2] == '1' then out[5], out[6] = 0, life end
+        if ARGV[2] == '2' then out[2], out[5], out[6], out[7] = N - cost - whole, 0, 0, life end
         out[#out + 1] = 1 -- admitted but not counted: out of memory
       end
     end
@@ -187,22 +198,25 @@ end
 -- A refund of one bucket key, count_status's settled response, is a
 -- straight line too: the receipt's cell and the total are read from the
 -- value and rewritten in place, with refundBuckets's conditions below.
+-- A receipt of another life (or a key of another layout) takes the
+-- general path.
 if lib and #KEYS == 1 and ARGV[2] == '3' then
   local sunpack, spack, key = lib.unpack, lib.pack, KEYS[1]
-  local alg, W, T, _, cost, shape, at = sunpack('<i1i8i8i8i8i8i8', ARGV[3])
+  local alg, W, T, _, cost, shape, at, life = sunpack('<i1i8i8i8i8i8i8i8', ARGV[3])
   if alg ~= 3 then
-    out = {0}
     local v = redis.pcall('GET', key)
     local m = W / T + 1
     local w, cf = 0, false
-    if type(v) == 'string' then w = (#v - 15) / (m + 1) end
+    if type(v) == 'string' then w = (#v - 19) / (m + 1) end
     if w == 1 then cf = '<I1' elseif w == 2 then cf = '<I2' elseif w == 3 then cf = '<I3'
     elseif w == 4 then cf = '<I4' elseif w == 5 then cf = '<I5' elseif w == 6 then cf = '<I6' end
-    if cf then
-      local sh, newest, total = sunpack('<i8i7' .. string.sub(cf, 2), v)
+    local sh, newest, total = 0, 0, 0
+    if cf then sh, newest, total = sunpack('<i8i7' .. string.sub(cf, 2), v) end
+    if cf and sh == -shape and newest * T < 9007199254740992 and sunpack('<I4', v, #v - 3) == life then
+      out = {0}
       local reach, b = m, floor(at / T)
       if alg == 1 then reach = 1 end
-      if sh == shape and newest * T < 9007199254740992 and b <= newest and b > newest - reach then
+      if cost > 0 and b <= newest and b > newest - reach then
         local p = 16 + w * (1 + b % m)
         local x = sunpack(cf, v, p)
         if x >= cost and (reach == 1 and x == cost or total == cost) then
@@ -300,8 +314,26 @@ end
 -- C-k on (the cells of older ones are gone at C), C the request's
 -- sub-window and TM its time, clamped to C when the clock went back.
 -- REWRITE says the key must be written whole (absent, of another rule or
--- another type).
-local V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE = false, 0, '', false, 0, 0, 0, false
+-- another type, or of the previous layout). LIFE names the key's count:
+-- its birth time, kept through every write, new when the key is created
+-- (false until then), so that a receipt of a count that was reset or lost
+-- is never given back from the next one. FOREIGN says the key holds
+-- another rule's value or type.
+local V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE, FOREIGN = false, 0, '', false, 0, 0, 0, false, false, false
+
+-- born returns the life of a key created now: the server's time in
+-- microseconds, modulo 2^32 (never 0, which names no life). Two lives of
+-- one key share it once in 2^32 resets at most.
+local function born()
+  local t = now
+  if ARGV[1] ~= '0' then
+    local tm = redis.call('TIME') -- now is the caller's: it may repeat
+    t = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+  end
+  t = t % 4294967296
+  if t == 0 then t = 1 end
+  return t
+end
 
 -- cell returns the stored count of sub-window b, for a ring of m cells.
 local function cell(b, m)
@@ -332,9 +364,12 @@ local function fromHash(key, shape, m)
   return spack('<i8i7' .. string.rep(string.sub(cellFormat(width(total)), 2), m + 1), shape, newest, total, unpack(cells))
 end
 
--- load reads the bucket key into V, CW, CF, NEWEST and TOTAL.
+-- load reads the bucket key into V, CW, CF, NEWEST, TOTAL and LIFE.
+-- Today's layout stores the shape negated and the life after the cells;
+-- the previous one (the shape as it is, no life) is read as well and
+-- rewritten, with a new life, on the key's next write.
 local function load(key, shape, m, T)
-  V, NEWEST, TOTAL, REWRITE = false, false, 0, true
+  V, NEWEST, TOTAL, REWRITE, LIFE, FOREIGN = false, false, 0, true, false, true
   local v, converted = redis.pcall('GET', key), false
   if type(v) == 'table' then
     -- Another type: a hash of the previous version, or a log's sorted set.
@@ -343,16 +378,26 @@ local function load(key, shape, m, T)
     end
     if type(v) ~= 'string' then return end
   end
-  if not v then return end
-  local w = (#v - head + 1) / (m + 1)
-  if w < 1 or w > 6 or w ~= floor(w) then return end
-  local f = cellFormat(w)
+  if not v then FOREIGN = false return end
+  if #v < 15 then return end
   local sh, newest = sunpack('<i8i7', v)
+  local life, size = false, head - 1
+  if sh == -shape then
+    size = size + 4
+    life = sunpack('<I4', v, #v - 3)
+  elseif sh == shape then
+    converted = true
+  else
+    return
+  end
+  local w = (#v - size) / (m + 1)
+  if w < 1 or w > 6 or w ~= floor(w) then return end
   -- A newest sub-window past the clock's 2^53 microseconds is no count
   -- of ours (a corrupt or hostile value): doubles do not count in ones
   -- there, and the loops over sub-windows would never end.
-  if sh ~= shape or newest * T >= 9007199254740992 then return end
-  V, CW, CF, NEWEST, TOTAL, REWRITE = v, w, f, newest, (sunpack(f, v, head)), converted
+  if newest * T >= 9007199254740992 then return end
+  local f = cellFormat(w)
+  V, CW, CF, NEWEST, TOTAL, REWRITE, LIFE, FOREIGN = v, w, f, newest, (sunpack(f, v, head)), converted, life, false
 end
 
 local function buckets(key, alg, W, T, N, cost, shape, t)
@@ -442,12 +487,13 @@ local function write(guard, ...)
   return false
 end
 
--- commitBuckets counts the request in the key load and buckets left in
--- V..REWRITE; it reports true if Redis refused it.
-local function commitBuckets(key, T, cost, shape, m, reach, guard)
+-- commitBuckets counts cost in sub-window into (the request's, C, but for
+-- a charge) of the key load and buckets left in V..LIFE; it reports true
+-- if Redis refused it.
+local function commitBuckets(key, T, cost, shape, m, reach, guard, into)
   local c, total = C, TOTAL + cost
   local slot = c % m
-  if not REWRITE and c == NEWEST and width(total) == CW then
+  if not REWRITE and c == NEWEST and into == c and width(total) == CW then
     -- The common case: the total and the request's cell, in place. The
     -- key's expiry stays: it is that of sub-window c.
     local p = head + CW * (1 + slot)
@@ -465,9 +511,11 @@ local function commitBuckets(key, T, cost, shape, m, reach, guard)
   if NEWEST then
     for b = c - m + 1, c do cells[b % m + 1] = cell(b, m) end
   end
-  cells[slot + 1] = cells[slot + 1] + cost
+  cells[into % m + 1] = cells[into % m + 1] + cost
   local w = width(total)
-  local v = spack('<i8i7' .. string.rep(string.sub(cellFormat(w), 2), m + 1), shape, c, total, unpack(cells))
+  LIFE = LIFE or born()
+  local v = spack('<i8i7' .. string.rep(string.sub(cellFormat(w), 2), m + 1), -shape, c, total, unpack(cells))
+  v = v .. spack('<I4', LIFE)
   if NEWEST and c == NEWEST and not REWRITE then
     return write(guard, 'SET', key, v, 'KEEPTTL')
   end
@@ -553,7 +601,7 @@ local function decide()
       states[i] = s
     else
       ok, remaining, retry, reset = buckets(KEYS[i], alg, W, T, N, cost, shape, now)
-      states[i] = {V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE}
+      states[i] = {V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE}
     end
     if ok == 0 then all = false end
     res[#res + 1] = ok
@@ -561,12 +609,14 @@ local function decide()
     res[#res + 1] = retry
     res[#res + 1] = reset
     if mode == '1' then
-      res[#res + 1] = 0 -- the receipt, once counted
-      receipts[i] = #res
+      res[#res + 1] = 0 -- the receipt and its life, once counted
+      res[#res + 1] = 0
+      receipts[i] = #res - 1
     elseif mode == '2' then
       res[#res + 1] = 0 -- the units granted and their time, once counted
       res[#res + 1] = 0
-      leases[i] = #res - 1
+      res[#res + 1] = (alg ~= 3 and LIFE) or 0 -- the key's life, even denied
+      leases[i] = #res - 2
     end
   end
   -- The first write of the call is the one Redis may refuse for memory.
@@ -577,7 +627,7 @@ local function decide()
       if rule[1] == 3 then
         oom = commitLog(s, KEYS[i], first)
       else
-        V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE = unpack(s, 1, 8)
+        V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE = unpack(s, 1, 9)
         local m = rule[2] / rule[3] + 1
         local reach = m
         if rule[1] == 1 then reach = 1 end
@@ -588,7 +638,7 @@ local function decide()
           local B = sunpack('<i8', ARGV[2 * i + 1], 42)
           if g > B then g = B end
         end
-        oom = commitBuckets(KEYS[i], rule[3], rule[5] + g, rule[6], m, reach, first)
+        oom = commitBuckets(KEYS[i], rule[3], rule[5] + g, rule[6], m, reach, first, C)
       end
       first = false
       if oom then
@@ -596,28 +646,69 @@ local function decide()
         break
       end
       if receipts[i] then
-        if rule[1] == 3 then res[receipts[i]] = s.t else res[receipts[i]] = TM end
+        -- A log's entry is its own receipt: its score is the time it was
+        -- counted at, and no later life holds an entry there.
+        if rule[1] == 3 then res[receipts[i]] = s.t else res[receipts[i]], res[receipts[i] + 1] = TM, LIFE end
       end
-      if leases[i] and g > 0 then
-        res[leases[i] - 3] = res[leases[i] - 3] - g
-        res[leases[i]], res[leases[i] + 1] = g, TM
+      if leases[i] then
+        res[leases[i] + 2] = LIFE
+        if g > 0 then
+          res[leases[i] - 3] = res[leases[i] - 3] - g
+          res[leases[i]], res[leases[i] + 1] = g, TM
+        end
       end
     end
   end
   return res
 end
 
+-- charge counts units in the sub-window of time at of the key load left
+-- in V..FOREIGN, which is not the life a lease of those units was granted
+-- in: an operator reset the key, or Redis lost it, while an instance held
+-- the lease and spent from it. Units spent after the reset were admitted
+-- in the window that the new life counts, so the new life counts them,
+-- with the ones spent before it (the safe side), if their sub-window
+-- still counts. It returns 2 if it counted them.
+local function charge(key, T, units, shape, m, reach, at)
+  local c = floor(now / T)
+  if NEWEST and c < NEWEST then c = NEWEST end
+  local b = floor(at / T)
+  -- A server clock that went back since the grant: the units were spent
+  -- in what is now the newest sub-window.
+  if b > c then b = c end
+  if b <= c - reach then return 0 end
+  local total = TOTAL
+  if NEWEST and c > NEWEST then
+    if c - NEWEST >= m then
+      total = 0
+    else
+      for x = NEWEST - m + 1, c - m do total = total - cell(x, m) end
+    end
+  end
+  local t = now
+  if t < c * T then t = c * T end
+  C, TM, TOTAL = c, t, total
+  if commitBuckets(key, T, units, shape, m, reach, true, b) then return 0 end
+  return 2
+end
+
 -- refundBuckets takes cost back from the sub-window of time at in a
--- bucket key, if the key still holds that sub-window and as much in it;
--- it returns 1 if it did. Only that cell and the total change, in place,
--- and the key's expiry stays; a key left counting nothing (in the
--- sub-windows that count from its newest on) is deleted.
-local function refundBuckets(key, alg, W, T, cost, shape, at)
+-- bucket key, if the key still holds that sub-window and as much in it,
+-- in the life the receipt names; it returns 1 if it did. Only that cell
+-- and the total change, in place, and the key's expiry stays; a key left
+-- counting nothing (in the sub-windows that count from its newest on) is
+-- deleted. A lease's units (granted > 0) given back to another life are
+-- charged instead (see charge); a reservation's count gets nothing.
+local function refundBuckets(key, alg, W, T, cost, shape, at, life, granted)
   local m = W / T + 1
   load(key, shape, m, T)
-  if not V or REWRITE then return 0 end
   local reach = m
   if alg == 1 then reach = 1 end
+  if not V or REWRITE or LIFE ~= life then
+    if granted > cost and not FOREIGN then return charge(key, T, granted - cost, shape, m, reach, at) end
+    return 0
+  end
+  if cost <= 0 then return 0 end
   local b = floor(at / T)
   if b > NEWEST or b <= NEWEST - reach then return 0 end
   local p = head + CW * (1 + b % m)
@@ -662,11 +753,11 @@ end
 local function refund()
   local res = {}
   for i = 1, #KEYS do
-    local alg, W, T, _, cost, shape, at = sunpack('<i1i8i8i8i8i8i8', ARGV[2 * i + 1])
+    local alg, W, T, _, cost, shape, at, life, granted = sunpack('<i1i8i8i8i8i8i8i8i8', ARGV[2 * i + 1])
     if alg == 3 then
       res[i] = refundLog(KEYS[i], at, cost)
     else
-      res[i] = refundBuckets(KEYS[i], alg, W, T, cost, shape, at)
+      res[i] = refundBuckets(KEYS[i], alg, W, T, cost, shape, at, life, granted)
     end
   end
   return res

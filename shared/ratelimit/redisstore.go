@@ -219,7 +219,7 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 	if s.callerTime {
 		args[0] = strconv.FormatInt(now.UnixMicro(), 10)
 	}
-	want := 0 // integers in the reply: 4 per item, 5 per reserved one, 6 per lease
+	want := 0 // integers in the reply: 4 per item, 6 per reserved one, 7 per lease
 	for j := 0; j < n; j++ {
 		i := j
 		if group != nil {
@@ -234,10 +234,10 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 		switch {
 		case items[i].Refundable:
 			args = append(args, modeReserve)
-			want++
+			want += 2
 		case items[i].Lease > 0:
 			args = append(args, modeLease)
-			want += 2
+			want += 3
 		default:
 			args = append(args, modeTake)
 		}
@@ -276,16 +276,19 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 		switch {
 		case items[i].Refundable:
 			if res[p] != 0 {
-				out[i].receipt = receipt{at: res[p], remote: true}
+				out[i].receipt = receipt{at: res[p], life: res[p+1], remote: true}
 			}
-			p++
+			p += 2
 		case items[i].Lease > 0:
+			// The key's life comes with a denial too: a lease held on
+			// another is no longer counted (see Decision.Life).
+			out[i].receipt = receipt{life: res[p+2], remote: true}
 			if res[p] > 0 && res[p+1] > 0 {
 				out[i].Leased = res[p]
 				out[i].LeaseFor = leaseFor(items[i].Zone.rule, res[p+1])
-				out[i].receipt = receipt{at: res[p+1], remote: true}
+				out[i].receipt.at = res[p+1]
 			}
-			p += 2
+			p += 3
 		}
 		allowed = allowed && out[i].Allowed
 	}
@@ -335,13 +338,13 @@ func takeOne(s *RedisStore, ctx context.Context, now time.Time, items []Item, ou
 }
 
 // takeOneDone finishes takeOne given the reply res and error err of its
-// script call: four integers, a fifth for a reserved item, and one more
-// if Redis could not count the request.
+// script call: four integers, two more for a reserved item (its receipt
+// and the key's life), and one more if Redis could not count the request.
 func takeOneDone(s *RedisStore, ctx context.Context, now time.Time, items []Item, out []Decision, res []int64, err error) (bool, error) {
 	it := &items[0]
 	want := 4
 	if it.Refundable {
-		want = 5
+		want = 6
 	}
 	if err != nil || len(res) != want && (len(res) != want+1 || res[want] != redisNotCounted) {
 		return takeOneOther(s, ctx, now, items, out, res, err)
@@ -354,7 +357,7 @@ func takeOneDone(s *RedisStore, ctx context.Context, now time.Time, items []Item
 		ResetAfter: time.Duration(res[3]) * time.Microsecond,
 	}
 	if it.Refundable && res[4] != 0 {
-		out[0].receipt = receipt{at: res[4], remote: true}
+		out[0].receipt = receipt{at: res[4], life: res[5], remote: true}
 	}
 	if len(res) > want {
 		return out[0].Allowed, ErrOutOfMemory

@@ -48,13 +48,14 @@ func TakeReservedAt(z *Zone, key string, t int64, limit int64) Decision {
 	k := maphash.String(z.seed, key)
 	s := &z.shards[k&z.mask]
 	s.Lock()
-	h := &s.heads[s.index[k]]
+	slot := s.index[k]
+	h := &s.heads[slot]
 	if left := h.end - t; left > 0 && left <= z.span && limit <= 0 {
 		if count := h.inside + h.leaving*float64(left)/z.spanF + z.cost; count <= z.limit {
 			h.inside += z.cost
-			at := h.end - z.span
+			r := receipt{at: h.end - z.span, life: int64(s.lives[slot])}
 			s.Unlock()
-			return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(left + z.resetTail), receipt: receipt{at: at}}
+			return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(left + z.resetTail), receipt: r}
 		}
 	}
 	return takeReserved(z, s, k, t, limit)
@@ -68,7 +69,7 @@ func takeReserved(z *Zone, s *shard, k uint64, t int64, limit int64) Decision {
 	}
 	d := take(z, s, k, t, limit, true)
 	if d.Allowed {
-		d.receipt = receipt{at: countedAt(z, s, k)}
+		d.receipt = countedAt(z, s, k)
 	}
 	s.Unlock()
 	return d
@@ -82,7 +83,9 @@ func takeReserved(z *Zone, s *shard, k uint64, t int64, limit int64) Decision {
 // cell of the current sub-window is written from the head whenever it is
 // read (see settle), and an unspent receipt of it stands for a count
 // there. A head left counting nothing there counts nothing anywhere, and
-// its ring must be empty (see headTime): the cell is cleared.
+// its ring must be empty (see headTime): the cell is cleared. A key
+// forgotten or evicted since d was counted is another life: its count
+// gets nothing back.
 func RefundAt(z *Zone, key string, d *Decision) {
 	at := d.receipt.at
 	if at == 0 || d.receipt.remote {
@@ -92,7 +95,11 @@ func RefundAt(z *Zone, key string, d *Decision) {
 	k := maphash.String(z.seed, key)
 	s := &z.shards[k&z.mask]
 	s.Lock()
-	slot := s.index[k]
+	slot, known := s.index[k]
+	if !known || int64(s.lives[slot]) != d.receipt.life {
+		s.Unlock()
+		return
+	}
 	if h := &s.heads[slot]; h.end-z.span == at && h.inside >= z.cost {
 		if h.inside -= z.cost; h.inside == 0 {
 			s.counts[int64(slot)*z.m+at/z.span%z.m] = 0
@@ -105,15 +112,15 @@ func RefundAt(z *Zone, key string, d *Decision) {
 	s.Unlock()
 }
 
-// countedAt returns the receipt time of the request just counted on the
-// key hashed to key in the locked shard s: a time in the sub-window its
-// head is in, or the newest timestamp of its log.
-func countedAt(z *Zone, s *shard, key uint64) int64 {
+// countedAt returns the receipt of the request just counted on the key
+// hashed to key in the locked shard s: a time in the sub-window its head
+// is in, or the newest timestamp of its log, and the key's life.
+func countedAt(z *Zone, s *shard, key uint64) receipt {
 	i := s.index[key]
 	if z.log {
-		return s.logs[i].newest
+		return receipt{at: s.logs[i].newest, life: int64(s.lives[i])}
 	}
-	return s.heads[i].end - z.span
+	return receipt{at: s.heads[i].end - z.span, life: int64(s.lives[i])}
 }
 
 // refund takes the zone's cost back from the sub-window of time at (the
@@ -203,14 +210,18 @@ func givenBack(g *Guard, ctx context.Context, err error) {
 	}
 }
 
-// GiveBack returns the unspent units of a lease: units of those that
-// Redis granted in d, as Take returned it for it (an Item with Lease set).
-// They come off the sub-window they were counted in, if the key still
-// holds them there; with the breaker open they stay counted (the safe
-// side). A failure is logged and trips the breaker as a failed take does.
-// The key's cached denial goes, since its count fell.
-func (g *Guard) GiveBack(ctx context.Context, it Item, d Decision, units int64) {
-	if units <= 0 || g.redis == nil || !d.receipt.remote {
+// GiveBack returns the unspent units of a lease: units of the granted
+// units that Redis counted for the caller in d's sub-window, d being a
+// decision Take returned for an Item with Lease set. They come off that
+// sub-window, if the key still holds them there in d's life; with the
+// breaker open they stay counted (the safe side). If the key was reset or
+// lost since (another life, see Decision.Life), the spent units are
+// counted in its new life instead, if their sub-window still counts at
+// now, so that a reset never adds what a lease spent after it to a fresh
+// budget. A failure is logged and trips the breaker as a failed take
+// does. The key's cached denial goes, since its count may have fallen.
+func (g *Guard) GiveBack(ctx context.Context, now time.Time, it Item, d Decision, units, granted int64) {
+	if units < 0 || granted <= 0 || g.redis == nil || !d.receipt.remote {
 		return
 	}
 	if g.denials != nil {
@@ -219,5 +230,5 @@ func (g *Guard) GiveBack(ctx context.Context, it Item, d Decision, units int64) 
 	if g.breaker != nil && g.breaker.open() {
 		return
 	}
-	givenBack(g, ctx, g.redis.giveBack(ctx, it.Zone, it.Key, it.limit(), &d, units))
+	givenBack(g, ctx, g.redis.giveBack(ctx, now, it.Zone, it.Key, it.limit(), &d, units, granted))
 }

@@ -33,6 +33,13 @@ type shard struct {
 	counts []uint32
 	// logs is, per slot, the admitted timestamps (Log only).
 	logs []logRing
+	// lives holds, per slot, the life of the key in it: a number new for
+	// each key the shard creates, which a receipt carries, so that a
+	// count reserved before a key was forgotten or evicted is never given
+	// back from the count of the key that replaced it.
+	lives []uint32
+	// born is the last life the shard gave.
+	born uint32
 	// denied holds, for keys of cost-1 bucket zones last denied, until when
 	// they stay denied: with no admission in between a count only falls, so
 	// the answer is known until then and a denied flood costs a lookup
@@ -93,6 +100,8 @@ func newSlot(z *Zone, s *shard, key uint64, t int64, limit int64) uint32 {
 		s.heads[i] = head{end: (t/z.span + 1) * z.span}
 	}
 	s.index[key] = i
+	s.born++
+	s.lives[i] = s.born
 	if t < s.evicted.live {
 		if e, until := s.evicted.estimate(key, t); e > 0 {
 			s.seed(z, i, e, until, limit)
@@ -127,6 +136,7 @@ func (s *shard) makeRoom(z *Zone, t int64) {
 func (s *shard) grow(z *Zone) uint32 {
 	i := uint32(len(s.heads))
 	s.heads = append(s.heads, head{inside: math.Inf(1)})
+	s.lives = append(s.lives, 0)
 	if z.log {
 		s.logs = append(s.logs, logRing{})
 	} else {

@@ -115,7 +115,7 @@ func TakeAll(now time.Time, items []Item, out []Decision) bool {
 			s := &z.shards[hashes[i]&z.mask]
 			take(z, s, hashes[i], t, items[i].limit(), true)
 			if items[i].Refundable {
-				out[i].receipt = receipt{at: countedAt(z, s, hashes[i])}
+				out[i].receipt = countedAt(z, s, hashes[i])
 			}
 		}
 	}
