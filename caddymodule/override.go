@@ -30,7 +30,11 @@ type Override struct {
 	// trusted_proxies, before any grouping by ipv6_prefix. It never
 	// matches the key, which the client may choose. A single address is a
 	// CIDR of one address, and an IPv4-mapped IPv6 client matches as its
-	// IPv4 address.
+	// IPv4 address. An override that lifts the limit does not apply to a
+	// client IP read from a client IP header that lies inside the
+	// server's trusted_proxies (a proxy Caddy did not recognise, such as
+	// ::ffff:10.0.0.3 behind 10.0.0.0/8): that request gets the zone's
+	// limit.
 	CIDR string `json:"cidr,omitempty"`
 	// Limit is the limit per window of the matching requests.
 	Limit int64 `json:"limit,omitempty"`
