@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
@@ -38,12 +39,22 @@ func BenchmarkServeHTTP(b *testing.B) {
 		{"allowed/headers_none", `{"headers":"none","rate_limits":{"b5":{"window":"1m","limit":1000000000}}}`, noErrorRoutes},
 		{"denied/no_error_routes", `{"rate_limits":{"b6":{"window":"1m","limit":1}}}`, noErrorRoutes},
 		{"denied/handle_errors", `{"rate_limits":{"b7":{"window":"1m","limit":1}}}`, withErrorRoutes},
+		// A CIDR override the client is outside of, and one that lifts the
+		// client's limit (the client IP read from a proxy's header, not the
+		// connection's address: the proxy check runs).
+		{"override/outside", `{"rate_limits":{"b8":{"window":"1m","limit":1000000000,"overrides":[{"cidr":"10.0.0.0/8","unlimited":true}]}}}`, noErrorRoutes},
+		{"override/raised", `{"rate_limits":{"b9":{"window":"1m","limit":1000000000,"overrides":[{"cidr":"203.0.113.0/24","limit":1073741824}]}}}`, noErrorRoutes},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			var h *Handler
 			if c.config != "" {
 				h, _ = newHandler(b, c.config)
+			}
+			if strings.HasPrefix(c.name, "override/") {
+				// Behind trusted proxies: an override that lifts the
+				// limit checks that the client IP is no proxy.
+				h.proxies = &trustedProxies{ranges: prefixes(b, privateRanges...)}
 			}
 			base := httptest.NewRequest(http.MethodGet, "http://example.com/api/x", nil)
 			base.Header.Set("X-API-Key", "key-123")

@@ -115,11 +115,16 @@ type Handler struct {
 	// than the client IP; otherwise an allowed request never looks the
 	// replacer up.
 	keysNeedReplacer bool
-	store            ratelimit.Store
-	logger           *zap.Logger
-	acquired         []string // zone pool keys held by this handler
-	redisKey         string   // redis pool key held by this handler, if any
-	scratch          *sync.Pool
+	// proxies, when the handler's server trusts proxies and a zone has a
+	// CIDR override, holds the trusted ranges: an override that lifts
+	// the limit never applies to a proxy Caddy reported as the client
+	// (see limitOf).
+	proxies  *trustedProxies
+	store    ratelimit.Store
+	logger   *zap.Logger
+	acquired []string // zone pool keys held by this handler
+	redisKey string   // redis pool key held by this handler, if any
+	scratch  *sync.Pool
 }
 
 // CaddyModule returns the Caddy module information.
@@ -211,6 +216,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		}
 	}}
 	h.warnSpoofableClientIP(ctx)
+	h.provisionProxies(ctx)
 	trackHandler(h) // for the admin API (admin.go)
 	return nil
 }

@@ -30,7 +30,11 @@ type Override struct {
 	// trusted_proxies, before any grouping by ipv6_prefix. It never
 	// matches the key, which the client may choose. A single address is a
 	// CIDR of one address, and an IPv4-mapped IPv6 client matches as its
-	// IPv4 address.
+	// IPv4 address. An override that lifts the limit does not apply to a
+	// client IP read from a client IP header that lies inside the
+	// server's trusted_proxies (a proxy Caddy did not recognise, such as
+	// ::ffff:10.0.0.3 behind 10.0.0.0/8): that request gets the zone's
+	// limit.
 	CIDR string `json:"cidr,omitempty"`
 	// Limit is the limit per window of the matching requests.
 	Limit int64 `json:"limit,omitempty"`
@@ -109,13 +113,28 @@ const badLimitEvery = time.Minute
 // placeholder value that is not a valid limit (see ratelimit.ValidLimit)
 // falls back to the rule's limit, the zone's fallback, and is logged at
 // most once a minute: a bad tier never lifts the limit.
+//
+// A CIDR override that lifts the limit does not apply to a client IP that
+// is a trusted proxy Caddy read from a client IP header (see
+// trustedProxies.proxyHop): that request gets the rule's limit. Such an
+// address stands for every client behind that proxy, and an exempt
+// internal range would exempt them all. An override that lowers the
+// limit still applies: it can only hold a request tighter.
 func (h *Handler) limitOf(z *zoneState, r *http.Request, key string, client *netip.Addr, repl *caddy.Replacer) int64 {
 	if z.overrides != nil {
 		if !client.IsValid() && z.overrides.HasCIDRs() {
 			*client = clientAddr(r)
 		}
 		if n, ok := z.overrides.Match(key, *client); ok {
-			return n
+			if h.proxies == nil || !liftsLimit(z.zone.Rule(), n) || !h.proxies.proxyHop(r, *client) {
+				return n
+			}
+			// A key override still applies: a key is no address.
+			if n, ok := z.overrides.Match(key, netip.Addr{}); ok {
+				return n
+			}
+			h.warnProxyHop(z, r, *client)
+			return 0
 		}
 	}
 	if z.limitFrom == "" || repl == nil {
@@ -137,6 +156,27 @@ func (h *Handler) limitOf(z *zoneState, r *http.Request, key string, client *net
 			zap.Int64("fallback_limit", z.zone.Rule().Limit))
 	}
 	return 0
+}
+
+// proxyHopEvery is the least time between two warnings about a zone's
+// client IP being a trusted proxy.
+const proxyHopEvery = time.Minute
+
+// warnProxyHop logs, at most once a minute per zone, that a CIDR override
+// did not lift the limit of the client IP client of r, a trusted proxy
+// (see limitOf): its requests, and those of every client behind it, are
+// held to the rule's limit under that proxy's key until trusted_proxies
+// covers it as written.
+func (h *Handler) warnProxyHop(z *zoneState, r *http.Request, client netip.Addr) {
+	t := time.Now().UnixNano()
+	if last := z.lastProxyHop.Load(); t-last < int64(proxyHopEvery) || !z.lastProxyHop.CompareAndSwap(last, t) {
+		return
+	}
+	h.logger.Warn("client IP is a trusted proxy that Caddy did not recognise as one, so an override does not lift its limit: list it in trusted_proxies as written (an IPv4-mapped ::ffff:10.0.0.3 is outside 10.0.0.0/8 for Caddy: add ::ffff:10.0.0.0/104) (logged at most once a minute)",
+		zap.String("zone", z.name),
+		zap.String("client_ip", client.String()),
+		zap.String("remote_addr", r.RemoteAddr),
+		zap.Int64("limit", z.zone.Rule().Limit))
 }
 
 // parseLimit reads s as a decimal integer of at most 18 digits, without

@@ -172,6 +172,7 @@ type zoneState struct {
 	overrides    *ratelimit.Overrides
 	limitFrom    string
 	lastBadLimit atomic.Int64 // unix nanoseconds of the last warning
+	lastProxyHop atomic.Int64 // the same, about a proxy as the client
 	// lease, when set, holds this handler's leases on the zone's keys in
 	// Redis (store redis with lease auto, no count_status): a request
 	// checked against this zone alone is decided through it.

@@ -56,8 +56,20 @@
 #     on, and gives the count back only for a final status not listed. And
 #     12 logins with the password then 7 wrong ones still give 12 x 200,
 #     5 x 401, then 429.
+# 10. a trusted proxy Caddy reports as the client is never exempt: a server
+#     with `trusted_proxies static private_ranges` (this test's client,
+#     127.0.0.1, is a trusted proxy), `trusted_proxies_strict` and
+#     `client_ip_headers X-Forwarded-For`, a zone with limit 5,
+#     `override 10.0.0.0/8 unlimited` and `override 127.0.0.0/8 unlimited`.
+#     A chain whose X-Forwarded-For ends with a hop written IPv4-mapped
+#     (`203.0.113.7, ::ffff:10.0.0.3`, which Caddy does not trust and so
+#     reports as the client) gets 5 x 200 then 429, not the exemption, and
+#     Caddy logs why; the client connecting directly (127.0.0.1, no
+#     header) stays exempt; the load warns about the overlap. Reloaded with
+#     ::ffff:10.0.0.0/104 trusted too, Caddy skips the hop, and the client
+#     in front of it gets its own budget.
 #
-# WL_PARTS=attack runs part 9 alone.
+# WL_PARTS=attack runs part 9 alone, WL_PARTS=proxy part 10.
 set -euo pipefail
 source "$(dirname "$0")/caddy-lib.sh"
 source "$(dirname "$0")/redis-e2e.sh"
@@ -118,6 +130,92 @@ attack_part() {
 	wl_attacks_done
 	wl_stop
 }
+# proxy_config ADMIN WEB RANGES writes the Caddyfile of part 10, trusting
+# RANGES, and prints its path.
+proxy_config() {
+	cat >"$WL_WORK/Caddyfile.proxy" <<-EOF
+		{
+			admin 127.0.0.1:$1
+			persist_config off
+			servers {
+				trusted_proxies static $3
+				trusted_proxies_strict
+				client_ip_headers X-Forwarded-For
+			}
+		}
+		:$2 {
+			bind 127.0.0.1
+			rate_limit {
+				zone proxied {
+					window 1m
+					limit 5
+					override 10.0.0.0/8 unlimited
+					override 127.0.0.0/8 unlimited
+				}
+			}
+			respond "ok"
+		}
+	EOF
+	echo "$WL_WORK/Caddyfile.proxy"
+}
+
+# proxy_send WEB N XFF sends N requests with that X-Forwarded-For ("" for
+# none) and prints their statuses on one line; PROXY_LIMITS gets each
+# response's X-RateLimit-Limit ("-" for none).
+proxy_send() {
+	local out=() status i
+	PROXY_LIMITS=()
+	for i in $(seq "$2"); do
+		if [[ -n $3 ]]; then
+			status=$(wl_fetch "http://127.0.0.1:$1/" -H "X-Forwarded-For: $3")
+		else
+			status=$(wl_fetch "http://127.0.0.1:$1/")
+		fi
+		out+=("$status")
+		PROXY_LIMITS+=("$(wl_header X-RateLimit-Limit)")
+		[[ -n ${PROXY_LIMITS[-1]} ]] || PROXY_LIMITS[-1]=-
+	done
+	PROXY_CODES="${out[*]}"
+}
+
+# proxy_repeat WORD N prints WORD N times, separated by spaces.
+proxy_repeat() {
+	local out=() i
+	for ((i = 0; i < $2; i++)); do out+=("$1"); done
+	echo "${out[*]}"
+}
+
+# proxy_part is part 10: a trusted proxy reported as the client.
+proxy_part() {
+	local web admin cfg log
+	read -r web admin < <(wc_free_ports 2 | paste -sd' ')
+	cfg=$(proxy_config "$admin" "$web" private_ranges)
+	log=$WL_WORK/caddy-$admin.log
+	wc_start "$cfg" "$admin"
+	grep -q 'CIDR override overlaps trusted_proxies' "$log" || wl_die "proxy: no warning at load about 10.0.0.0/8 overlapping trusted_proxies"
+	wl_pass "proxy: the load warns that override 10.0.0.0/8 unlimited overlaps trusted_proxies"
+	proxy_send "$web" 6 "203.0.113.7, ::ffff:10.0.0.3"
+	[[ $PROXY_CODES == "200 200 200 200 200 429" && ${PROXY_LIMITS[*]} == "5 5 5 5 5 5" ]] ||
+		wl_die "proxy: X-Forwarded-For '203.0.113.7, ::ffff:10.0.0.3': $PROXY_CODES (limits ${PROXY_LIMITS[*]}), want 200 200 200 200 200 429 under limit 5: the mapped hop got the exemption"
+	wl_pass "proxy: X-Forwarded-For '203.0.113.7, ::ffff:10.0.0.3' (Caddy's client IP ::ffff:10.0.0.3): $PROXY_CODES, limit 5"
+	proxy_send "$web" 1 "203.0.113.8, ::ffff:10.0.0.3"
+	[[ $PROXY_CODES == 429 ]] || wl_die "proxy: another client behind the mapped hop: $PROXY_CODES, want 429 (the hop's key)"
+	wl_pass "proxy: another client behind the same hop: $PROXY_CODES (one budget, the hop's)"
+	grep -q 'client IP is a trusted proxy that Caddy did not recognise' "$log" || wl_die "proxy: no warning about the hop at request time"
+	wl_pass "proxy: logged: $(grep -o '"msg":"client IP is a trusted proxy[^(]*' "$log" | head -1 | cut -c8- | sed 's/[: ]*$//')"
+	proxy_send "$web" 20 ""
+	[[ $PROXY_CODES == "$(proxy_repeat 200 20)" && ${PROXY_LIMITS[*]} == "$(proxy_repeat - 20)" ]] ||
+		wl_die "proxy: the client connecting directly from 127.0.0.1: $PROXY_CODES (limits ${PROXY_LIMITS[*]}), want 20 x 200 without rate-limit headers"
+	wl_pass "proxy: the client connecting directly from 127.0.0.1 (trusted, override 127.0.0.0/8 unlimited): 20 x 200, no X-RateLimit-Limit"
+	cfg=$(proxy_config "$admin" "$web" "private_ranges ::ffff:10.0.0.0/104")
+	"$WC_CADDY" reload --config "$cfg" --address "127.0.0.1:$admin" >"$WL_WORK/reload-proxy.log" 2>&1 ||
+		{ cat "$WL_WORK/reload-proxy.log" >&2; wl_die "proxy: caddy reload failed"; }
+	proxy_send "$web" 6 "203.0.113.9, ::ffff:10.0.0.3"
+	[[ $PROXY_CODES == "200 200 200 200 200 429" ]] ||
+		wl_die "proxy: with ::ffff:10.0.0.0/104 trusted, X-Forwarded-For '203.0.113.9, ::ffff:10.0.0.3': $PROXY_CODES, want the client's own budget: 200 200 200 200 200 429"
+	wl_pass "proxy: with ::ffff:10.0.0.0/104 trusted too, X-Forwarded-For '203.0.113.9, ::ffff:10.0.0.3' (client IP 203.0.113.9): $PROXY_CODES"
+	wl_stop
+}
 case ${WL_PARTS:-all} in
 all) ;;
 attack)
@@ -125,7 +223,12 @@ attack)
 	echo "e2e-caddy: $WL_CHECKS passed, 0 failed"
 	exit 0
 	;;
-*) wl_die "WL_PARTS '$WL_PARTS': want all or attack" ;;
+proxy)
+	proxy_part
+	echo "e2e-caddy: $WL_CHECKS passed, 0 failed"
+	exit 0
+	;;
+*) wl_die "WL_PARTS '$WL_PARTS': want all, attack or proxy" ;;
 esac
 
 # site MESSAGE writes the Caddyfile of part 1.
@@ -626,5 +729,8 @@ wl_stop
 
 # Part 9: count_status under attack.
 attack_part
+
+# Part 10: a trusted proxy reported as the client.
+proxy_part
 
 echo "e2e-caddy: $WL_CHECKS passed, 0 failed"
