@@ -82,6 +82,12 @@ type Config struct {
 	// (the default) admits them, deny rejects them, local decides them with
 	// this instance's in-memory limiter. It requires Redis.
 	OnStoreError string `json:"onStoreError,omitempty" yaml:"onStoreError,omitempty" mapstructure:"onStoreError"`
+
+	// Unknown holds the options of this block that Traefik's decoder
+	// matched to no field (mapstructure's remain). New refuses them: a
+	// misspelled option would otherwise be dropped, and its default
+	// silently kept.
+	Unknown map[string]any `json:"-" yaml:"-" mapstructure:",remain"`
 }
 
 // RedisConfig has the field names of Traefik's rateLimit.redis where they
@@ -132,6 +138,12 @@ type RedisConfig struct {
 	// more than per-request decisions would. off decides every request
 	// in Redis. A middleware with countStatus always decides per request.
 	Lease string `json:"lease,omitempty" yaml:"lease,omitempty" mapstructure:"lease"`
+
+	// Unknown holds the options of this block that Traefik's decoder
+	// matched to no field (mapstructure's remain). New refuses them: a
+	// misspelled option would otherwise be dropped, and its default
+	// silently kept.
+	Unknown map[string]any `json:"-" yaml:"-" mapstructure:",remain"`
 }
 
 // RedisTLS has the shape of Traefik's rateLimit.redis.tls. The files are
@@ -149,6 +161,12 @@ type RedisTLS struct {
 	// InsecureSkipVerify turns off the verification of the servers'
 	// certificates. For tests only.
 	InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty" yaml:"insecureSkipVerify,omitempty" mapstructure:"insecureSkipVerify"`
+
+	// Unknown holds the options of this block that Traefik's decoder
+	// matched to no field (mapstructure's remain). New refuses them: a
+	// misspelled option would otherwise be dropped, and its default
+	// silently kept.
+	Unknown map[string]any `json:"-" yaml:"-" mapstructure:",remain"`
 }
 
 // SourceCriterion has the shape of Traefik's sourceCriterion: set at most
@@ -160,6 +178,12 @@ type SourceCriterion struct {
 	RequestHeaderName string `json:"requestHeaderName,omitempty" yaml:"requestHeaderName,omitempty" mapstructure:"requestHeaderName"`
 	// RequestHost limits on the request's host.
 	RequestHost bool `json:"requestHost,omitempty" yaml:"requestHost,omitempty" mapstructure:"requestHost"`
+
+	// Unknown holds the options of this block that Traefik's decoder
+	// matched to no field (mapstructure's remain). New refuses them: a
+	// misspelled option would otherwise be dropped, and its default
+	// silently kept.
+	Unknown map[string]any `json:"-" yaml:"-" mapstructure:",remain"`
 }
 
 // IPStrategy has the shape of Traefik's ipStrategy.
@@ -175,6 +199,12 @@ type IPStrategy struct {
 	// has at least a /64, so its addresses are one client. 128 keeps
 	// addresses apart.
 	IPv6Subnet int `json:"ipv6Subnet,omitempty" yaml:"ipv6Subnet,omitempty" mapstructure:"ipv6Subnet"`
+
+	// Unknown holds the options of this block that Traefik's decoder
+	// matched to no field (mapstructure's remain). New refuses them: a
+	// misspelled option would otherwise be dropped, and its default
+	// silently kept.
+	Unknown map[string]any `json:"-" yaml:"-" mapstructure:",remain"`
 }
 
 // CreateConfig returns the configuration Traefik decodes the middleware's
