@@ -272,6 +272,14 @@ options_part() {
 			wl_die "$mw: Traefik's log does not say '$want': $(grep -F "$mw" "$dir/traefik.log")"
 		wl_pass "$mw: router answers 404 x 5; Traefik's log: $want"
 	done
+	# A reload with the option spelled right brings the router back.
+	wt_dynamic "$dir/dynamic.yml" "$routers" "${middlewares//dept:/depth:}"
+	wt_wait_status "http://127.0.0.1:$web/ip-typo/" 200 || wl_die "ip-typo: still not served after the reload that fixes it"
+	codes=$(for i in 1 2 3 4 1; do
+		curl -s -o /dev/null -w '%{http_code} ' --max-time 5 -H "X-Forwarded-For: 198.51.100.$i" "http://127.0.0.1:$web/ip-typo/"
+	done)
+	[[ $codes == "200 200 200 200 429 " ]] || wl_die "ip-typo fixed: $codes, want 200 200 200 200 429"
+	wl_pass "ip-typo fixed by a reload: served again, a count per client"
 	kill "$WT_TRAEFIK_PID"
 }
 

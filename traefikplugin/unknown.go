@@ -26,7 +26,8 @@ var (
 var rateLimitHints = map[string]string{
 	"average": "did you mean limit? (rateLimit's average per period is limit per window here)",
 	"period":  "did you mean window? (rateLimit's period is window here)",
-	"burst":   "windowlimit has no burst: limit is the most requests admitted in any window",
+	"burst": "windowlimit has no burst: a window admits up to limit anywhere in it; to bound short bursts, " +
+		"add a second windowlimit middleware with a short window",
 }
 
 // checkUnknown refuses the first option, in the order of the blocks and
