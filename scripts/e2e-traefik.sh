@@ -516,8 +516,8 @@ fi
 wl_pass "$WL_SUMMARY"
 
 # What an operator reads in Traefik's log, on a third instance at DEBUG
-# (Traefik logs a plugin's standard output at DEBUG, its standard error at
-# ERROR): a dry-run line names the key only with logKey, and a zone that
+# (the plugin's dry-run lines are DEBUG entries, its warnings ERROR ones;
+# see logs_part): a dry-run line names the key only with logKey, and a zone that
 # evicts keys that still counted says so (the sweeper of a 1 s window runs
 # every second).
 dir=$WL_WORK/ops
