@@ -3,7 +3,9 @@ package traefikplugin
 // Config is the middleware's dynamic configuration. Traefik decodes it with
 // mapstructure in weakly typed mode, so every value may also be given as a
 // string (Docker and Kubernetes labels); the mapstructure tags make its
-// decoding errors name fields as the configuration spells them. Durations
+// decoding errors name fields as the configuration spells them, and each
+// block's Unknown catches the keys that match none of its fields, which
+// the decoder would otherwise drop. Durations
 // are strings such as "1m" or "10s"; a bare number is seconds.
 type Config struct {
 	// Window is the interval the limit applies to, such as "1m". It is
