@@ -360,7 +360,7 @@ logs_part() {
 		if [[ $log != "$out" ]] && grep 'windowlimit' "$out"; then
 			wl_die "logs $spec: plugin lines on Traefik's output beside its log file"
 		fi
-		wl_pass "logs, format $format, ${file/-/no} log.filePath, level $level: the plugin's lines are Traefik's log entries ($([[ $level == DEBUG ]] && echo 'rejection at DEBUG, ')fallback at ERROR) in its format$([[ $file == file ]] && echo ', in the file only')"
+		wl_pass "logs, format $format, $([[ $file == file ]] && echo with || echo no) log.filePath, level $level: the plugin's lines are Traefik's log entries ($([[ $level == DEBUG ]] && echo 'rejection at DEBUG, ')fallback at ERROR) in its format$([[ $file == file ]] && echo ', in the file only')"
 	done
 }
 case ${WL_PARTS:-all} in
