@@ -62,8 +62,19 @@
 # stopped (SIGTERM, as Ctrl-C) and must leave no process, port or directory
 # behind.
 #
+# Misspelled options, on an instance of their own: a misspelled option at
+# each level (top, sourceCriterion, ipStrategy, redis), typed and with
+# every value a string as labels give it, leaves its router answering 404
+# and is named in Traefik's log; the same options in other cases limit
+# each client apart.
+# The logs, on four instances (format common and json, with and without
+# log.filePath, at DEBUG and INFO): the plugin's lines are Traefik's own
+# entries, at DEBUG (rejections) and ERROR (a source that finds nothing),
+# in Traefik's format and file, and nowhere else.
+#
 # WL_PARTS=attack runs the attack part alone; WL_PARTS=fallback the
-# fallback part, WL_PARTS=quickstart the quickstart part.
+# fallback part, WL_PARTS=quickstart the quickstart part, WL_PARTS=options
+# the misspelled options, WL_PARTS=logs the logs.
 set -euo pipefail
 source "$(dirname "$0")/traefik-lib.sh"
 source "$(dirname "$0")/redis-e2e.sh"
@@ -200,14 +211,166 @@ fallback_part() {
 	done
 	kill "$WT_TRAEFIK_PID"
 }
+# options_part is the part of misspelled options, on an instance of its
+# own whose entry point trusts loopback's X-Forwarded-For: a middleware
+# with a misspelled option at each level (top, sourceCriterion,
+# ipStrategy, redis), typed as in a file and as labels give them (every
+# value a string), must not be built: its router answers 404, never
+# unlimited or with one count for every client behind the proxy, and
+# Traefik's log names the key. The same options spelled right, in other
+# cases as Traefik's decoder allows, limit each client apart.
+options_part() {
+	local dir=$WL_WORK/options web ping mw want codes i
+	read -r web ping < <(wt_free_ports 2 | paste -sd' ')
+	mkdir -p "$dir"
+	cp -r "$WL_WORK/plugins-local" "$dir/"
+	# name|settings|the error's words; -s: every value a string.
+	local typos=(
+		'top-typo|countStatuss: ["401"]|unknown option countStatuss; did you mean countStatus?'
+		'top-typo-s|countStatuss: "401"|unknown option countStatuss; did you mean countStatus?'
+		'source-typo|sourceCriterion: {requestHeader: X-Key}|unknown option sourceCriterion.requestHeader; did you mean requestHeaderName?'
+		'source-typo-s|sourceCriterion: {requestHeader: "X-Key"}|unknown option sourceCriterion.requestHeader; did you mean requestHeaderName?'
+		'ip-typo|sourceCriterion: {ipStrategy: {dept: 1}}|unknown option sourceCriterion.ipStrategy.dept; did you mean depth?'
+		'ip-typo-s|sourceCriterion: {ipStrategy: {dept: "1"}}|unknown option sourceCriterion.ipStrategy.dept; did you mean depth?'
+		'redis-typo|redis: {endpoint: ["127.0.0.1:1"]}|unknown option redis.endpoint; did you mean endpoints?'
+		'redis-typo-s|redis: {endpoint: "127.0.0.1:1"}|unknown option redis.endpoint; did you mean endpoints?'
+	)
+	local routers middlewares t
+	routers=$(
+		wt_router ready /plain
+		wt_router spelled /spelled/ spelled-limit
+		for t in "${typos[@]}"; do wt_router "${t%%|*}" "/${t%%|*}/" "${t%%|*}"; done
+	)
+	middlewares=$(
+		wt_plugin spelled-limit 'WINDOW: "1m"' 'Limit: "1"' 'sourcecriterion: {IPSTRATEGY: {Depth: "1"}}'
+		for t in "${typos[@]}"; do
+			mw=${t%%|*} t=${t#*|}
+			if [[ $mw == *-s ]]; then
+				wt_plugin "$mw" 'window: "1m"' 'limit: "1"' "${t%%|*}"
+			else
+				wt_plugin "$mw" "window: 1m" "limit: 1" "${t%%|*}"
+			fi
+		done
+	)
+	wt_dynamic "$dir/dynamic.yml" "$routers" "$middlewares"
+	WL_TRAEFIK_TRUST_LOOPBACK=1 wt_start_traefik "$web" "$ping" "$dir"
+	wt_wait_status "http://127.0.0.1:$web/plain" 200 || wl_die "instance options never loaded its routers"
+	# Four clients behind the proxy, one request each, then the first again.
+	codes=$(for i in 1 2 3 4 1; do
+		curl -s -o /dev/null -w '%{http_code} ' --max-time 5 -H "X-Forwarded-For: 198.51.100.$i" "http://127.0.0.1:$web/spelled/"
+	done)
+	[[ $codes == "200 200 200 200 429 " ]] || wl_die "options in other cases: $codes, want 200 200 200 200 429 (a count per client)"
+	wl_pass "options spelled in other cases (WINDOW, Limit, sourcecriterion.IPSTRATEGY.Depth) accepted: 4 clients 200, the first again 429"
+	for t in "${typos[@]}"; do
+		mw=${t%%|*} want=${t##*|}
+		codes=$(for i in 1 2 3 4 1; do
+			curl -s -o /dev/null -w '%{http_code} ' --max-time 5 -H "X-Forwarded-For: 198.51.100.$i" "http://127.0.0.1:$web/$mw/"
+		done)
+		[[ $codes == "404 404 404 404 404 " ]] || wl_die "$mw: $codes, want 404 x 5: the router must not be served"
+		grep -qF "windowlimit middleware \\\"$mw@file\\\": $want" "$dir/traefik.log" ||
+			grep -qF "windowlimit middleware \"$mw@file\": $want" "$dir/traefik.log" ||
+			wl_die "$mw: Traefik's log does not say '$want': $(grep -F "$mw" "$dir/traefik.log")"
+		wl_pass "$mw: router answers 404 x 5; Traefik's log: $want"
+	done
+	# A reload with the option spelled right brings the router back.
+	wt_dynamic "$dir/dynamic.yml" "$routers" "${middlewares//dept:/depth:}"
+	wt_wait_status "http://127.0.0.1:$web/ip-typo/" 200 || wl_die "ip-typo: still not served after the reload that fixes it"
+	codes=$(for i in 1 2 3 4 1; do
+		curl -s -o /dev/null -w '%{http_code} ' --max-time 5 -H "X-Forwarded-For: 198.51.100.$i" "http://127.0.0.1:$web/ip-typo/"
+	done)
+	[[ $codes == "200 200 200 200 429 " ]] || wl_die "ip-typo fixed: $codes, want 200 200 200 200 429"
+	wl_pass "ip-typo fixed by a reload: served again, a count per client"
+	kill "$WT_TRAEFIK_PID"
+}
+
+# logs_part checks where the plugin's lines go, in four instances: log
+# format common or json, with or without log.filePath, at DEBUG or INFO.
+# Each has a middleware with limit 1 (its second request is rejected: a
+# DEBUG line) and one with ipStrategy depth 1 behind no trusted proxy (the
+# source finds nothing: an ERROR line). The lines must be Traefik's log
+# entries, at their level, in its format, in its log file when it has
+# one, and nowhere else: not on the process's output beside the file, and
+# the DEBUG line not at INFO.
+logs_part() {
+	local spec format file level dir web ping log logfile out rej fb i n=0
+	rej='windowlimit: middleware \"rej-limit@file\" rejected a request; 0 more rejections since the last line'
+	fb='windowlimit: middleware \"fb-limit@file\": sourceCriterion.ipStrategy.depth 1 found no client address'
+	for spec in common:-:INFO common:file:DEBUG json:-:DEBUG json:file:INFO; do
+		IFS=: read -r format file level <<<"$spec"
+		n=$((n + 1))
+		dir=$WL_WORK/logs$n
+		read -r web ping < <(wt_free_ports 2 | paste -sd' ')
+		mkdir -p "$dir"
+		cp -r "$WL_WORK/plugins-local" "$dir/"
+		wt_dynamic "$dir/dynamic.yml" "$(
+			wt_router ready /plain
+			wt_router rej /rej/ rej-limit
+			wt_router fb /fb/ fb-limit
+		)" "$(
+			wt_plugin rej-limit "window: 1m" "limit: 1"
+			wt_plugin fb-limit "window: 1m" "limit: 5" "sourceCriterion: {ipStrategy: {depth: 1}}"
+		)"
+		out=$dir/traefik.log log=$dir/traefik.log logfile=
+		if [[ $file == file ]]; then
+			log=$dir/file.log logfile=$dir/file.log
+		fi
+		WL_TRAEFIK_LOG_FORMAT=$format WL_TRAEFIK_LOG_FILE=$logfile WL_TRAEFIK_LOG_LEVEL=$level \
+			wt_start_traefik "$web" "$ping" "$dir"
+		wt_wait_status "http://127.0.0.1:$web/plain" 200 || wl_die "logs $spec: never loaded its routers"
+		[[ $(for i in 1 2; do curl -s -o /dev/null -w '%{http_code} ' "http://127.0.0.1:$web/rej/"; done) == "200 429 " ]] ||
+			wl_die "logs $spec: /rej/ did not answer 200 then 429"
+		[[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$web/fb/") == 200 ]] || wl_die "logs $spec: /fb/ did not answer 200"
+		for ((i = 0; i < 50; i++)); do
+			grep -q 'found no client address' "$log" 2>/dev/null && break
+			sleep 0.1
+		done
+		kill "$WT_TRAEFIK_PID"
+		wait "$WT_TRAEFIK_PID" 2>/dev/null || true
+		wl_forget "$WT_TRAEFIK_PID"
+		# Without a file, the common format is in colour: drop the codes.
+		sed -i 's/\x1b\[[0-9;]*m//g' "$log"
+		# $1 the level's name in the format, $2 the line as the format
+		# writes it: one entry of the plugin's, at that level.
+		entry() { grep -F "$2" "$log" | grep -q "$1"; }
+		if [[ $format == json ]]; then
+			# One JSON object each, with the level and the line as message.
+			entry '^{"plugin":"plugin-windowlimit",.*,"level":"error","message":"' "$fb" ||
+				wl_die "logs $spec: no JSON error entry with the fallback line in $log: $(grep windowlimit: "$log")"
+			if [[ $level == DEBUG ]]; then
+				entry '^{"plugin":"plugin-windowlimit",.*,"level":"debug","message":"' "$rej" ||
+					wl_die "logs $spec: no JSON debug entry with the rejection line in $log: $(grep windowlimit: "$log")"
+			fi
+			if grep 'windowlimit:' "$log" | grep -v '^{.*}$'; then
+				wl_die "logs $spec: a plugin line that is no JSON object in $log"
+			fi
+		else
+			entry '^[0-9TZ:+-]* ERR .*plugin=plugin-windowlimit' "${fb//\\/}" ||
+				wl_die "logs $spec: no ERR entry with the fallback line in $log: $(grep windowlimit: "$log")"
+			if [[ $level == DEBUG ]]; then
+				entry '^[0-9TZ:+-]* DBG .*plugin=plugin-windowlimit' "${rej//\\/}" ||
+					wl_die "logs $spec: no DBG entry with the rejection line in $log: $(grep windowlimit: "$log")"
+			fi
+			if grep 'windowlimit: ' "$log" | grep -Ev '^[0-9TZ:+-]+ (DBG|ERR) '; then
+				wl_die "logs $spec: a plugin line that is no Traefik entry in $log"
+			fi
+		fi
+		if [[ $level == INFO ]] && grep -F 'rejected a request' "$log"; then
+			wl_die "logs $spec: the rejection line (DEBUG) is in the log at INFO"
+		fi
+		if [[ $log != "$out" ]] && grep 'windowlimit' "$out"; then
+			wl_die "logs $spec: plugin lines on Traefik's output beside its log file"
+		fi
+		wl_pass "logs, format $format, $([[ $file == file ]] && echo with || echo no) log.filePath, level $level: the plugin's lines are Traefik's log entries ($([[ $level == DEBUG ]] && echo 'rejection at DEBUG, ')fallback at ERROR) in its format$([[ $file == file ]] && echo ', in the file only')"
+	done
+}
 case ${WL_PARTS:-all} in
 all) ;;
-attack | fallback | quickstart)
+attack | fallback | quickstart | options | logs)
 	"${WL_PARTS}_part"
 	echo "e2e-traefik: $WL_CHECKS passed, 0 failed"
 	exit 0
 	;;
-*) wl_die "WL_PARTS '$WL_PARTS': want all, attack, fallback or quickstart" ;;
+*) wl_die "WL_PARTS '$WL_PARTS': want all, attack, fallback, quickstart, options or logs" ;;
 esac
 
 # dynamic MESSAGE [ROUTER...] writes the file provider's configuration.
@@ -353,8 +516,8 @@ fi
 wl_pass "$WL_SUMMARY"
 
 # What an operator reads in Traefik's log, on a third instance at DEBUG
-# (Traefik logs a plugin's standard output at DEBUG, its standard error at
-# ERROR): a dry-run line names the key only with logKey, and a zone that
+# (the plugin's dry-run lines are DEBUG entries, its warnings ERROR ones;
+# see logs_part): a dry-run line names the key only with logKey, and a zone that
 # evicts keys that still counted says so (the sweeper of a 1 s window runs
 # every second).
 dir=$WL_WORK/ops
@@ -396,6 +559,12 @@ wl_pass "Traefik's log: dry run names the key only with logKey; a full zone (max
 
 # A source that finds nothing.
 fallback_part
+
+# Misspelled options.
+options_part
+
+# Where the plugin's lines go, in each log setting.
+logs_part
 
 # countStatus under attack.
 attack_part

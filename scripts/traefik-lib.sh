@@ -113,7 +113,8 @@ wt_dynamic() {
 # wt_start_traefik WEB_PORT PING_PORT [DIR] starts Traefik on loopback in DIR
 # (default $WL_WORK, which holds plugins-local) with the local plugin and the
 # file provider watching DIR/dynamic.yml, sets WT_TRAEFIK_PID and waits until
-# it answers its ping. Its log is DIR/traefik.log.
+# it answers its ping. Its standard output and error are DIR/traefik.log
+# (its log, unless WL_TRAEFIK_LOG_FILE names another file).
 wt_start_traefik() {
 	local web=$1 ping=$2 dir=${3:-$WL_WORK} traefik extra i fwd=
 	traefik=$(wt_traefik)
@@ -124,6 +125,11 @@ wt_start_traefik() {
 	fi
 	# WL_TRAEFIK_EXTRA_ENTRYPOINTS: more entry points, "name=host:port"
 	# separated by spaces (the api's "traefik" one, say).
+	# WL_TRAEFIK_LOG_FORMAT (common or json) and WL_TRAEFIK_LOG_FILE
+	# (log.filePath): Traefik's own log settings.
+	local logx=
+	[[ -z ${WL_TRAEFIK_LOG_FORMAT:-} ]] || logx+=$'\n'"  format: $WL_TRAEFIK_LOG_FORMAT"
+	[[ -z ${WL_TRAEFIK_LOG_FILE:-} ]] || logx+=$'\n'"  filePath: $WL_TRAEFIK_LOG_FILE"
 	local eps=
 	for extra in ${WL_TRAEFIK_EXTRA_ENTRYPOINTS:-}; do
 		eps+=$(printf '  %s:\n    address: "%s"' "${extra%%=*}" "${extra#*=}")$'\n'
@@ -133,7 +139,7 @@ wt_start_traefik() {
 		  checkNewVersion: false
 		  sendAnonymousUsage: false
 		log:
-		  level: ${WL_TRAEFIK_LOG_LEVEL:-INFO}
+		  level: ${WL_TRAEFIK_LOG_LEVEL:-INFO}$logx
 		entryPoints:
 		  web:
 		    address: "127.0.0.1:$web"$fwd

@@ -3,7 +3,9 @@ package traefikplugin
 // Config is the middleware's dynamic configuration. Traefik decodes it with
 // mapstructure in weakly typed mode, so every value may also be given as a
 // string (Docker and Kubernetes labels); the mapstructure tags make its
-// decoding errors name fields as the configuration spells them. Durations
+// decoding errors name fields as the configuration spells them, and each
+// block's Unknown catches the keys that match none of its fields, which
+// the decoder would otherwise drop. Durations
 // are strings such as "1m" or "10s"; a bare number is seconds.
 type Config struct {
 	// Window is the interval the limit applies to, such as "1m". It is
@@ -82,6 +84,12 @@ type Config struct {
 	// (the default) admits them, deny rejects them, local decides them with
 	// this instance's in-memory limiter. It requires Redis.
 	OnStoreError string `json:"onStoreError,omitempty" yaml:"onStoreError,omitempty" mapstructure:"onStoreError"`
+
+	// Unknown holds the options of this block that Traefik's decoder
+	// matched to no field (mapstructure's remain). New refuses them: a
+	// misspelled option would otherwise be dropped, and its default
+	// silently kept.
+	Unknown map[string]any `json:"-" yaml:"-" mapstructure:",remain"`
 }
 
 // RedisConfig has the field names of Traefik's rateLimit.redis where they
@@ -132,6 +140,12 @@ type RedisConfig struct {
 	// more than per-request decisions would. off decides every request
 	// in Redis. A middleware with countStatus always decides per request.
 	Lease string `json:"lease,omitempty" yaml:"lease,omitempty" mapstructure:"lease"`
+
+	// Unknown holds the options of this block that Traefik's decoder
+	// matched to no field (mapstructure's remain). New refuses them: a
+	// misspelled option would otherwise be dropped, and its default
+	// silently kept.
+	Unknown map[string]any `json:"-" yaml:"-" mapstructure:",remain"`
 }
 
 // RedisTLS has the shape of Traefik's rateLimit.redis.tls. The files are
@@ -149,6 +163,12 @@ type RedisTLS struct {
 	// InsecureSkipVerify turns off the verification of the servers'
 	// certificates. For tests only.
 	InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty" yaml:"insecureSkipVerify,omitempty" mapstructure:"insecureSkipVerify"`
+
+	// Unknown holds the options of this block that Traefik's decoder
+	// matched to no field (mapstructure's remain). New refuses them: a
+	// misspelled option would otherwise be dropped, and its default
+	// silently kept.
+	Unknown map[string]any `json:"-" yaml:"-" mapstructure:",remain"`
 }
 
 // SourceCriterion has the shape of Traefik's sourceCriterion: set at most
@@ -160,6 +180,12 @@ type SourceCriterion struct {
 	RequestHeaderName string `json:"requestHeaderName,omitempty" yaml:"requestHeaderName,omitempty" mapstructure:"requestHeaderName"`
 	// RequestHost limits on the request's host.
 	RequestHost bool `json:"requestHost,omitempty" yaml:"requestHost,omitempty" mapstructure:"requestHost"`
+
+	// Unknown holds the options of this block that Traefik's decoder
+	// matched to no field (mapstructure's remain). New refuses them: a
+	// misspelled option would otherwise be dropped, and its default
+	// silently kept.
+	Unknown map[string]any `json:"-" yaml:"-" mapstructure:",remain"`
 }
 
 // IPStrategy has the shape of Traefik's ipStrategy.
@@ -175,6 +201,12 @@ type IPStrategy struct {
 	// has at least a /64, so its addresses are one client. 128 keeps
 	// addresses apart.
 	IPv6Subnet int `json:"ipv6Subnet,omitempty" yaml:"ipv6Subnet,omitempty" mapstructure:"ipv6Subnet"`
+
+	// Unknown holds the options of this block that Traefik's decoder
+	// matched to no field (mapstructure's remain). New refuses them: a
+	// misspelled option would otherwise be dropped, and its default
+	// silently kept.
+	Unknown map[string]any `json:"-" yaml:"-" mapstructure:",remain"`
 }
 
 // CreateConfig returns the configuration Traefik decodes the middleware's

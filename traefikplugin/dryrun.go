@@ -2,15 +2,14 @@ package traefikplugin
 
 import (
 	"io"
-	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
 )
 
-// dryRunLog receives the dry-run lines. Traefik logs a plugin's standard
-// output at debug level.
-var dryRunLog io.Writer = os.Stdout
+// dryRunLog receives the dry-run lines: Traefik's DEBUG level (see
+// debugLog).
+var dryRunLog = debugLog
 
 // logDryRun notes a request that dry-run mode let through, at most once a
 // second per middleware. The line names the key only with logKey: keys may

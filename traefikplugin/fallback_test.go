@@ -302,7 +302,7 @@ func TestFallbackOverrides(t *testing.T) {
 func TestFallbackLoggedOnce(t *testing.T) {
 	var log lockedBuffer
 	fallbackLog = &log
-	t.Cleanup(func() { fallbackLog = os.Stderr })
+	t.Cleanup(func() { fallbackLog = errorLog })
 	found := http.Header{"X-Forwarded-For": {"198.51.100.1, 198.51.100.2"}, "X-Key": {"k"}}
 	for i, c := range fallbackCases {
 		name := "fallback-log-" + strconv.Itoa(i) + "@file"
@@ -351,7 +351,7 @@ func TestFallbackLoggedOnce(t *testing.T) {
 func TestFallbackLogLineDocumented(t *testing.T) {
 	var log lockedBuffer
 	fallbackLog = &log
-	t.Cleanup(func() { fallbackLog = os.Stderr })
+	t.Cleanup(func() { fallbackLog = errorLog })
 	cfg := validConfig()
 	cfg.SourceCriterion = &SourceCriterion{IPStrategy: &IPStrategy{Depth: 1}}
 	serve(newMiddleware(t, cfg, "api-limit@file"), "203.0.113.7:1", nil)

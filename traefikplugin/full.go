@@ -2,15 +2,14 @@ package traefikplugin
 
 import (
 	"io"
-	"os"
 	"strconv"
 
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
-// fullLog receives the warnings that a zone is full. Traefik logs a
-// plugin's standard error at error level.
-var fullLog io.Writer = os.Stderr
+// fullLog receives the warnings that a zone is full: Traefik's ERROR
+// level (see errorLog).
+var fullLog = errorLog
 
 // fullZoneLog returns the Evicting callback of the zone of the middleware
 // name: a line saying that the zone evicted keys that still counted, since

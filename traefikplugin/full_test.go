@@ -1,7 +1,6 @@
 package traefikplugin
 
 import (
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -35,7 +34,7 @@ func TestFullZoneLogged(t *testing.T) {
 	fullLog = &log
 	// Registered before newMiddleware's cleanup, so it runs after the
 	// zone is closed.
-	t.Cleanup(func() { fullLog = os.Stderr })
+	t.Cleanup(func() { fullLog = errorLog })
 	c := validConfig()
 	c.Window = "1s" // the sweeper runs every second
 	c.Limit = 2

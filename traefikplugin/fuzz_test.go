@@ -19,6 +19,8 @@ import (
 // testdata/fuzz/FuzzNew/.
 func FuzzNew(f *testing.F) {
 	f.Add("window=1m\nlimit=20")
+	f.Add("window=1m\nlimit=20\nsourceCriterion.ipStrategy.dept=1")
+	f.Add("window=1m\nlimit=20\nredis.tls.ca2=x\ncountStatuss=401")
 	f.Fuzz(func(t *testing.T, in string) {
 		c, ok := decodeLabels(in)
 		if !ok {
@@ -48,11 +50,14 @@ func FuzzNew(f *testing.F) {
 }
 
 // checkNamesField fails unless err is "<field>: <message>" for a field of
-// the configuration.
+// the configuration, or "unknown option <path>".
 func checkNamesField(t *testing.T, err error) {
 	t.Helper()
 	if err == nil {
 		t.Fatal("an error that wraps nothing")
+	}
+	if rest, unknown := strings.CutPrefix(err.Error(), "unknown option "); unknown && rest != "" {
+		return // its words are unknown_test.go's
 	}
 	field, _, ok := strings.Cut(err.Error(), ": ")
 	if i := strings.IndexByte(field, '['); i > 0 && strings.HasSuffix(field, "]") {
@@ -124,6 +129,7 @@ func decodeLabels(in string) (*Config, bool) {
 		}
 		set, known := labelSetters[path]
 		if !known {
+			addUnknown(c, path, v)
 			continue
 		}
 		if !set(c, v) {
@@ -131,6 +137,39 @@ func decodeLabels(in string) (*Config, bool) {
 		}
 	}
 	return c, true
+}
+
+// addUnknown puts the label at path, which names no field, where
+// Traefik's decoder leaves it: in the Unknown of the deepest block its
+// path names, under the first name that is no option of that block. A
+// name that is an option in another case is skipped: Traefik's decoder
+// would place it (or, with the option also set, leave it as a second
+// spelling, which the unit tests cover).
+func addUnknown(c *Config, path, v string) {
+	names := strings.Split(path, ".")
+	var unknown *map[string]any
+	known := topOptions
+	switch {
+	case len(names) > 2 && names[0] == "sourceCriterion" && names[1] == "ipStrategy":
+		unknown, known, names = &ips(c).Unknown, ipStrategyOptions, names[2:]
+	case len(names) > 1 && names[0] == "sourceCriterion":
+		unknown, known, names = &sc(c).Unknown, sourceOptions, names[1:]
+	case len(names) > 2 && names[0] == "redis" && names[1] == "tls":
+		unknown, known, names = &tlsc(c).Unknown, redisTLSOptions, names[2:]
+	case len(names) > 1 && names[0] == "redis":
+		unknown, known, names = &rc(c).Unknown, redisOptions, names[1:]
+	default:
+		unknown = &c.Unknown
+	}
+	for _, o := range known {
+		if strings.EqualFold(o, names[0]) {
+			return
+		}
+	}
+	if *unknown == nil {
+		*unknown = make(map[string]any)
+	}
+	(*unknown)[names[0]] = v
 }
 
 func sc(c *Config) *SourceCriterion {

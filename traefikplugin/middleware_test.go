@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -140,7 +139,7 @@ func TestIETFRejection(t *testing.T) {
 func TestDryRunLetsThrough(t *testing.T) {
 	var log strings.Builder
 	dryRunLog = &log
-	defer func() { dryRunLog = os.Stdout }()
+	defer func() { dryRunLog = debugLog }()
 	c := validConfig()
 	c.Limit = 2
 	c.DryRun = true
@@ -168,7 +167,7 @@ func TestDryRunLetsThrough(t *testing.T) {
 func TestDryRunLogKey(t *testing.T) {
 	var log strings.Builder
 	dryRunLog = &log
-	defer func() { dryRunLog = os.Stdout }()
+	defer func() { dryRunLog = debugLog }()
 	tests := []struct {
 		logKey bool
 		want   string

@@ -4,7 +4,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -14,9 +13,9 @@ import (
 	"github.com/windowlimit/windowlimit/shared/resp"
 )
 
-// storeLog receives Redis errors and recoveries. Traefik logs a plugin's
-// standard error at error level.
-var storeLog io.Writer = os.Stderr
+// storeLog receives Redis errors and recoveries: Traefik's ERROR level
+// (see errorLog).
+var storeLog = errorLog
 
 // Redis clients and their guards live here, one per redis configuration,
 // shared by every middleware that uses that configuration and reused

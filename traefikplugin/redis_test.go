@@ -249,7 +249,7 @@ func TestRedisDownPolicies(t *testing.T) {
 	srv.Kill()
 	var log strings.Builder
 	storeLog = &log
-	defer func() { storeLog = os.Stderr }()
+	defer func() { storeLog = errorLog }()
 	tests := []struct {
 		policy string
 		want   []int

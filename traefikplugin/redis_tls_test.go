@@ -2,7 +2,6 @@ package traefikplugin
 
 import (
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
@@ -40,7 +39,7 @@ func expectDenied(t *testing.T, srv *redistest.Server, c *Config, name, reason s
 	t.Helper()
 	var log strings.Builder
 	storeLog = &log
-	defer func() { storeLog = os.Stderr }()
+	defer func() { storeLog = errorLog }()
 	h := redisMiddleware(t, c, name)
 	for i := 1; i <= 3; i++ {
 		if w := serve(h, "203.0.113.7:1", nil); w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "1" {

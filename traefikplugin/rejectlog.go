@@ -2,15 +2,14 @@ package traefikplugin
 
 import (
 	"io"
-	"os"
 	"strconv"
 	"sync/atomic"
 )
 
-// rejectLog receives the lines about rejections. Traefik gives a plugin
-// no info level: it logs the plugin's standard output at debug level and
-// its standard error at error level, and a rejection is no error.
-var rejectLog io.Writer = os.Stdout
+// rejectLog receives the lines about rejections: Traefik's DEBUG level.
+// Traefik gives a plugin no INFO level (see debugLog), and a rejection is
+// no error.
+var rejectLog = debugLog
 
 // logRejection notes a rejection, at most once a second per middleware,
 // so that a flood of 429s does not become a flood of log lines; each line

@@ -2,7 +2,6 @@ package traefikplugin
 
 import (
 	"net/http"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,7 +15,7 @@ var rejectionLineRE = regexp.MustCompile(`^windowlimit: middleware "([^"]+)" rej
 func captureRejections(t *testing.T) *lockedBuffer {
 	var log lockedBuffer
 	rejectLog = &log
-	t.Cleanup(func() { rejectLog = os.Stdout })
+	t.Cleanup(func() { rejectLog = debugLog })
 	return &log
 }
 
@@ -80,7 +79,7 @@ func TestRejectionsLoggedOnceASecond(t *testing.T) {
 func TestDryRunLogsNoRejection(t *testing.T) {
 	log := captureRejections(t)
 	dryRunLog = &lockedBuffer{}
-	t.Cleanup(func() { dryRunLog = os.Stdout })
+	t.Cleanup(func() { dryRunLog = debugLog })
 	c := validConfig()
 	c.Limit = 1
 	c.DryRun = true

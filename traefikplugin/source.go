@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"net/textproto"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -36,9 +35,9 @@ const (
 // keyless fallback is built the same way (caddymodule/key.go).
 const fallbackPrefix = "\x00remote_addr:"
 
-// fallbackLog receives the line that a middleware's source found nothing.
-// Traefik logs a plugin's standard error at error level.
-var fallbackLog io.Writer = os.Stderr
+// fallbackLog receives the line that a middleware's source found nothing:
+// Traefik's ERROR level (see errorLog).
+var fallbackLog = errorLog
 
 // keySource is a validated SourceCriterion: it computes a request's key.
 // It is safe for concurrent use.

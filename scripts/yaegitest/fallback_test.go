@@ -3,7 +3,6 @@ package yaegitest
 import (
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -17,13 +16,10 @@ import (
 // no header value, X-Forwarded-For entry or host spells the fallback key
 // of another client, a CIDR override that would exempt the remote address
 // does not when the ipStrategy found nothing, and each middleware says so
-// once on the plugin's standard error, which Traefik logs at error level.
+// once on the interpreter's standard error, which Traefik logs at error
+// level.
 func TestPluginFallback(t *testing.T) {
-	stderr, err := os.CreateTemp(t.TempDir(), "stderr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stderr.Close()
+	stderr := &logWriter{}
 	b, _ := loadPluginWith(t, interp.Options{Stderr: stderr})
 	send := func(h http.Handler, n int, remote, host string, header http.Header) []int {
 		var got []int
@@ -99,10 +95,7 @@ func TestPluginFallback(t *testing.T) {
 	h := b.build(t, map[string]any{"window": "1m", "limit": "3", "sourceCriterion": cases[0].sc}, "fallback-depth-1@docker")
 	send(h, 2, "127.0.0.3:1", "example.com", nil)
 
-	got, err := os.ReadFile(stderr.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := stderr.text(t)
 	lines := strings.Split(strings.TrimSuffix(string(got), "\n"), "\n")
 	want := len(cases) + 1
 	if len(lines) != want {

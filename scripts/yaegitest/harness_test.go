@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,8 +25,9 @@ func newInterpreter(tb testing.TB) *interp.Interpreter {
 }
 
 // newInterpreterWith is newInterpreter with the standard streams of opt.
-// Without YAEGI_SPECIAL_STDIO, yaegi hands the interpreted code only a
-// stream that is an *os.File.
+// Without YAEGI_SPECIAL_STDIO, yaegi hands the interpreted code's
+// os.Stdout and os.Stderr only a stream that is an *os.File; Traefik's
+// are not (see logWriter).
 func newInterpreterWith(tb testing.TB, opt interp.Options) *interp.Interpreter {
 	tb.Helper()
 	root, err := filepath.Abs("../..")
@@ -74,4 +77,36 @@ func cpuTime(tb testing.TB) time.Duration {
 		tb.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// logWriter stands for the streams Traefik gives a plugin's interpreter:
+// its logger, at DEBUG for standard output and ERROR for standard error.
+// Like it, logWriter is no *os.File, so yaegi leaves the plugin's
+// os.Stdout and os.Stderr on the process's own streams, and like it, it
+// makes each Write one log entry.
+type logWriter struct {
+	mu      sync.Mutex
+	entries []string
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.entries = append(w.entries, string(p))
+	return len(p), nil
+}
+
+// text returns what was written, failing the test unless every entry was
+// one whole line: Traefik's logger would cut a line written in pieces into
+// several entries, and put several lines in one.
+func (w *logWriter) text(tb testing.TB) string {
+	tb.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range w.entries {
+		if !strings.HasSuffix(e, "\n") || strings.Count(e, "\n") != 1 {
+			tb.Errorf("log entry %q is not one line", e)
+		}
+	}
+	return strings.Join(w.entries, "")
 }

@@ -380,14 +380,11 @@ func TestPluginDryRun(t *testing.T) {
 	}
 }
 
-// The dry-run line, written under yaegi to the plugin's standard output,
-// names the key only with logKey, given as a label.
+// The dry-run line, written under yaegi to the interpreter's standard
+// output (Traefik's log at DEBUG), names the key only with logKey, given as a label.
 func TestPluginDryRunLogKey(t *testing.T) {
 	for _, logKey := range []string{"false", "true"} {
-		stdout, err := os.CreateTemp(t.TempDir(), "stdout")
-		if err != nil {
-			t.Fatal(err)
-		}
+		stdout := &logWriter{}
 		b, _ := loadPluginWith(t, interp.Options{Stdout: stdout})
 		name := "dry-logkey-" + logKey + "@docker"
 		h := b.build(t, map[string]any{"window": "1m", "limit": "1", "dryRun": "true", "logKey": logKey}, name)
@@ -397,11 +394,7 @@ func TestPluginDryRunLogKey(t *testing.T) {
 				t.Fatalf("logKey %s, request %d: status %d in dry run", logKey, i, w.Code)
 			}
 		}
-		got, err := os.ReadFile(stdout.Name())
-		stdout.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := stdout.text(t)
 		want := `windowlimit: dry run: middleware "` + name + `" would reject a request` + "\n"
 		if logKey == "true" {
 			want = `windowlimit: dry run: middleware "` + name + `" would reject key "203.0.113.7"` + "\n"

@@ -3,15 +3,14 @@ package yaegitest
 import (
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/traefik/yaegi/interp"
 )
 
-// The rejection line runs under yaegi: written to the plugin's standard
-// output, from the inline path and the general one, with the key only
+// The rejection line runs under yaegi: written to the interpreter's
+// standard output, which Traefik logs at DEBUG, from the inline path and the general one, with the key only
 // with logKey, and at most once a second per middleware.
 func TestPluginRejectionLog(t *testing.T) {
 	tests := []struct {
@@ -27,10 +26,7 @@ func TestPluginRejectionLog(t *testing.T) {
 			`windowlimit: middleware "keyed@docker" rejected key "team-a"; 0 more rejections since the last line; zone holds 1 keys, evicted 0 that still counted`},
 	}
 	for _, tt := range tests {
-		stdout, err := os.CreateTemp(t.TempDir(), "stdout")
-		if err != nil {
-			t.Fatal(err)
-		}
+		stdout := &logWriter{}
 		b, _ := loadPluginWith(t, interp.Options{Stdout: stdout})
 		h := b.build(t, tt.config, tt.name)
 		for i := 1; i <= 6; i++ {
@@ -48,11 +44,7 @@ func TestPluginRejectionLog(t *testing.T) {
 				t.Fatalf("%s request %d: %d, want %d", tt.name, i, w.Code, want)
 			}
 		}
-		got, err := os.ReadFile(stdout.Name())
-		stdout.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := stdout.text(t)
 		// Five rejections: the first logged at once, the rest suppressed
 		// unless the test crossed a second.
 		lines := strings.Split(strings.TrimSuffix(string(got), "\n"), "\n")

@@ -1,0 +1,140 @@
+package traefikplugin
+
+import (
+	"errors"
+	"sort"
+	"strings"
+)
+
+// The options of each block, as the configuration spells them. Traefik
+// decodes a plugin's options with mapstructure without ErrorUnused, so a
+// key that matches no field reaches New only through the blocks' Unknown
+// maps; these lists name what the key could have been.
+var (
+	topOptions = []string{"window", "subWindow", "limit", "algorithm", "cost", "sourceCriterion",
+		"headers", "maxKeys", "dryRun", "logKey", "statusCode", "message", "redis", "countStatus",
+		"overrides", "onStoreError"}
+	sourceOptions     = []string{"ipStrategy", "requestHeaderName", "requestHost"}
+	ipStrategyOptions = []string{"depth", "excludedIPs", "ipv6Subnet"}
+	redisOptions      = []string{"endpoints", "username", "password", "db", "tls", "dialTimeout",
+		"readTimeout", "writeTimeout", "poolSize", "maxActiveConns", "minIdleConns", "keyPrefix", "lease"}
+	redisTLSOptions = []string{"ca", "cert", "key", "insecureSkipVerify"}
+)
+
+// rateLimitHints answers the options of Traefik's built-in rateLimit
+// that have another name here, or none: users who switch bring them.
+var rateLimitHints = map[string]string{
+	"average": "did you mean limit? (rateLimit's average per period is limit per window here)",
+	"period":  "did you mean window? (rateLimit's period is window here)",
+	"burst": "windowlimit has no burst: a window admits up to limit anywhere in it; to bound short bursts, " +
+		"add a second windowlimit middleware with a short window",
+}
+
+// checkUnknown refuses the first option, in the order of the blocks and
+// then of the keys, that Traefik's decoder matched to no field, naming
+// its full path and the nearest known option.
+func (c *Config) checkUnknown() error {
+	if err := unknownOption("", c.Unknown, topOptions); err != nil {
+		return err
+	}
+	if sc := c.SourceCriterion; sc != nil {
+		if err := unknownOption("sourceCriterion.", sc.Unknown, sourceOptions); err != nil {
+			return err
+		}
+		if ip := sc.IPStrategy; ip != nil {
+			if err := unknownOption("sourceCriterion.ipStrategy.", ip.Unknown, ipStrategyOptions); err != nil {
+				return err
+			}
+		}
+	}
+	if r := c.Redis; r != nil {
+		if err := unknownOption("redis.", r.Unknown, redisOptions); err != nil {
+			return err
+		}
+		if t := r.TLS; t != nil {
+			if err := unknownOption("redis.tls.", t.Unknown, redisTLSOptions); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// unknownOption returns the error of the keys of unknown, the options of
+// the block at path that match none of known, or nil when there are
+// none. The first key in sorted order is named with a suggestion; the
+// others are listed after it, so that one load reports them all.
+func unknownOption(path string, unknown map[string]any, known []string) error {
+	if len(unknown) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(unknown))
+	for k := range unknown {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	k := keys[0]
+	msg := "unknown option " + path + k
+	switch same, near := nearestOption(k, known); {
+	case same != "":
+		// Traefik's decoder matches keys in any case and took one
+		// spelling; this one is a second value for the same option.
+		msg = "option " + path + k + " is given twice, also as " + path + same + " (Traefik matches option names in any case): keep one"
+	case near != "":
+		msg += "; did you mean " + near + "?"
+	case rateLimitHints[strings.ToLower(k)] != "" && path == "":
+		msg += "; " + rateLimitHints[strings.ToLower(k)]
+	default:
+		msg += " (known options: " + strings.Join(known, ", ") + ")"
+	}
+	if len(keys) > 1 {
+		msg += "; also unknown: " + path + strings.Join(keys[1:], ", "+path)
+	}
+	return errors.New(msg)
+}
+
+// nearestOption returns the known option that k spells in another case,
+// or else the known option nearest to k when it is near enough to be a
+// typo: at most one edit in four letters, and at least one.
+func nearestOption(k string, known []string) (same, near string) {
+	lk := strings.ToLower(k)
+	best := -1
+	for _, o := range known {
+		lo := strings.ToLower(o)
+		if lo == lk {
+			return o, ""
+		}
+		d := editDistance(lk, lo)
+		if d <= 1+len(lo)/4 && (best < 0 || d < best) {
+			best, near = d, o
+		}
+	}
+	return "", near
+}
+
+// editDistance is the Levenshtein distance between a and b in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			d := prev[j-1]
+			if a[i-1] != b[j-1] {
+				d++
+			}
+			if prev[j]+1 < d {
+				d = prev[j] + 1
+			}
+			if cur[j-1]+1 < d {
+				d = cur[j-1] + 1
+			}
+			cur[j] = d
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
