@@ -106,7 +106,7 @@ traefik-quickstart: (backend on 127.0.0.1:$backend_port; Ctrl-C stops both). Fro
   curl -s localhost:$port/api/items
   curl -s -H 'X-API-Key: team-a' localhost:$port/api/items
   for i in \$(seq 7); do curl -s -o /dev/null -w '%{http_code} ' -X POST localhost:$port/login; done; echo
-  curl -s -X POST -d password=open-sesame localhost:$port/login
+  curl -s -X POST -H 'X-Password: open-sesame' localhost:$port/login
   curl -si localhost:$port/api/items     # the rate-limit headers and Retry-After
 
 EOF
