@@ -101,22 +101,12 @@ attack_part() {
 	kill "$WT_TRAEFIK_PID"
 }
 
-# readme_quickstart_lines prints the curl lines of README.md's Traefik
-# quickstart, each command followed by its "# output" line: the sh block
-# after the heading that names localhost:8081.
-readme_quickstart_lines() {
-	awk '/^## Quickstart: Traefik/ {q = 1; next} /^## / {q = 0}
-		q && /^```sh/ {b = 1; text = ""; next}
-		q && b && /^```/ {b = 0; if (text ~ /localhost:8081/) {printf "%s", text; exit}; next}
-		q && b {text = text $0 "\n"}' "$WL_ROOT/README.md"
-}
-
 # quickstart_part runs scripts/traefik-quickstart.sh and README's lines.
 quickstart_part() {
-	local dir=$WL_WORK/quickstart port bport pid work i line cmd want got n=0
+	local dir=$WL_WORK/quickstart port bport pid work i
 	read -r port bport < <(wt_free_ports 2 | paste -sd' ')
 	mkdir -p "$dir"
-	readme_quickstart_lines >"$dir/lines"
+	wl_readme_lines "Quickstart: Traefik" localhost:8081 >"$dir/lines"
 	[[ -s $dir/lines ]] || wl_die "quickstart: no curl lines under README's Quickstart: Traefik"
 	wt_traefik >/dev/null # a build, if any, before the bounded wait
 	WL_QUICKSTART_PORT=$port WL_QUICKSTART_BACKEND_PORT=$bport "$WL_ROOT/scripts/traefik-quickstart.sh" >"$dir/out.log" 2>&1 &
@@ -130,22 +120,7 @@ quickstart_part() {
 	grep -q 'traefik-quickstart: ready' "$dir/out.log" || { cat "$dir/out.log" >&2; wl_die "quickstart: not ready within 60 s"; }
 	work=$(sed -n 's/^traefik-quickstart: starting Traefik in \([^ ]*\) .*/\1/p' "$dir/out.log")
 	[[ -d $work/plugins-local ]] || wl_die "quickstart: no work directory with plugins-local in its output"
-	cmd=
-	while IFS= read -r line; do
-		if [[ $line == "# "* ]]; then
-			[[ -n $cmd ]] || wl_die "quickstart: README line '$line' follows no command"
-			want=${line#"# "}
-			got=$(bash -c "${cmd//localhost:8081/127.0.0.1:$port}" 2>&1 | sed 's/[[:space:]]*$//')
-			[[ $got == "$want" ]] || { cat "$dir/out.log" >&2; wl_die "quickstart: '$cmd' printed '$got', README says '$want'"; }
-			wl_pass "quickstart: $cmd # $got"
-			n=$((n + 1))
-			cmd=
-		else
-			[[ -z $cmd ]] || wl_die "quickstart: README's '$cmd' has no '# output' line under it"
-			cmd=$line
-		fi
-	done <"$dir/lines"
-	[[ -z $cmd && $n -ge 5 ]] || wl_die "quickstart: $n README lines checked, want 5 or more, each with its output"
+	wl_readme_check "$dir/lines" localhost:8081 "127.0.0.1:$port" "$dir/out.log"
 	# Stop it as Ctrl-C does (a background job ignores SIGINT: SIGTERM).
 	kill -TERM "$pid"
 	for ((i = 0; i < 200; i++)); do
