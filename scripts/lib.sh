@@ -130,18 +130,23 @@ wl_retry_within() {
 # `//go:build ignore` file of scripts/, inside this module (so that its
 # imports resolve against go.mod). The binary is cached under a name that
 # holds a hash of SOURCE: checkouts of other versions share the cache, and
-# none of them may run another's.
+# none of them may run another's. The first build says so, with
+# wl_progress's lines: on a cold Go build cache it takes up to a minute.
 wl_go_bin() {
 	local name=$1 src=$2 sum bin
 	sum=$(sha256sum <"$src")
 	bin=$WL_CACHE/$name-${sum:0:12}
 	if [[ ! -x $bin ]]; then
 		mkdir -p "$WL_CACHE"
-		(cd "$WL_ROOT" && go build -o "$bin.tmp.$$" "$src") || wl_die "go build $src failed"
+		wl_log "$name: compiling ${src#"$WL_ROOT/"}, once (up to a minute; cached as $bin)"
+		wl_progress "$name" wl_go_build "$bin.tmp.$$" "$src" || wl_die "go build $src failed"
 		mv "$bin.tmp.$$" "$bin"
 	fi
 	echo "$bin"
 }
+
+# wl_go_build OUT SRC builds SRC into OUT inside this module.
+wl_go_build() { (cd "$WL_ROOT" && go build -o "$1" "$2"); }
 
 # wl_backend_bin prints the path of scripts/e2e/backend.go's binary.
 wl_backend_bin() { wl_go_bin wl-backend "$WL_ROOT/scripts/e2e/backend.go"; }
