@@ -205,9 +205,9 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
 		if sub != "match" && sub != "override" {
 			if first, dup := seen[setting]; dup {
 				if first == sub {
-					return d.Errf("zone %q: duplicate %s", name, sub)
+					return inZone(name, d.Errf("duplicate %s", sub))
 				}
-				return d.Errf("zone %q: %s and %s are the same setting: set one", name, first, sub)
+				return inZone(name, d.Errf("%s and %s are the same setting: set one", first, sub))
 			}
 			seen[setting] = sub
 			at[setting] = d.Token()
@@ -218,7 +218,7 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
 			var key string
 			if key, err = oneArg(d); err == nil {
 				if key == "" {
-					err = d.Errf("zone %q: key must not be empty (leave it out for the client IP)", name)
+					err = d.Err("key must not be empty (leave it out for the client IP)")
 				}
 				z.Key = key
 			}
@@ -236,7 +236,7 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
 		case "algorithm":
 			if z.Algorithm, err = oneArg(d); err == nil {
 				if _, perr := ratelimit.ParseAlgorithm(z.Algorithm); perr != nil {
-					err = d.Errf("zone %q: %v", name, perr)
+					err = d.WrapErr(perr)
 				}
 			}
 		case "cost":
@@ -255,22 +255,29 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
 				z.MatcherSetsRaw = append(z.MatcherSetsRaw, set)
 			}
 		default:
-			err = d.Errf("zone %q: unknown subdirective %q", name, sub)
+			err = d.Errf("unknown subdirective %q", sub)
 		}
 		if err != nil {
-			return err
+			return inZone(name, err)
 		}
 	}
 	// Check the values that depend on each other now that all are read,
 	// each error at the line of the value it names.
 	if err := checkZone(z, at, overrideAt); err != nil {
-		return errAt(err.at, fmt.Errorf("zone %q: %w", name, err.err), zoneAt)
+		return errAt(err.at, inZone(name, err.err), zoneAt)
 	}
 	if h.RateLimits == nil {
 		h.RateLimits = make(map[string]*Zone)
 	}
 	h.RateLimits[name] = z
 	return nil
+}
+
+// inZone names the zone in err, an error of one of its settings, which
+// already ends with that setting's line: every error inside a zone says
+// which zone, as the errors found once the zone is read do.
+func inZone(name string, err error) error {
+	return fmt.Errorf("zone %q: %w", name, err)
 }
 
 // zoneError is a bad value of a zone found once the zone is read, and the

@@ -45,6 +45,18 @@ func checkErrorLine(t *testing.T, input string, err error, want, file string, li
 	}
 }
 
+// checkZoneNamed checks that err, an error inside zone "a", names the
+// zone once.
+func checkZoneNamed(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if n := strings.Count(err.Error(), `zone "a": `); n != 1 {
+		t.Errorf("error %q names zone \"a\" %d times, want once", err, n)
+	}
+}
+
 // lines joins the lines of a block body, each indented by indent.
 func lines(indent string, body []string) string {
 	var b strings.Builder
@@ -56,9 +68,9 @@ func lines(indent string, body []string) string {
 
 // A bad value inside a zone is reported at its own line, not the zone's,
 // whether it is found as the line is read or once the zone is complete
-// (a value that only another setting makes bad). Each case marks the bad
-// line; the directive is parsed alone and in a site of a Caddyfile, as
-// `caddy adapt` and `caddy run` do.
+// (a value that only another setting makes bad), and the error names the
+// zone, once. Each case marks the bad line; the directive is parsed alone
+// and in a site of a Caddyfile, as `caddy adapt` and `caddy run` do.
 func TestZoneErrorLine(t *testing.T) {
 	tests := []struct {
 		name string
@@ -68,6 +80,7 @@ func TestZoneErrorLine(t *testing.T) {
 		{"key empty", []string{"window 1m", "limit 5", `key ""` + badMark}, "key must not be empty"},
 		{"key two values", []string{"window 1m", "limit 5", "key {remote_host} {path}" + badMark}, "wrong argument count"},
 		{"key duplicate", []string{"key a", "window 1m", "key b" + badMark, "limit 5"}, "duplicate key"},
+		{"window typo", []string{"window 15mn" + badMark, "limit 5"}, `zone "a": window: want a positive duration such as 1m or 30s, got "15mn"`},
 		{"window unit", []string{"window 10x" + badMark, "limit 5"}, `window: want a positive duration such as 1m or 30s, got "10x"`},
 		{"window too long", []string{"limit 5", "window 4000d" + badMark}, "window: 96000h0m0s is too long"},
 		{"window without sub-windows", []string{"limit 5", "window 7ns" + badMark}, "sub_window: required: the window 7ns cannot be split"},
@@ -90,8 +103,9 @@ func TestZoneErrorLine(t *testing.T) {
 		{"cost above limit", []string{"window 1m", "cost 6" + badMark, "limit 5"}, "cost: 6 exceeds the limit 5"},
 		{"ipv4_prefix", []string{"window 1m", "limit 5", "ipv4_prefix 33" + badMark}, `ipv4_prefix: want a prefix length from 0 to 32, got "33"`},
 		{"ipv6_prefix", []string{"window 1m", "limit 5", "ipv6_prefix 0" + badMark}, `ipv6_prefix: want a prefix length from 1 to 128, got "0"`},
+		{"count_status typo", []string{"window 1m", "limit 5", "count_status 4011" + badMark}, `zone "a": count_status: "4011" is neither a status code`},
 		{"count_status", []string{"window 1m", "limit 5", "count_status 401 700" + badMark}, `count_status: "700" is neither a status code`},
-		{"override limit word", []string{"window 1m", "limit 5", "override x unlimted" + badMark}, `override limit "unlimted" must be a positive integer or unlimited`},
+		{"override limit word", []string{"window 1m", "limit 5", "override x unlimted" + badMark}, `zone "a": override limit "unlimted" must be a positive integer or unlimited`},
 		{"override one argument", []string{"window 1m", "limit 5", "override x" + badMark}, "override: want <key or CIDR> <limit>|unlimited, got 1 arguments"},
 		{"override bad CIDR", []string{"window 1m", "override 10.0.0.0/8 10", "override 10.0.0.0/33 10" + badMark, "limit 5"}, "override 10.0.0.0/33: bad CIDR"},
 		{"override given twice", []string{"window 1m", "limit 5", "override gold 10", "override 10.0.0.0/8 10", "override gold unlimited" + badMark}, "override gold: given twice"},
@@ -108,10 +122,12 @@ func TestZoneErrorLine(t *testing.T) {
 			var h Handler
 			err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(directive))
 			checkErrorLine(t, directive, err, tt.want, "Testfile", markedLine(t, directive))
+			checkZoneNamed(t, err)
 
 			site := ":8080 {\n\trate_limit {\n" + lines("\t\t", strings.Split(zone, "\n")) + "\t}\n\trespond ok\n}\n"
 			_, _, err = caddyconfig.GetAdapter("caddyfile").Adapt([]byte(site), map[string]any{"filename": "Caddyfile"})
 			checkErrorLine(t, site, err, tt.want, "Caddyfile", markedLine(t, site))
+			checkZoneNamed(t, err)
 		})
 	}
 }

@@ -1,10 +1,11 @@
 // Package caddymodule is windowlimit's Caddy module: the HTTP handler
 // http.handlers.rate_limit and its Caddyfile directive rate_limit.
 //
-// Build Caddy with it through xcaddy (or ./xcaddy.sh at the repository
-// root):
+// Build Caddy with it through xcaddy from a checkout (or ./xcaddy.sh at
+// the repository root), until the module is published with a version tag:
 //
-//	xcaddy build --with github.com/windowlimit/windowlimit/caddymodule
+//	xcaddy build --with github.com/windowlimit/windowlimit/caddymodule \
+//		--replace github.com/windowlimit/windowlimit=/path/to/windowlimit
 //
 // The directive accepts mholt/caddy-ratelimit's Caddyfile (zone, key,
 // window, events, match, ipv4_prefix, ipv6_prefix, log_key, sweep_interval,

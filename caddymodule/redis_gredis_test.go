@@ -91,6 +91,7 @@ func TestGoRedisRunner(t *testing.T) {
 // TestRedisExactMixedClients: three limiter instances, two on go-redis and
 // one on shared/resp, hammer one key from many goroutines; exactly N are
 // admitted. The window is an hour so no boundary passes during the test.
+// -v prints the figures of README.md.
 func TestRedisExactMixedClients(t *testing.T) {
 	srv := redistest.Start(t)
 	stores := []ratelimit.Store{
@@ -150,7 +151,10 @@ func hammer(t *testing.T, stores []ratelimit.Store, limit int64) {
 		}
 	}
 	wg.Wait()
-	if attempts := int64(len(stores) * workers * perWorker); attempts <= limit {
+	attempts := int64(len(stores) * workers * perWorker)
+	t.Logf("%d instances, %d goroutines, %d attempts on one key: %d admitted, limit %d",
+		len(stores), len(stores)*workers, attempts, admitted, limit)
+	if attempts <= limit {
 		t.Fatalf("%d attempts cannot exceed the limit %d", attempts, limit)
 	}
 	if admitted != limit {

@@ -8,7 +8,9 @@
 #  2. the metrics on the admin endpoint count the decisions;
 #  3. `caddy validate` and `caddy adapt` accept Caddyfile.example, and the
 #     example, run on a free port, limits its API and its failed logins
-#     (count_status 401) as it says;
+#     (count_status 401) as it says; then, run afresh, the curl lines of
+#     README.md's Caddy quickstart print the "# ..." line under each
+#     (retry_after_seconds from 1 to the zone's window plus one sub-window);
 #  4. two Caddy instances share one limit of 20 per minute through a
 #     throwaway redis-server: 11 requests to each, alternating, give exactly
 #     20 x 200 in total, then 429; and a count_status 401 zone with limit 5
@@ -69,7 +71,8 @@
 #     ::ffff:10.0.0.0/104 trusted too, Caddy skips the hop, and the client
 #     in front of it gets its own budget.
 #
-# WL_PARTS=attack runs part 9 alone, WL_PARTS=proxy part 10.
+# WL_PARTS=attack runs part 9 alone, WL_PARTS=example part 3,
+# WL_PARTS=proxy part 10.
 set -euo pipefail
 source "$(dirname "$0")/caddy-lib.sh"
 source "$(dirname "$0")/redis-e2e.sh"
@@ -216,19 +219,66 @@ proxy_part() {
 	wl_pass "proxy: with ::ffff:10.0.0.0/104 trusted too, X-Forwarded-For '203.0.113.9, ::ffff:10.0.0.3' (client IP 203.0.113.9): $PROXY_CODES"
 	wl_stop
 }
+
+# example_part is part 3: Caddyfile.example, then README's Caddy quickstart.
+example_part() {
+	local n status
+	(cd "$WL_ROOT" && "$WC_CADDY" validate --config Caddyfile.example) >"$WL_WORK/validate.log" 2>&1 ||
+		{ cat "$WL_WORK/validate.log" >&2; wl_die "caddy validate rejected Caddyfile.example"; }
+	wl_pass "caddy validate --config Caddyfile.example"
+	(cd "$WL_ROOT" && "$WC_CADDY" adapt --config Caddyfile.example) >"$WL_WORK/example.json" 2>"$WL_WORK/adapt.log" ||
+		{ cat "$WL_WORK/adapt.log" >&2; wl_die "caddy adapt rejected Caddyfile.example"; }
+	grep -q '"handler":"rate_limit"' "$WL_WORK/example.json" || wl_die "the adapted example has no rate_limit handler"
+	wl_pass "caddy adapt --config Caddyfile.example"
+
+	# The example as shipped, moved to free ports.
+	{
+		printf '{\n\tadmin 127.0.0.1:%s\n\tpersist_config off\n}\n' "$EX_ADMIN"
+		sed "s/^:8080 {/:$EX_WEB {/" "$WL_ROOT/Caddyfile.example"
+	} >"$WL_WORK/Caddyfile.example"
+	wc_start "$WL_WORK/Caddyfile.example" "$EX_ADMIN"
+	for n in $(seq 1 10); do
+		status=$(wl_fetch "http://127.0.0.1:$EX_WEB/api/items")
+		[[ $status == 200 ]] || wl_die "example: /api/items request $n: $status, want 200"
+	done
+	status=$(wl_fetch "http://127.0.0.1:$EX_WEB/api/items")
+	[[ $status == 429 ]] || wl_die "example: 11th /api/items: $status, want 429"
+	grep -q '"zone": "api"' "$WL_WORK/body" || wl_die "example: 429 body '$(cat "$WL_WORK/body")' does not name the zone"
+	[[ $(wl_header Content-Type) == application/json ]] || wl_die "example: 429 Content-Type '$(wl_header Content-Type)'"
+	wl_pass "example: 10 x 200 then 429 on /api/items: $(cat "$WL_WORK/body")"
+	status=$(wl_fetch "http://127.0.0.1:$EX_WEB/api/items" -H 'X-API-Key: team-a')
+	[[ $status == 200 ]] || wl_die "example: an API key's first request: $status, want 200"
+	wl_pass "example: an API key has its own budget"
+	for n in $(seq 1 8); do
+		status=$(wl_fetch "http://127.0.0.1:$EX_WEB/login" -X POST -H 'X-Password: open-sesame')
+		[[ $status == 200 ]] || wl_die "example: successful login $n: $status, want 200"
+	done
+	for n in $(seq 1 5); do
+		status=$(wl_fetch "http://127.0.0.1:$EX_WEB/login" -X POST)
+		[[ $status == 401 ]] || wl_die "example: failed login $n: $status, want 401"
+	done
+	status=$(wl_fetch "http://127.0.0.1:$EX_WEB/login" -X POST -H 'X-Password: open-sesame')
+	[[ $status == 429 ]] || wl_die "example: login after 5 failures: $status, want 429"
+	wl_pass "example: 8 successful logins uncounted, 5 failed (401), then 429 even with the password"
+	wl_stop
+
+	# README's Caddy quickstart, on the example afresh: the api zone is 1m in
+	# sub-windows of 6s, the login zone 15m in sub-windows of 90s.
+	wl_readme_lines "Quickstart: Caddy" localhost:8080 >"$WL_WORK/readme-lines"
+	[[ -s $WL_WORK/readme-lines ]] || wl_die "no curl lines under README's Quickstart: Caddy"
+	wc_start "$WL_WORK/Caddyfile.example" "$EX_ADMIN"
+	wl_readme_check "$WL_WORK/readme-lines" localhost:8080 "127.0.0.1:$EX_WEB" "$WL_WORK/caddy-$EX_ADMIN.log" api=66 login=990
+	wl_stop
+}
+
 case ${WL_PARTS:-all} in
 all) ;;
-attack)
-	attack_part
+attack | example | proxy)
+	"${WL_PARTS}_part"
 	echo "e2e-caddy: $WL_CHECKS passed, 0 failed"
 	exit 0
 	;;
-proxy)
-	proxy_part
-	echo "e2e-caddy: $WL_CHECKS passed, 0 failed"
-	exit 0
-	;;
-*) wl_die "WL_PARTS '$WL_PARTS': want all, attack or proxy" ;;
+*) wl_die "WL_PARTS '$WL_PARTS': want all, attack, example or proxy" ;;
 esac
 
 # site MESSAGE writes the Caddyfile of part 1.
@@ -294,44 +344,7 @@ wl_pass "metrics count 20 allowed, 2 denied, 1 key"
 wl_stop
 
 # Part 3: Caddyfile.example.
-(cd "$WL_ROOT" && "$WC_CADDY" validate --config Caddyfile.example) >"$WL_WORK/validate.log" 2>&1 ||
-	{ cat "$WL_WORK/validate.log" >&2; wl_die "caddy validate rejected Caddyfile.example"; }
-wl_pass "caddy validate --config Caddyfile.example"
-(cd "$WL_ROOT" && "$WC_CADDY" adapt --config Caddyfile.example) >"$WL_WORK/example.json" 2>"$WL_WORK/adapt.log" ||
-	{ cat "$WL_WORK/adapt.log" >&2; wl_die "caddy adapt rejected Caddyfile.example"; }
-grep -q '"handler":"rate_limit"' "$WL_WORK/example.json" || wl_die "the adapted example has no rate_limit handler"
-wl_pass "caddy adapt --config Caddyfile.example"
-
-# The example as shipped, moved to free ports.
-{
-	printf '{\n\tadmin 127.0.0.1:%s\n\tpersist_config off\n}\n' "$EX_ADMIN"
-	sed "s/^:8080 {/:$EX_WEB {/" "$WL_ROOT/Caddyfile.example"
-} >"$WL_WORK/Caddyfile.example"
-wc_start "$WL_WORK/Caddyfile.example" "$EX_ADMIN"
-for n in $(seq 1 10); do
-	status=$(wl_fetch "http://127.0.0.1:$EX_WEB/api/items")
-	[[ $status == 200 ]] || wl_die "example: /api/items request $n: $status, want 200"
-done
-status=$(wl_fetch "http://127.0.0.1:$EX_WEB/api/items")
-[[ $status == 429 ]] || wl_die "example: 11th /api/items: $status, want 429"
-grep -q '"zone": "api"' "$WL_WORK/body" || wl_die "example: 429 body '$(cat "$WL_WORK/body")' does not name the zone"
-[[ $(wl_header Content-Type) == application/json ]] || wl_die "example: 429 Content-Type '$(wl_header Content-Type)'"
-wl_pass "example: 10 x 200 then 429 on /api/items: $(cat "$WL_WORK/body")"
-status=$(wl_fetch "http://127.0.0.1:$EX_WEB/api/items" -H 'X-API-Key: team-a')
-[[ $status == 200 ]] || wl_die "example: an API key's first request: $status, want 200"
-wl_pass "example: an API key has its own budget"
-for n in $(seq 1 8); do
-	status=$(wl_fetch "http://127.0.0.1:$EX_WEB/login" -X POST -H 'X-Password: open-sesame')
-	[[ $status == 200 ]] || wl_die "example: successful login $n: $status, want 200"
-done
-for n in $(seq 1 5); do
-	status=$(wl_fetch "http://127.0.0.1:$EX_WEB/login" -X POST)
-	[[ $status == 401 ]] || wl_die "example: failed login $n: $status, want 401"
-done
-status=$(wl_fetch "http://127.0.0.1:$EX_WEB/login" -X POST -H 'X-Password: open-sesame')
-[[ $status == 429 ]] || wl_die "example: login after 5 failures: $status, want 429"
-wl_pass "example: 8 successful logins uncounted, 5 failed (401), then 429 even with the password"
-wl_stop
+example_part
 
 # tiers WHAT PORT_A PORT_B ADMIN: /tiers takes its limit from the map
 # directive (silver-key 4, broken-key "oops", default 2) through

@@ -57,10 +57,12 @@
 # in Traefik's log.
 #
 # The quickstart (README.md, Quickstart: Traefik): scripts/traefik-quickstart.sh
-# started on free loopback ports, the README's curl lines run against it,
-# each output compared with the "# ..." line under it; then the script is
-# stopped (SIGTERM, as Ctrl-C) and must leave no process, port or directory
-# behind.
+# started on free loopback ports with a traefik on PATH whose version says
+# "dev" (as one built from source does), which it must run; the README's
+# curl lines run against it, each output compared with the "# ..." line
+# under it; then the script is stopped (SIGTERM, as Ctrl-C) and must leave
+# no process, port or directory behind. Started again with a traefik on
+# PATH that says 2.11.0, it must run its own build of v3, saying why.
 #
 # Misspelled options, on an instance of their own: a misspelled option at
 # each level (top, sourceCriterion, ipStrategy, redis), typed and with
@@ -112,67 +114,85 @@ attack_part() {
 	kill "$WT_TRAEFIK_PID"
 }
 
-# readme_quickstart_lines prints the curl lines of README.md's Traefik
-# quickstart, each command followed by its "# output" line: the sh block
-# after the heading that names localhost:8081.
-readme_quickstart_lines() {
-	awk '/^## Quickstart: Traefik/ {q = 1; next} /^## / {q = 0}
-		q && /^```sh/ {b = 1; text = ""; next}
-		q && b && /^```/ {b = 0; if (text ~ /localhost:8081/) {printf "%s", text; exit}; next}
-		q && b {text = text $0 "\n"}' "$WL_ROOT/README.md"
+# quickstart_start PATHDIR starts scripts/traefik-quickstart.sh on free
+# loopback ports, with PATHDIR first on PATH, and waits until it is ready;
+# it sets QS_PID, QS_PORT, QS_BPORT, QS_WORK (its work directory) and
+# QS_LOG (its output).
+quickstart_start() {
+	local i
+	read -r QS_PORT QS_BPORT < <(wt_free_ports 2 | paste -sd' ')
+	QS_LOG=$1/out.log
+	PATH=$1:$PATH WL_QUICKSTART_PORT=$QS_PORT WL_QUICKSTART_BACKEND_PORT=$QS_BPORT \
+		"$WL_ROOT/scripts/traefik-quickstart.sh" >"$QS_LOG" 2>&1 &
+	QS_PID=$!
+	WL_PIDS+=("$QS_PID")
+	for ((i = 0; i < 600; i++)); do
+		grep -q 'traefik-quickstart: ready' "$QS_LOG" && break
+		kill -0 "$QS_PID" 2>/dev/null || { cat "$QS_LOG" >&2; wl_die "quickstart: the script exited"; }
+		sleep 0.1
+	done
+	grep -q 'traefik-quickstart: ready' "$QS_LOG" || { cat "$QS_LOG" >&2; wl_die "quickstart: not ready within 60 s"; }
+	QS_WORK=$(sed -n 's/^traefik-quickstart: starting Traefik in \([^ ]*\) .*/\1/p' "$QS_LOG")
+	[[ -d $QS_WORK/plugins-local ]] || wl_die "quickstart: no work directory with plugins-local in its output"
 }
 
-# quickstart_part runs scripts/traefik-quickstart.sh and README's lines.
-quickstart_part() {
-	local dir=$WL_WORK/quickstart port bport pid work i line cmd want got n=0
-	read -r port bport < <(wt_free_ports 2 | paste -sd' ')
-	mkdir -p "$dir"
-	readme_quickstart_lines >"$dir/lines"
-	[[ -s $dir/lines ]] || wl_die "quickstart: no curl lines under README's Quickstart: Traefik"
-	wt_traefik >/dev/null # a build, if any, before the bounded wait
-	WL_QUICKSTART_PORT=$port WL_QUICKSTART_BACKEND_PORT=$bport "$WL_ROOT/scripts/traefik-quickstart.sh" >"$dir/out.log" 2>&1 &
-	pid=$!
-	WL_PIDS+=("$pid")
-	for ((i = 0; i < 600; i++)); do
-		grep -q 'traefik-quickstart: ready' "$dir/out.log" && break
-		kill -0 "$pid" 2>/dev/null || { cat "$dir/out.log" >&2; wl_die "quickstart: the script exited"; }
-		sleep 0.1
-	done
-	grep -q 'traefik-quickstart: ready' "$dir/out.log" || { cat "$dir/out.log" >&2; wl_die "quickstart: not ready within 60 s"; }
-	work=$(sed -n 's/^traefik-quickstart: starting Traefik in \([^ ]*\) .*/\1/p' "$dir/out.log")
-	[[ -d $work/plugins-local ]] || wl_die "quickstart: no work directory with plugins-local in its output"
-	cmd=
-	while IFS= read -r line; do
-		if [[ $line == "# "* ]]; then
-			[[ -n $cmd ]] || wl_die "quickstart: README line '$line' follows no command"
-			want=${line#"# "}
-			got=$(bash -c "${cmd//localhost:8081/127.0.0.1:$port}" 2>&1 | sed 's/[[:space:]]*$//')
-			[[ $got == "$want" ]] || { cat "$dir/out.log" >&2; wl_die "quickstart: '$cmd' printed '$got', README says '$want'"; }
-			wl_pass "quickstart: $cmd # $got"
-			n=$((n + 1))
-			cmd=
-		else
-			[[ -z $cmd ]] || wl_die "quickstart: README's '$cmd' has no '# output' line under it"
-			cmd=$line
-		fi
-	done <"$dir/lines"
-	[[ -z $cmd && $n -ge 5 ]] || wl_die "quickstart: $n README lines checked, want 5 or more, each with its output"
-	# Stop it as Ctrl-C does (a background job ignores SIGINT: SIGTERM).
-	kill -TERM "$pid"
+# quickstart_stop stops the script as Ctrl-C does and checks that it left
+# no process, port or directory behind.
+quickstart_stop() {
+	local i
+	# A background job ignores SIGINT: SIGTERM.
+	kill -TERM "$QS_PID"
 	for ((i = 0; i < 200; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
+		kill -0 "$QS_PID" 2>/dev/null || break
 		sleep 0.1
 	done
-	kill -0 "$pid" 2>/dev/null && wl_die "quickstart: the script did not stop within 20 s of SIGTERM"
-	wait "$pid" 2>/dev/null || true
-	wl_forget "$pid"
-	for i in "$port" "$bport"; do
+	kill -0 "$QS_PID" 2>/dev/null && wl_die "quickstart: the script did not stop within 20 s of SIGTERM"
+	wait "$QS_PID" 2>/dev/null || true
+	wl_forget "$QS_PID"
+	for i in "$QS_PORT" "$QS_BPORT"; do
 		if (exec 3<>"/dev/tcp/127.0.0.1/$i") 2>/dev/null; then
 			wl_die "quickstart: 127.0.0.1:$i still answers after the script stopped"
 		fi
 	done
-	[[ ! -e $work ]] || wl_die "quickstart: the script left $work behind"
+	[[ ! -e $QS_WORK ]] || wl_die "quickstart: the script left $QS_WORK behind"
 	wl_pass "quickstart: stopped, leaving no process, port or work directory behind"
+}
+
+# fake_traefik FILE VERSION TRAEFIK writes a traefik whose `traefik
+# version` says VERSION and which runs TRAEFIK for anything else.
+fake_traefik() {
+	printf '#!/usr/bin/env bash\nif [[ ${1:-} == version ]]; then printf "Version:      %s\\nCodename:     x\\n"; exit 0; fi\nexec %q "$@"\n' \
+		"$2" "$3" >"$1"
+	chmod +x "$1"
+}
+
+# quickstart_part runs scripts/traefik-quickstart.sh and README's lines
+# with a traefik on PATH that says "Version: dev", as one built from source
+# does (the one built here, behind a wrapper): the script must run it. Then
+# with one that says 2.11.0: it must run its own build, saying why.
+quickstart_part() {
+	local dir=$WL_WORK/quickstart traefik line
+	mkdir -p "$dir/dev" "$dir/v2"
+	wl_readme_lines "Quickstart: Traefik" localhost:8081 >"$dir/lines"
+	[[ -s $dir/lines ]] || wl_die "quickstart: no curl lines under README's Quickstart: Traefik"
+	traefik=$(wt_traefik) # a build, if any, before the bounded wait
+	fake_traefik "$dir/dev/traefik" dev "$traefik"
+	fake_traefik "$dir/v2/traefik" 2.11.0 "$traefik"
+
+	quickstart_start "$dir/dev"
+	line=$(grep -m1 '^traefik-quickstart: using' "$QS_LOG") || true
+	[[ $line == "traefik-quickstart: using $dir/dev/traefik (on PATH, Traefik built from source: its version says 'dev'"* ]] ||
+		{ cat "$QS_LOG" >&2; wl_die "quickstart: a dev traefik on PATH: '$line'"; }
+	wl_pass "quickstart: a traefik on PATH that says dev runs: $line"
+	wl_readme_check "$dir/lines" localhost:8081 "127.0.0.1:$QS_PORT" "$QS_LOG"
+	quickstart_stop
+
+	quickstart_start "$dir/v2"
+	line=$(grep -m1 '^traefik-quickstart: using' "$QS_LOG") || true
+	[[ $line == "traefik-quickstart: using Traefik $WT_VERSION, built here earlier: $traefik ($dir/v2/traefik is Traefik 2.11.0, and the plugin needs v3)" ]] ||
+		{ cat "$QS_LOG" >&2; wl_die "quickstart: a v2 traefik on PATH: '$line'"; }
+	wl_pass "quickstart: a v2 traefik on PATH does not run: $line"
+	quickstart_stop
 }
 
 # fallback_part is the part of a source that finds nothing, on an instance

@@ -9,10 +9,12 @@
 # on http://localhost:8081, in front of a small backend
 # (scripts/e2e/backend.go) on 127.0.0.1:8082, until Ctrl-C, which stops both.
 #
-# Traefik: the `traefik` on PATH if it is v3, else v3.6.12 built once from
-# the Go module proxy's source (6 to 15 minutes on 2 cores, with a progress
-# line every 30 s) and cached under ${WINDOWLIMIT_CACHE:-~/.cache/windowlimit}.
-# Needs Go (the go.mod's version) for that build and for the backend.
+# Traefik: the `traefik` on PATH if it is v3, or built from source (whose
+# version says "dev"); else v3.6.12 built once from the Go module proxy's
+# source (6 to 15 minutes on 2 cores, with a progress line every 30 s) and
+# cached under ${WINDOWLIMIT_CACHE:-~/.cache/windowlimit}. The first run
+# also compiles the backend (up to a minute on a cold Go build cache, with
+# the same progress lines). Needs Go (the go.mod's version) for both.
 #
 # It runs Traefik in a temporary directory holding copies of
 # docs/examples/traefik/traefik.yml and dynamic.yml (with the ports below) and
@@ -38,23 +40,33 @@ die() {
 # in_use PORT reports whether something listens on 127.0.0.1:PORT.
 in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# find_traefik prints the Traefik to run: a v3 on PATH, or ours.
+# find_traefik prints the Traefik to run, and says in one line which and
+# why: the traefik on PATH if it is v3, or if it says "dev", as one built
+# from source without a version does (docs/traefik.md's way); else Traefik
+# $WT_VERSION, built here once. A "dev" that cannot run the plugin says so
+# in its log.
 find_traefik() {
-	local t v
+	local t v why
 	if t=$(command -v traefik); then
 		v=$("$t" version 2>/dev/null | awk '$1 == "Version:" {print $2}') || true
 		if [[ $v =~ ^v?3\. ]]; then
-			say "using $t (Traefik $v)"
+			say "using $t (Traefik $v, on PATH)"
 			echo "$t"
 			return
 		fi
-		say "$t is Traefik '${v:-of unknown version}', not v3: using Traefik $WT_VERSION instead"
+		if [[ $v == dev ]]; then
+			say "using $t (on PATH, Traefik built from source: its version says 'dev', taken to be v3, which the plugin needs; if it is not, its log below says the plugin failed)"
+			echo "$t"
+			return
+		fi
+		why="$t is Traefik ${v:-of unknown version}, and the plugin needs v3"
+	else
+		why="no traefik on PATH"
 	fi
 	if [[ -x $WL_CACHE/traefik-$WT_VERSION ]]; then
-		say "using Traefik $WT_VERSION, built earlier: $WL_CACHE/traefik-$WT_VERSION"
+		say "using Traefik $WT_VERSION, built here earlier: $WL_CACHE/traefik-$WT_VERSION ($why)"
 	else
-		say "no Traefik v3 on PATH: building Traefik $WT_VERSION from the Go module proxy's source, once"
-		say "(6 to 15 minutes on 2 cores; put a Traefik v3 on PATH to skip this, see docs/traefik.md)"
+		say "using Traefik $WT_VERSION, built below from the Go module proxy's source, once ($why; a Traefik v3 on PATH skips the build, see docs/traefik.md)"
 	fi
 	wt_traefik
 }
@@ -106,7 +118,7 @@ traefik-quickstart: (backend on 127.0.0.1:$backend_port; Ctrl-C stops both). Fro
   curl -s localhost:$port/api/items
   curl -s -H 'X-API-Key: team-a' localhost:$port/api/items
   for i in \$(seq 7); do curl -s -o /dev/null -w '%{http_code} ' -X POST localhost:$port/login; done; echo
-  curl -s -X POST -d password=open-sesame localhost:$port/login
+  curl -s -X POST -H 'X-Password: open-sesame' localhost:$port/login
   curl -si localhost:$port/api/items     # the rate-limit headers and Retry-After
 
 EOF

@@ -153,14 +153,11 @@ func dial() (*net.TCPConn, error) {
 	return c.(*net.TCPConn), nil
 }
 
-// form is the body of a login with password p.
-func form(p string) string { return url.Values{"password": {p}}.Encode() }
-
-// request is an HTTP/1.1 login with password p.
+// request is an HTTP/1.1 login with password p (in X-Password, as the
+// backend takes it).
 func request(p string) []byte {
-	body := form(p)
-	return fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-www-form-urlencoded\r\n"+
-		"Content-Length: %d\r\nConnection: close\r\n\r\n%s", target.RequestURI(), target.Host, len(body), body)
+	return fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: %s\r\nX-Password: %s\r\n"+
+		"Content-Length: 0\r\nConnection: close\r\n\r\n", target.RequestURI(), target.Host, p)
 }
 
 // reset sends a login, reads the status line (and with midbody, the
@@ -318,18 +315,14 @@ func dialH2() (*h2conn, error) {
 func (h *h2conn) post(p string) (uint32, error) {
 	id := h.next
 	h.next += 2
-	body := form(p)
 	h.hbuf.Reset()
 	for _, f := range [][2]string{
 		{":method", "POST"}, {":scheme", "http"}, {":authority", target.Host}, {":path", target.RequestURI()},
-		{"content-type", "application/x-www-form-urlencoded"}, {"content-length", strconv.Itoa(len(body))},
+		{"x-password", p}, {"content-length", "0"},
 	} {
 		h.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 	}
-	if err := h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: h.hbuf.Bytes(), EndHeaders: true}); err != nil {
-		return 0, err
-	}
-	return id, h.fr.WriteData(id, true, []byte(body))
+	return id, h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: h.hbuf.Bytes(), EndHeaders: true, EndStream: true})
 }
 
 // event is what a frame said about a stream: the status of its response's

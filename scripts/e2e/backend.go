@@ -5,8 +5,9 @@
 // with the status its X-Status header names (200-599), for
 // the count_status tests.
 //
-// A path ending in /login, without X-Status, is a login form instead, for
-// the count_status attack tests and the quickstart: the password (form field "password") open-sesame is answered
+// A path ending in /login, without X-Status, is a login instead, for the
+// count_status attack tests and the quickstart: the password open-sesame in
+// the X-Password header, as Caddyfile.example's login takes it, is answered
 // 200 at once, any other 401. The query may slow the 401 down: wait=500ms
 // answers it that late (a tarpit; a slow password hash), and hold=10s
 // flushes its status and first line at once (with pad=N, N more bytes of
@@ -185,7 +186,7 @@ func (a *attempts) login(w http.ResponseWriter, r *http.Request) {
 	a.n[client(r)]++
 	a.mu.Unlock()
 
-	if r.PostFormValue("password") == "open-sesame" {
+	if r.Header.Get("X-Password") == "open-sesame" {
 		w.Write([]byte("welcome\n"))
 		return
 	}

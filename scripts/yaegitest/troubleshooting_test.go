@@ -13,7 +13,7 @@ import (
 // TestTroubleshootingCommands runs the ```sh traefik blocks of
 // docs/troubleshooting.md, in order, against an HTTP server in front of
 // the interpreted plugin configured by the page's YAML block, with
-// localhost:8000 turned into the server's address.
+// localhost:8081 turned into the server's address.
 func TestTroubleshootingCommands(t *testing.T) {
 	const page = "docs/troubleshooting.md"
 	var configs map[string]map[string]any
@@ -39,7 +39,7 @@ func TestTroubleshootingCommands(t *testing.T) {
 	for name, config := range configs {
 		srv := httptest.NewServer(b.build(t, config, name))
 		defer srv.Close()
-		addrs := strings.NewReplacer("localhost:8000", strings.TrimPrefix(srv.URL, "http://"))
+		addrs := strings.NewReplacer("localhost:8081", strings.TrimPrefix(srv.URL, "http://"))
 		for _, block := range blocks {
 			doctest.RunShell(t, block, addrs)
 		}

@@ -1,6 +1,7 @@
 package httplimit
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -304,5 +305,55 @@ func TestHeadersShowAppliedLimit(t *testing.T) {
 	WriteHeaders(p, h, ratelimit.Decision{Allowed: true, Limit: 10, Remaining: 9, ResetAfter: time.Minute})
 	if got := h.Get("RateLimit-Policy"); got != `"api";q=10;w=60` {
 		t.Errorf("RateLimit-Policy %q under the rule's limit", got)
+	}
+}
+
+// TestHeadersPastTheWindow: Retry-After and X-RateLimit-Reset can exceed
+// the window by one sub-window. A key takes its limit at once, at the
+// start of a sub-window, then is rejected: with sliding and strict that
+// sub-window counts until all of it has left the window, W+T later (the
+// most there can be: TestDecisionBoundsUnderClockSteps in ratelimit);
+// fixed and log stay within W. -v prints each case's headers, the figures
+// of docs/headers.md.
+func TestHeadersPastTheWindow(t *testing.T) {
+	at := time.Unix(1699999200, 0).UnixNano() // a multiple of 6 s, 90 s and 15 m
+	tests := []struct {
+		rule         ratelimit.Rule
+		retry, reset string // Retry-After and X-RateLimit-Reset of the rejection
+	}{
+		{ratelimit.Rule{Window: time.Minute, Limit: 10}, "61", "66"},
+		{ratelimit.Rule{Window: time.Minute, Limit: 10, Algorithm: ratelimit.Strict}, "66", "66"},
+		{ratelimit.Rule{Window: time.Minute, Limit: 10, Algorithm: ratelimit.Fixed}, "60", "60"},
+		{ratelimit.Rule{Window: time.Minute, Limit: 10, Algorithm: ratelimit.Log}, "60", "60"},
+		{ratelimit.Rule{Window: 15 * time.Minute, Limit: 5}, "918", "990"},
+	}
+	for _, tt := range tests {
+		z, err := ratelimit.NewZone("api", tt.rule, ratelimit.Options{SweepInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer z.Close()
+		r := z.Rule()
+		for i := int64(0); i < r.Limit; i++ {
+			if d := ratelimit.TakeAt(z, "k", at); !d.Allowed {
+				t.Fatalf("%v: request %d denied", r, i+1)
+			}
+		}
+		d := ratelimit.TakeAt(z, "k", at)
+		if d.Allowed {
+			t.Fatalf("%v: request %d allowed", r, r.Limit+1)
+		}
+		w := httptest.NewRecorder()
+		WriteRejection(NewPolicy("api", r.Window, r.Limit, HeadersLegacy), w, d, http.StatusTooManyRequests, "")
+		retry, reset := w.Header().Get("Retry-After"), w.Header().Get("X-RateLimit-Reset")
+		split := ""
+		if r.Algorithm == ratelimit.Sliding || r.Algorithm == ratelimit.Strict {
+			split = fmt.Sprintf(" (sub-windows of %v)", r.SubWindow)
+		}
+		t.Logf("%v, window %v%s, limit %d taken at a sub-window's start, then one more: Retry-After %s, X-RateLimit-Reset %s",
+			r.Algorithm, r.Window, split, r.Limit, retry, reset)
+		if retry != tt.retry || reset != tt.reset {
+			t.Errorf("%v: Retry-After %s, X-RateLimit-Reset %s; want %s and %s", r, retry, reset, tt.retry, tt.reset)
+		}
 	}
 }

@@ -272,7 +272,8 @@ func TestRedisConfigErrors(t *testing.T) {
 
 // TestRedisExact: several limiter instances, each with its own client,
 // hammer one key from many goroutines; exactly N are admitted. The window
-// is an hour so that no boundary passes during the test.
+// is an hour so that no boundary passes during the test. -v prints the
+// figures of README.md.
 func TestRedisExact(t *testing.T) {
 	s := redistest.Start(t)
 	const limit, instances, workers, perWorker = 300, 3, 8, 40
@@ -312,6 +313,8 @@ func TestRedisExact(t *testing.T) {
 			}
 		}
 		wg.Wait()
+		t.Logf("%v: %d instances, %d goroutines, %d attempts on one key: %d admitted, limit %d",
+			alg, instances, instances*workers, instances*workers*perWorker, admitted, limit)
 		if admitted != limit {
 			t.Errorf("%v: %d admitted of %d attempts, want exactly %d", alg, admitted, instances*workers*perWorker, limit)
 		}
