@@ -229,7 +229,8 @@ type keyState struct {
 	// Unlimited is set when an override exempts the key: the zone neither
 	// counts nor limits it.
 	Unlimited bool `json:"unlimited,omitempty"`
-	// Note explains a limit that cannot be known outside a request.
+	// Note explains what the answer cannot show: a limit only a request
+	// knows, or, after a DELETE, what the reset starts.
 	Note string `json:"note,omitempty"`
 	// Tracked reports whether the store held state for the key.
 	Tracked bool `json:"tracked"`
@@ -330,6 +331,7 @@ func forgetKey(ctx context.Context, uses []*zoneUse, key string) ([]keyState, er
 			if tracked := u.zone.Forget(k); u.memory || tracked {
 				st := newKeyState(u, "memory", "", l)
 				st.Tracked = tracked
+				st.Note = resetMemory
 				out = append(out, st)
 			}
 			for _, r := range u.redis {
@@ -349,12 +351,19 @@ func forgetKey(ctx context.Context, uses []*zoneUse, key string) ([]keyState, er
 				}
 				st := newKeyState(u, "redis", r.store.KeyPrefix(), l)
 				st.Tracked = deleted
+				st.Note = resetRedis
 				out = append(out, st)
 			}
 		}
 	}
 	return out, errors.Join(errs...)
 }
+
+// What a DELETE's reset starts, in the answer's notes.
+const (
+	resetMemory = "reset: the next request starts one fresh budget; a count_status request in flight keeps its count, which no refund takes from the fresh one"
+	resetRedis  = "reset on every instance: the next request starts one fresh budget, which counts the units other instances still hold in leases of the key, so the window after the reset admits at most the limit; a count_status request in flight keeps its count, which no refund takes from the fresh one"
+)
 
 func writeJSON(w http.ResponseWriter, v any) error {
 	w.Header().Set("Content-Type", "application/json")

@@ -180,8 +180,8 @@ func TestAdminAPIMemory(t *testing.T) {
 	if code := adminDo(t, "DELETE", "/rate_limit/api/alice", &report); code != 200 {
 		t.Fatalf("DELETE alice: %d", code)
 	}
-	if s := state(t, report, 3); !s.Tracked {
-		t.Errorf("DELETE: %+v, want the tracked key forgotten", s)
+	if s := state(t, report, 3); !s.Tracked || !strings.HasPrefix(s.Note, "reset: the next request starts one fresh budget") {
+		t.Errorf("DELETE: %+v, want the tracked key forgotten, and a note on what the reset starts", s)
 	}
 	exhaust(t, tc, base+"/a", "alice", 3)
 

@@ -46,15 +46,54 @@ func takeHash(t *testing.T, c *resp.Client, script string, prefix string, z *Zon
 	}
 }
 
-// TestRedisUpgradeFromHash: keys written by the previous script (hashes
+// TestRedisUpgradeFromHash: keys written by an earlier script (hashes
 // for the bucket rules, sorted sets for log) keep their counts under
-// today's script. A random trace runs through the previous script for its
+// today's script. A random trace runs through the earlier script for its
 // first half and through the store for its second, every decision the
 // in-memory zone's; inspection agrees with the zone at the switch; the
 // bucket keys the store writes become strings; and a guard asked about a
-// key of the previous layout records no failure.
+// key of the earlier layout records no failure.
 func TestRedisUpgradeFromHash(t *testing.T) {
 	old := hashScript(t)
+	testUpgrade(t, func(t *testing.T, c *resp.Client, prefix string, z *Zone, key string, now time.Time) Decision {
+		return takeHash(t, c, old, prefix, z, key, now)
+	})
+}
+
+// TestRedisUpgradeFromString: the same for the keys of the previous
+// script (testdata/redisscript-string.lua), strings without the key's
+// life and leased units: they keep their counts, and their next write
+// gives them today's layout.
+func TestRedisUpgradeFromString(t *testing.T) {
+	b, err := os.ReadFile("testdata/redisscript-string.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := string(b)
+	testUpgrade(t, func(t *testing.T, c *resp.Client, prefix string, z *Zone, key string, now time.Time) Decision {
+		t.Helper()
+		r := z.Rule()
+		res, err := c.Do(context.Background(), "EVAL", old, "1", RedisKey(prefix, z.Name(), key),
+			strconv.FormatInt(now.UnixMicro(), 10), modeTake, packRule(r, r.Limit))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Elems) != 4 {
+			t.Fatalf("the previous script answered %d integers, want 4", len(res.Elems))
+		}
+		return Decision{
+			Allowed:    res.Elems[0].Int == 1,
+			Limit:      r.Limit,
+			Remaining:  res.Elems[1].Int,
+			RetryAfter: time.Duration(res.Elems[2].Int) * time.Microsecond,
+			ResetAfter: time.Duration(res.Elems[3].Int) * time.Microsecond,
+		}
+	})
+}
+
+// testUpgrade runs the upgrade trace, take deciding a request with the
+// earlier script.
+func testUpgrade(t *testing.T, take func(t *testing.T, c *resp.Client, prefix string, z *Zone, key string, now time.Time) Decision) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			addr := be.start(t)
@@ -95,7 +134,7 @@ func TestRedisUpgradeFromHash(t *testing.T) {
 						if upgraded {
 							got = take1(t, store, now, red, key)
 						} else {
-							got = takeHash(t, client, old, "t:", red, key, now)
+							got = take(t, client, "t:", red, key, now)
 						}
 						if !want.Allowed {
 							denied[step*2/steps]++
@@ -120,7 +159,7 @@ func TestRedisUpgradeFromHash(t *testing.T) {
 						}
 					}
 					// A guard on a key still of the previous layout.
-					takeHash(t, client, old, "t:", red, "g", now)
+					take(t, client, "t:", red, "g", now)
 					g := newGuard(t, store, GuardOptions{})
 					if d := take1(t, g, now, red, "g"); !d.Allowed {
 						t.Fatalf("the guard on a key of the previous layout: %+v, want allowed", d)

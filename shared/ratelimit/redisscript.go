@@ -18,28 +18,34 @@ import (
 // counts up to B more units in the request's sub-window: at most half of
 // what the window has left after the request, so that near the limit a
 // lease shrinks to nothing), 3 refund (give back a reserved count, or a
-// lease's unspent units); and
+// lease's unspent units), 4 reset (an operator's: one key, see reset); and
 // ARGV[2i+1], its rule packed by packRule: algorithm (0 sliding, 1 fixed,
 // 2 strict, 3 log), window and sub-window in microseconds, limit, cost
 // and shape (see shapeField: it names the rule's sub-window and count of
 // sub-windows, so a rule with another sub-window or window starts afresh
-// instead of misreading old counters), followed for a lease by B and for
-// a refund by the receipt, the time the reserve or lease reply gave, each
-// in eight more bytes (a refund's cost is then the units to give back).
-// A call refunds all its items or none.
+// instead of misreading old counters), followed, each in eight more
+// bytes, for a lease by B; for a refund by the receipt (the time the
+// reserve or lease reply gave, and the key's life), and for a lease's
+// give-back the units granted and those spent before the lease's life was
+// last confirmed (0 and 0 for a reservation; a refund's cost is the units
+// to give back); for a reset by the units of the resetting instance's own
+// lease. A call refunds all its items or none.
 //
 // A bucket rule keeps one string per key (its layout is described in the
-// script): the shape, the newest sub-window index written and the counts
-// of the k+1 newest sub-windows with their total, packed with struct.pack
-// in as few bytes as the total needs. A hash written by the script's
-// previous version (testdata/redisscript-hash.lua) is read as such a
-// string and replaced by one on the key's next write, so an upgrade keeps
-// the counts. Log rules keep a sorted set of admitted timestamps; member
-// "<t>.<n>" is unique because n is above the count in the window and above
-// every n already at t (after a refund the count may be below them). Keys are
-// written only when the whole request is admitted, and the decisions
-// write nothing
-// (the timestamps that left a log's window are removed when it is next
+// script): the shape, the newest sub-window index written, the counts of
+// the k+1 newest sub-windows with their total and the units leases took
+// of the newest and did not give back, packed with struct.pack in as few
+// bytes as the total needs, and the key's life. A life names one count of
+// the key: a receipt of a count that was reset or lost is never given
+// back from the next one. A hash (testdata/redisscript-hash.lua) or a
+// string without a life (testdata/redisscript-string.lua) written by an
+// earlier version is read as such a string and replaced by one on the
+// key's next write, so an upgrade keeps the counts. Log rules keep a
+// sorted set of admitted timestamps; member "<t>.<n>" is unique because n
+// is above the count in the window and above every n already at t (after
+// a refund the count may be below them). Keys are written only when the
+// whole request is admitted, and the decisions write nothing (the
+// timestamps that left a log's window are removed when it is next
 // written), so that Redis over its maxmemory refuses the first write and
 // the request is not counted at all. A bucket key's TTL is set when a new
 // sub-window is written, to the moment that sub-window stops counting (at
@@ -49,16 +55,18 @@ import (
 // would expire a busy key while it still counts.
 //
 // The reply holds four integers per item: allowed (1 or 0), remaining,
-// retry-after and reset-after in microseconds, and for a reserved item a
-// fifth, its receipt: the time it was counted at, in microseconds (the
-// time of its sub-window, or its log entry's score), 0 if it was not
-// counted; for a leased item a fifth and a sixth, the units granted and
-// the time they were counted at (0 and 0 if none; log rules grant none).
-// When every item admits but Redis refuses to count the request
-// for lack of memory (over maxmemory with noeviction), one more integer
-// follows, redisNotCounted, and no key was written. A refund's reply is
-// one integer per item: 1 if its count came back, 0 if its sub-window (or
-// entry) no longer holds it.
+// retry-after and reset-after in microseconds; for a reserved item a fifth
+// and a sixth, its receipt: the time it was counted at, in microseconds
+// (the time of its sub-window, or its log entry's score), 0 if it was not
+// counted, and the key's life (0 for a log); for a leased item a fifth,
+// sixth and seventh, the units granted and the time they were counted at
+// (0 and 0 if none; log rules grant none), and the key's life, denied or
+// not (0 for no key). When every item admits but Redis refuses to count
+// the request for lack of memory (over maxmemory with noeviction), one
+// more integer follows, redisNotCounted, and no key was written. A
+// refund's reply is one integer per item: 1 if its count came back, 2 if
+// a lease's units were counted in the key's next life instead (see
+// charge), 0 otherwise. A reset's is one integer: 1 if there was a key.
 const redisScript = `
 local floor, ceil = math.floor, math.ceil
 local now
