@@ -48,7 +48,7 @@ func (d *Decision) Life() int64 {
 	if !d.receipt.remote {
 		return 0
 	}
-	return d.receipt.life
+	return int64(d.receipt.life)
 }
 
 // receipt is where a store counted a request: the time it counted it at,
@@ -60,7 +60,7 @@ type receipt struct {
 	// life names the key's count the request went into: a slot's life in
 	// memory, the key's birth time in Redis. A refund into another life
 	// (the key was reset, evicted or lost since) gives nothing back.
-	life   int64
+	life   uint32
 	remote bool // counted by a remote store rather than in memory
 }
 

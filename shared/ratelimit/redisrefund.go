@@ -64,7 +64,7 @@ func (s *RedisStore) refund(ctx context.Context, keys, args []string) error {
 // units it was granted and the ones it spent before its life was last
 // confirmed (zero for a reservation).
 func withReceipt(rule string, n int64, r receipt, use LeaseUse) string {
-	return withInt(withInt(withInt(withInt(withLimit(rule, n), r.at), r.life), use.Granted), use.Confirmed)
+	return withInt(withInt(withInt(withInt(withLimit(rule, n), r.at), int64(r.life)), use.Granted), use.Confirmed)
 }
 
 // LeaseUse is what became of the units of a lease: Granted were granted

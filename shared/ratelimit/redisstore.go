@@ -276,13 +276,13 @@ func (s *RedisStore) call(ctx context.Context, now time.Time, items []Item, keys
 		switch {
 		case items[i].Refundable:
 			if res[p] != 0 {
-				out[i].receipt = receipt{at: res[p], life: res[p+1], remote: true}
+				out[i].receipt = receipt{at: res[p], life: uint32(res[p+1]), remote: true}
 			}
 			p += 2
 		case items[i].Lease > 0:
 			// The key's life comes with a denial too: a lease held on
 			// another is no longer counted (see Decision.Life).
-			out[i].receipt = receipt{life: res[p+2], remote: true}
+			out[i].receipt = receipt{life: uint32(res[p+2]), remote: true}
 			if res[p] > 0 && res[p+1] > 0 {
 				out[i].Leased = res[p]
 				out[i].LeaseFor = leaseFor(items[i].Zone.rule, res[p+1])
@@ -357,7 +357,7 @@ func takeOneDone(s *RedisStore, ctx context.Context, now time.Time, items []Item
 		ResetAfter: time.Duration(res[3]) * time.Microsecond,
 	}
 	if it.Refundable && res[4] != 0 {
-		out[0].receipt = receipt{at: res[4], life: res[5], remote: true}
+		out[0].receipt = receipt{at: res[4], life: uint32(res[5]), remote: true}
 	}
 	if len(res) > want {
 		return out[0].Allowed, ErrOutOfMemory

@@ -53,7 +53,7 @@ func TakeReservedAt(z *Zone, key string, t int64, limit int64) Decision {
 	if left := h.end - t; left > 0 && left <= z.span && limit <= 0 {
 		if count := h.inside + h.leaving*float64(left)/z.spanF + z.cost; count <= z.limit {
 			h.inside += z.cost
-			r := receipt{at: h.end - z.span, life: int64(s.lives[slot])}
+			r := receipt{at: h.end - z.span, life: s.lives[slot]}
 			s.Unlock()
 			return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(left + z.resetTail), receipt: r}
 		}
@@ -95,12 +95,8 @@ func RefundAt(z *Zone, key string, d *Decision) {
 	k := maphash.String(z.seed, key)
 	s := &z.shards[k&z.mask]
 	s.Lock()
-	slot, known := s.index[k]
-	if !known || int64(s.lives[slot]) != d.receipt.life {
-		s.Unlock()
-		return
-	}
-	if h := &s.heads[slot]; h.end-z.span == at && h.inside >= z.cost {
+	slot := s.index[k]
+	if h := &s.heads[slot]; h.end-z.span == at && h.inside >= z.cost && s.lives[slot] == d.receipt.life {
 		if h.inside -= z.cost; h.inside == 0 {
 			s.counts[int64(slot)*z.m+at/z.span%z.m] = 0
 		}
@@ -108,7 +104,7 @@ func RefundAt(z *Zone, key string, d *Decision) {
 		s.Unlock()
 		return
 	}
-	refund(z, s, k, at)
+	refund(z, s, k, at, d.receipt.life)
 	s.Unlock()
 }
 
@@ -118,21 +114,21 @@ func RefundAt(z *Zone, key string, d *Decision) {
 func countedAt(z *Zone, s *shard, key uint64) receipt {
 	i := s.index[key]
 	if z.log {
-		return receipt{at: s.logs[i].newest, life: int64(s.lives[i])}
+		return receipt{at: s.logs[i].newest, life: s.lives[i]}
 	}
-	return receipt{at: s.heads[i].end - z.span, life: int64(s.lives[i])}
+	return receipt{at: s.heads[i].end - z.span, life: s.lives[i]}
 }
 
 // refund takes the zone's cost back from the sub-window of time at (the
 // log entry at at, for Log) of the key hashed to key in the locked shard
-// s, if the key still holds it there. The key's cached denial then goes:
-// its count fell. A key left counting nothing
-// is then as a new one (see headTime), as in Redis, where the script
-// deletes it.
-func refund(z *Zone, s *shard, key uint64, at int64) {
+// s, if the key is still in the life the receipt names and holds it
+// there. The key's cached denial then goes: its count fell. A key left
+// counting nothing is then as a new one (see headTime), as in Redis,
+// where the script deletes it.
+func refund(z *Zone, s *shard, key uint64, at int64, life uint32) {
 	slot, ok := s.index[key]
-	if !ok {
-		return // swept or evicted: what it counted is gone or summarized
+	if !ok || s.lives[slot] != life {
+		return // swept, evicted or forgotten: what it counted is gone or summarized
 	}
 	if z.log {
 		if s.logs[slot].remove(at, int(z.rule.Cost)) {

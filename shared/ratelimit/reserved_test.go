@@ -80,7 +80,7 @@ func refundGeneral(z *Zone, key string, d *Decision) {
 	k := z.hash(key)
 	s := &z.shards[k&z.mask]
 	s.Lock()
-	refund(z, s, k, d.receipt.at)
+	refund(z, s, k, d.receipt.at, d.receipt.life)
 	s.Unlock()
 	d.receipt.at = 0
 }

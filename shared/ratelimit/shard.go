@@ -100,7 +100,9 @@ func newSlot(z *Zone, s *shard, key uint64, t int64, limit int64) uint32 {
 		s.heads[i] = head{end: (t/z.span + 1) * z.span}
 	}
 	s.index[key] = i
-	s.born++
+	if s.born++; s.born == 0 {
+		s.born = 1 // 0 is the life of no key (slot 0)
+	}
 	s.lives[i] = s.born
 	if t < s.evicted.live {
 		if e, until := s.evicted.estimate(key, t); e > 0 {
