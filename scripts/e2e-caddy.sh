@@ -336,20 +336,15 @@ reset_part() {
 	RESET_ZONE=resetd
 	wl_reset_leases "caddy, admin DELETE of a hot key" delete reset_held reset_big_delete \
 		"http://127.0.0.1:$web_a/big-d" "http://127.0.0.1:$web_b/big-d"
-	wl_pass "$WL_SUMMARY"
 	RESET_ZONE=resetl
 	wl_reset_leases "caddy, a hot key deleted in redis" lost reset_held reset_big_del \
 		"http://127.0.0.1:$web_a/big-l" "http://127.0.0.1:$web_b/big-l"
-	wl_pass "$WL_SUMMARY"
 	wl_reset_count_status "caddy, memory, admin DELETE" "http://127.0.0.1:$web_a/cs-mem/x" 127.0.3.1 reset_cs_mem
-	wl_pass "$WL_SUMMARY"
 	wl_reset_count_status "caddy, redis, admin DELETE on instance a, requests on b" "http://127.0.0.1:$web_b/cs-redis/x" 127.0.3.2 reset_cs_redis_delete
-	wl_pass "$WL_SUMMARY"
 	wl_reset_count_status "caddy, redis, admin DELETE on instance a, slow requests on a, the rest on b" \
-		"http://127.0.0.1:$web_a/cs-redis/x" 127.0.3.4 reset_cs_redis_delete "http://127.0.0.1:$web_b/cs-redis/x"
-	wl_pass "$WL_SUMMARY"
-	wl_reset_count_status "caddy, redis, key deleted in redis" "http://127.0.0.1:$web_a/cs-redis/x" 127.0.3.3 reset_cs_redis_del
-	wl_pass "$WL_SUMMARY"
+		"http://127.0.0.1:$web_a/cs-redis/x" 127.0.3.3 reset_cs_redis_delete "http://127.0.0.1:$web_b/cs-redis/x"
+	wl_reset_count_status "caddy, redis, key deleted in redis" "http://127.0.0.1:$web_a/cs-redis/x" 127.0.3.4 reset_cs_redis_del
+	wl_resets_done
 	wl_stop
 }
 

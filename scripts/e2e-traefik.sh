@@ -176,12 +176,10 @@ reset_part() {
 	pids+=("$WT_TRAEFIK_PID" "$WL_REDIS_PID")
 	wl_reset_leases "traefik, a hot key deleted in redis" tenth reset_held reset_big_del \
 		"http://127.0.0.1:$web_a/big" "http://127.0.0.1:$web_b/big"
-	wl_pass "$WL_SUMMARY"
 	wl_reset_count_status "traefik, redis, key deleted in redis" "http://127.0.0.1:$web_a/cs/x" 127.0.3.1 reset_cs_del
-	wl_pass "$WL_SUMMARY"
 	wl_reset_count_status "traefik, redis, key deleted in redis, slow requests on instance a, the rest on b" \
 		"http://127.0.0.1:$web_a/cs/x" 127.0.3.2 reset_cs_del "http://127.0.0.1:$web_b/cs/x"
-	wl_pass "$WL_SUMMARY"
+	wl_resets_done
 	for pid in "${pids[@]}"; do
 		kill "$pid"
 		wait "$pid" 2>/dev/null || true
