@@ -152,10 +152,15 @@ wl_reset_leases() {
 # five 401s to URL2 then each get 401 (a fresh budget, Remaining 4..0);
 # the slow five each end in 200; and five more 401s to URL2 each get 429:
 # the slow ones' refunds are of the old life and give nothing back to the
-# new one. It prints the sequences on an ok or FAIL line.
+# new one. It prints the sequences on an ok or FAIL line. The zone's
+# window is 1m (sub-windows of 6 s): it starts early in a sub-window, so
+# that the slow ones and the fresh 401s are counted in the same one (a
+# refund of a reservation counted in an older sub-window than the new
+# count's would miss it even without lives).
 wl_reset_count_status() {
 	local what=$1 url=$2 from=$3 reset_fn=$4 url2=${5:-$2} i pids=() slow fresh after remaining
 	WL_RESET_RUN=$((WL_RESET_RUN + 1))
+	wl_reset_subwindow_start
 	for i in 1 2 3 4 5; do
 		curl -s -o /dev/null --max-time 15 --interface "$from" -H 'X-Status: 200' \
 			-w '%{http_code} %header{x-ratelimit-remaining}\n' "$url?wait=3s" >"$WL_WORK/reset-slow.$from.$i" 2>&1 &
