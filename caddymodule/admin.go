@@ -333,13 +333,14 @@ func forgetKey(ctx context.Context, uses []*zoneUse, key string) ([]keyState, er
 				out = append(out, st)
 			}
 			for _, r := range u.redis {
-				// This instance's leases first: their units were counted
-				// in the key the reset deletes, and must not be spent
-				// after it.
+				// This instance's leases first: they end unspent, and the
+				// reset does not carry them into the fresh count (it does
+				// carry what other instances' leases may still spend).
+				var own int64
 				for _, t := range r.leases {
-					t.Forget(k)
+					own += t.Forget(k)
 				}
-				deleted, err := r.store.Forget(ctx, u.name, k)
+				deleted, err := r.store.Forget(ctx, u.zone, k, time.Now(), own)
 				if err != nil {
 					errs = append(errs, fmt.Errorf("zone %q: deleting the key in redis: %w", u.name, err))
 				}

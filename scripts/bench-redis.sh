@@ -122,7 +122,7 @@ redis.call('GET', KEYS[1]) redis.call('SETRANGE', KEYS[1], 15, 'abcd') return {1
 floorsha=$(cli script load "$floor")
 cells="local v = redis.call('GET', KEYS[1]) local m, n = 11, 0
 if not v then return {0, 0} end
-local w = (#v - 19) / (m + 1)
+local w = (#v - 19) / (m + 2)
 for j = 0, m - 1 do if struct.unpack('<I' .. w, v, 16 + w * (1 + j)) > 0 then n = n + 1 end end
 return {#v, n}"
 declare -A busyus freshus

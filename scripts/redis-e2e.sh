@@ -112,16 +112,17 @@ wl_script_calls() {
 
 # wl_stored_count KEY [redis-cli args] prints the sum of the sub-window
 # counts of a sliding-window key: the total the string keeps after its
-# 15-byte head, in w bytes where the value is 19 + w(k+2) bytes long (the
-# key's life in the last 4), and the head's shape, stored as T*1024 + k*4
-# + unit, gives k (see redisScript).
+# 15-byte head, in w bytes where the value is 19 + w(k+3) bytes long (the
+# k+1 cells and the leased units follow the total, the key's life takes
+# the last 4), and the head's shape, stored as T*1024 + k*4 + unit, gives
+# k (see redisScript).
 wl_stored_count() {
 	local key=$1
 	shift
 	redis-cli "$@" eval "local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
 local k = math.floor((struct.unpack('<i8', v) % 1024) / 4)
-return struct.unpack('<I' .. ((#v - 19) / (k + 2)), v, 16)" 1 "$key"
+return struct.unpack('<I' .. ((#v - 19) / (k + 3)), v, 16)" 1 "$key"
 }
 
 # wl_redis_shared PORT_A PORT_B PATH KEY: wl_shared_limit on PATH, and KEY

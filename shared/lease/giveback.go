@@ -12,9 +12,7 @@ import (
 type giveBack struct {
 	item  ratelimit.Item
 	grant ratelimit.Decision
-	// units are unspent of granted, the units the lease was granted in
-	// grant's sub-window (a renewal adds to them).
-	units, granted int64
+	use   ratelimit.LeaseUse
 }
 
 // takeBack ends the lease s holds, if any, and returns what it left; s
@@ -36,7 +34,8 @@ func takeBack(t *Table, s *slot) giveBack {
 // ended returns what the lease s holds would give back if it ended now;
 // s is locked.
 func ended(t *Table, s *slot) giveBack {
-	b := giveBack{item: ratelimit.Item{Zone: t.zone, Key: s.key, Limit: s.limit}, grant: s.grant, units: s.units, granted: s.granted - s.confirmed}
+	b := giveBack{item: ratelimit.Item{Zone: t.zone, Key: s.key, Limit: s.limit}, grant: s.grant,
+		use: ratelimit.LeaseUse{Granted: s.granted, Unspent: s.units, Confirmed: s.confirmed}}
 	if s.limit == t.limit {
 		b.item.Limit = 0
 	}
@@ -77,19 +76,19 @@ func relived(t *Table, s *slot, key string, limit int64, d *ratelimit.Decision) 
 // bounded by giveBackTimeout; a failure leaves them counted, the safe
 // side.
 func (b giveBack) send(t *Table) {
-	if b.granted <= 0 {
+	if b.use.Granted <= 0 {
 		return
 	}
-	atomic.AddUint64(&t.returned, uint64(b.units))
+	atomic.AddUint64(&t.returned, uint64(b.use.Unspent))
 	ctx, cancel := context.WithTimeout(context.Background(), giveBackTimeout)
-	t.guard.GiveBack(ctx, t.now(), b.item, b.grant, b.units, b.granted)
+	t.guard.GiveBack(ctx, t.now(), b.item, b.grant, b.use)
 	cancel()
 }
 
 // later sends b in a goroutine of its own: on a request's path, giving
 // back must not add a call to the request's wait.
 func (b giveBack) later(t *Table) {
-	if b.granted > 0 {
+	if b.use.Granted > 0 {
 		t.async(func() { b.send(t) })
 	}
 }

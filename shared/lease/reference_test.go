@@ -45,7 +45,8 @@ type exact struct {
 }
 
 // reset starts key afresh at server time now, with held units of leases
-// granted before it, which may be spent until the local time until.
+// granted before it that the fresh count does not know of, which may be
+// spent until the local time until (none, for an operator's reset).
 func (e *exact) reset(key string, now time.Time, held int64, until time.Time) {
 	c := now.UnixMicro() / e.T
 	e.admitted[key] = map[int64]int64{}

@@ -165,10 +165,10 @@ func (f *fleet) take(i int, key string) ratelimit.Decision {
 }
 
 // bucket reads key's bucket value in Redis (see the script's layout: the
-// shape in 8 bytes, the newest sub-window in 7, then the total and the m
-// cells, w bytes each, then the key's life in 4): the newest sub-window,
-// and the count Redis holds for sub-window b (-1 when its cell is no
-// longer kept).
+// shape in 8 bytes, the newest sub-window in 7, then the total, the m
+// cells and the leased units, w bytes each, then the key's life in 4):
+// the newest sub-window, and the count Redis holds for sub-window b (-1
+// when its cell is no longer kept).
 func (f *fleet) bucket(key string, b int64) (newest, counted int64, ok bool) {
 	k := ratelimit.RedisKey(f.prefix, f.zone.Name(), key)
 	rep, err := f.client.DoKey(context.Background(), k, "GET", k)
@@ -186,7 +186,7 @@ func (f *fleet) bucket(key string, b int64) (newest, counted int64, ok bool) {
 	newest = le(8, 7)
 	r := f.zone.Rule()
 	m := int64(r.Window/r.SubWindow) + 1
-	w := (int64(len(v)) - 19) / (m + 1)
+	w := (int64(len(v)) - 19) / (m + 2)
 	if b > newest || b <= newest-m {
 		return newest, -1, true
 	}
@@ -215,10 +215,13 @@ var simBackends = []struct {
 	{"redis-server", func(t *testing.T) []string { return []string{redistest.Start(t).Addr()} }},
 }
 
-// reset plays the reset step s at server time: what the instances hold
-// of the key's leases then bounds what the key may admit over its fresh
-// budget (see exact.reset); the instance of an operator's reset forgets
-// its lease, then the key goes from Redis.
+// reset plays the reset step s at server time. An operator's reset
+// (forget) is Caddy's admin DELETE through instance s.instance: it forgets
+// its lease, and the store resets the key, carrying the units of leases
+// still out into the fresh count, which then admits no more than the
+// limit. Otherwise Redis loses the key: what the instances hold of its
+// leases then bounds what it may admit over its fresh budget (see
+// exact.reset).
 func (f *fleet) reset(t testing.TB, e *exact, s step, server time.Time) {
 	t.Helper()
 	var held int64
@@ -231,8 +234,16 @@ func (f *fleet) reset(t testing.TB, e *exact, s step, server time.Time) {
 			}
 		}
 	}
-	if s.forget && f.tables != nil {
-		f.tables[s.instance].Forget(s.key)
+	if s.forget {
+		var own int64
+		if f.tables != nil {
+			own = f.tables[s.instance].Forget(s.key)
+		}
+		if _, err := f.stores[s.instance].Forget(context.Background(), f.zone, s.key, f.clock.now, own); err != nil {
+			t.Fatal(err)
+		}
+		e.reset(s.key, server, 0, f.clock.now)
+		return
 	}
 	k := ratelimit.RedisKey(f.prefix, f.zone.Name(), s.key)
 	if _, err := f.client.DoKey(context.Background(), k, "DEL", k); err != nil {

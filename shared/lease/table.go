@@ -241,7 +241,7 @@ func (t *Table) Close() {
 		s.mu.Lock()
 		back := takeBack(t, s)
 		s.mu.Unlock()
-		if back.units > 0 {
+		if back.use.Unspent > 0 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -252,18 +252,25 @@ func (t *Table) Close() {
 	wg.Wait()
 }
 
-// Forget ends this instance's lease on key without giving its units back:
-// the caller resets the key's count (an operator's reset), which takes
-// them with it. It reports whether there was a lease.
-func (t *Table) Forget(key string) bool {
+// Forget ends this instance's lease on key without giving its units back,
+// before the caller resets the key (an operator's reset: see
+// ratelimit.RedisStore.Forget), and returns the units the lease was
+// granted in its sub-window, which the reset must not carry into the
+// fresh count; 0 when there was no live lease.
+func (t *Table) Forget(key string) int64 {
+	mono := int64(t.now().Sub(t.base))
 	s := &t.slots[maphash.String(t.seed, key)&t.mask]
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.key != key {
-		return false
+		return 0
 	}
-	had := takeBack(t, s).units > 0
+	var own int64
+	if s.granted > 0 && mono < s.expires {
+		own = s.granted
+	}
+	takeBack(t, s)
 	s.size, s.early, s.granted, s.confirmed = 0, false, 0, 0
 	s.grant = ratelimit.Decision{}
-	return had
+	return own
 }

@@ -270,7 +270,8 @@ func install(t *Table, s *slot, key string, limit int64, mono int64, d ratelimit
 	expires := mono + int64(d.LeaseFor)
 	current := int64(t.now().Sub(t.base))
 	if s.key != key || s.limit != limit || expires <= current || atomic.LoadInt32(&t.closed) != 0 {
-		return giveBack{item: ratelimit.Item{Zone: t.zone, Key: key, Limit: limit}, grant: d, units: d.Leased, granted: d.Leased}
+		return giveBack{item: ratelimit.Item{Zone: t.zone, Key: key, Limit: limit}, grant: d,
+			use: ratelimit.LeaseUse{Granted: d.Leased, Unspent: d.Leased}}
 	}
 	var back giveBack
 	granted := d.Leased

@@ -155,7 +155,7 @@ func TestForget(t *testing.T) {
 	if d := take1(t, g, now, z, "r"); d.Allowed || g.Stats().CacheHits == 0 {
 		t.Fatalf("exhausted key: %+v, %d cache hits, want a cached denial", d, g.Stats().CacheHits)
 	}
-	deleted, err := store.Forget(ctx, z.Name(), "r")
+	deleted, err := store.Forget(ctx, z, "r", now, 0)
 	if err != nil || !deleted {
 		t.Fatalf("Forget: %v, %v", deleted, err)
 	}

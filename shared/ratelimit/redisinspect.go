@@ -44,13 +44,7 @@ end
 return out
 `
 
-// redisForgetScript deletes one key and returns how many it deleted.
-const redisForgetScript = `return {redis.call('DEL', KEYS[1])}`
-
-var (
-	redisReadSHA   = scriptSHA(redisReadScript)
-	redisForgetSHA = scriptSHA(redisForgetScript)
-)
+var redisReadSHA = scriptSHA(redisReadScript)
 
 // Inspect returns the state of key in zone z as the limiter script would
 // compute it at the server's time (the caller's, in tests), reading the
@@ -150,9 +144,10 @@ func inspectRedisBuckets(r Rule, t int64, fields []int64) KeyState {
 // unpackBuckets reads the bytes of a bucket key (see redisScript) as the
 // fields of inspectRedisBuckets: the shape and the newest index, then each
 // cell's index and count. It reports false for a value the script would
-// not read as r's. Today's layout has the shape negated and the key's
-// life (4 bytes) after the cells; the previous one, which the script
-// still reads, has neither.
+// not read as r's. Today's layout has the shape negated, and after the
+// cells the leased units (an integer as wide as the cells) and the key's
+// life (4 bytes); the previous one, which the script still reads, has
+// neither.
 func unpackBuckets(r Rule, b []int64) ([]int64, bool) {
 	m := int64(r.Window/r.SubWindow) + 1
 	const head = 15 // the shape (8 bytes) and the newest index (7)
@@ -160,16 +155,16 @@ func unpackBuckets(r Rule, b []int64) ([]int64, bool) {
 		return nil, false
 	}
 	shape, newest := littleEndian(b[0:8], true), littleEndian(b[8:15], true)
-	size := int64(head)
+	size, ints := int64(head), m+1
 	switch shape {
 	case -shapeField(r):
-		size += 4
+		size, ints = size+4, m+2
 	case shapeField(r):
 	default:
 		return nil, false
 	}
-	w := (int64(len(b)) - size) / (m + 1)
-	if w < 1 || w > 6 || size+w*(m+1) != int64(len(b)) {
+	w := (int64(len(b)) - size) / ints
+	if w < 1 || w > 6 || size+w*ints != int64(len(b)) {
 		return nil, false
 	}
 	shape = shapeField(r)
@@ -219,15 +214,29 @@ func inspectRedisLog(r Rule, t int64, scores []int64) KeyState {
 	return st
 }
 
-// Forget deletes the Redis key of key in the zone named zone, so that its
-// next request starts afresh, and reports whether there was one.
-func (s *RedisStore) Forget(ctx context.Context, zone, key string) (bool, error) {
-	res, err := s.evalScript(ctx, redisForgetScript, redisForgetSHA, RedisKey(s.prefix, zone, key))
+// Forget resets the Redis key of key in z at now, as an operator does,
+// and reports whether there was a key: its next request starts one fresh
+// budget, on every instance sharing the Redis. Units that other instances
+// hold in leases of the key may still be spent: the fresh count starts
+// with them counted, so that the reset never admits more than the limit.
+// own is the units granted to the caller's own lease of the key, which it
+// ended without spending more (see lease.Table.Forget): they are not
+// carried. A receipt of before (a count_status reservation) gives nothing
+// back to the fresh count.
+func (s *RedisStore) Forget(ctx context.Context, z *Zone, key string, now time.Time, own int64) (bool, error) {
+	if err := CheckRedisRule(z.name, z.rule); err != nil {
+		return false, err
+	}
+	at := "0"
+	if s.callerTime {
+		at = strconv.FormatInt(now.UnixMicro(), 10)
+	}
+	res, err := s.eval(ctx, []string{RedisKey(s.prefix, z.name, key)}, []string{at, modeReset, withInt(packRule(z.rule, z.rule.Limit), own)})
 	if err != nil {
 		return false, err
 	}
 	if len(res) != 1 {
-		return false, fmt.Errorf("redis forget script: got %d integers, want 1", len(res))
+		return false, fmt.Errorf("redis limiter script: got %d integers for a reset", len(res))
 	}
 	return res[0] > 0, nil
 }

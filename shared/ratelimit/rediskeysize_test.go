@@ -39,10 +39,10 @@ func TestShapeField(t *testing.T) {
 }
 
 // TestRedisBytesPerKey holds the figures docs/redis.md gives for MEMORY USAGE:
-// a sliding key with all 11 sub-windows written is one string of 15 + 12w
-// bytes (w = 2 for a total of 550), which Redis keeps in one 64-byte
-// allocation up to 44 bytes: within 128 bytes for an IPv4 key and 144 for
-// an IPv6 /64 key.
+// a sliding key with all 11 sub-windows written is one string of 19 + 13w
+// bytes (w = 2 for a total of 550: the total, 11 cells and the leased
+// units, then the 4-byte life): within 136 bytes for an IPv4 key and 152
+// for an IPv6 /64 key.
 func TestRedisBytesPerKey(t *testing.T) {
 	s := redistest.Start(t)
 	store, client := newStore(t, s.Addr())
@@ -52,7 +52,7 @@ func TestRedisBytesPerKey(t *testing.T) {
 	for _, tc := range []struct {
 		key  string
 		most int64
-	}{{"203.0.113.77", 128}, {"2001:db8:1234:5678::/64", 144}} {
+	}{{"203.0.113.77", 136}, {"2001:db8:1234:5678::/64", 152}} {
 		for i := 0; i <= 10; i++ {
 			for j := 0; j < 50; j++ {
 				take1(t, store, epoch.Add(time.Duration(i)*6*time.Second), z, tc.key)
@@ -61,8 +61,8 @@ func TestRedisBytesPerKey(t *testing.T) {
 		rkey := RedisKey("rl:", "api", tc.key)
 		ctx := context.Background()
 		n, err := client.Do(ctx, "STRLEN", rkey)
-		if err != nil || n.Int != 15+12*2+4 {
-			t.Fatalf("STRLEN %s = %d, %v; want 43: the head, the total and 11 sub-windows of 2 bytes, the life", rkey, n.Int, err)
+		if err != nil || n.Int != 15+13*2+4 {
+			t.Fatalf("STRLEN %s = %d, %v; want 45: the head, the total, 11 sub-windows and the leased units in 2 bytes each, the life", rkey, n.Int, err)
 		}
 		size, err := client.Do(ctx, "MEMORY", "USAGE", rkey)
 		if err != nil {

@@ -96,7 +96,7 @@ func TestLeaseGiveBack(t *testing.T) {
 		if d.Leased != 4 || d.Remaining != 5 {
 			t.Fatalf("lease: %+v, want 4 leased, 5 remaining", d)
 		}
-		g.GiveBack(context.Background(), now, Item{Zone: z, Key: "k"}, d, 3, d.Leased)
+		g.GiveBack(context.Background(), now, Item{Zone: z, Key: "k"}, d, LeaseUse{Granted: d.Leased, Unspent: 3})
 		for i := 0; i < 8; i++ {
 			if d := take1(t, g, now, z, "k"); !d.Allowed {
 				t.Fatalf("take %d after giving 3 back: denied, want 8 admitted (10 - 1 - 1 kept)", i+1)

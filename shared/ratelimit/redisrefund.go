@@ -27,7 +27,7 @@ func (s *RedisStore) Refund(ctx context.Context, items []Item, out []Decision) e
 			args = append(args, "0")
 		}
 		keys = append(keys, RedisKey(s.prefix, items[i].Zone.Name(), items[i].Key))
-		args = append(args, modeRefund, withReceipt(spec[0], items[i].limit(), r, 0))
+		args = append(args, modeRefund, withReceipt(spec[0], items[i].limit(), r, LeaseUse{}))
 	}
 	if len(keys) == 0 {
 		return nil
@@ -60,29 +60,39 @@ func (s *RedisStore) refund(ctx context.Context, keys, args []string) error {
 }
 
 // withReceipt returns a refund's rule argument: the packed rule with the
-// limit n and, after it, the receipt's time and life, and the units a
-// lease was granted (0 for a reservation).
-func withReceipt(rule string, n int64, r receipt, granted int64) string {
-	return withInt(withInt(withInt(withLimit(rule, n), r.at), r.life), granted)
+// limit n and, after it, the receipt's time and life, and for a lease the
+// units it was granted and the ones it spent before its life was last
+// confirmed (zero for a reservation).
+func withReceipt(rule string, n int64, r receipt, use LeaseUse) string {
+	return withInt(withInt(withInt(withInt(withLimit(rule, n), r.at), r.life), use.Granted), use.Confirmed)
 }
 
-// giveBack returns units of the lease d granted on key in z (an item at
-// limit n), of granted units in all, at now: a refund of that many units
-// from the sub-window they were counted in, if the key still holds them
-// there in d's life. In another life (the key was reset or lost since),
-// the script counts the granted units that were spent instead, if their
+// LeaseUse is what became of the units of a lease: Granted were granted
+// in its sub-window, Unspent are left, and Confirmed were spent before a
+// reply of the store last found the key in the lease's life (so before
+// any reset of it).
+type LeaseUse struct {
+	Granted, Unspent, Confirmed int64
+}
+
+// giveBack returns the unspent units of the lease d granted on key in z
+// (an item at limit n), at now: a refund of them from the sub-window they
+// were counted in, if the key still holds them there in d's life. In the
+// life an operator's reset carried them into, the units spent before the
+// reset come back too. In another life (Redis lost the key), the script
+// counts the units spent since the last confirmation instead, if their
 // sub-window still counts at now (the server's time, but with
 // CallerTime).
-func (s *RedisStore) giveBack(ctx context.Context, now time.Time, z *Zone, key string, n int64, d *Decision, units, granted int64) error {
-	if units < 0 || granted <= 0 || d.receipt.at == 0 || !d.receipt.remote {
+func (s *RedisStore) giveBack(ctx context.Context, now time.Time, z *Zone, key string, n int64, d *Decision, use LeaseUse) error {
+	if use.Unspent < 0 || use.Granted <= 0 || d.receipt.at == 0 || !d.receipt.remote {
 		return nil
 	}
 	r := z.rule
 	if err := CheckRedisRule(z.name, r); err != nil {
 		return err
 	}
-	r.Cost = units
-	arg := withReceipt(packRule(r, n), n, d.receipt, granted)
+	r.Cost = use.Unspent
+	arg := withReceipt(packRule(r, n), n, d.receipt, use)
 	at := "0"
 	if s.callerTime {
 		at = strconv.FormatInt(now.UnixMicro(), 10)

@@ -97,7 +97,7 @@ if lib and #KEYS == 1 and (ARGV[2] == '0' or ARGV[2] == '1' or ARGV[2] == '2') t
   if alg == 1 then reach = 1 end
   local w, usable, newest, total = 0, type(v) ~= 'table', false, 0
   if alg ~= 3 and usable then
-    if v then w = (#v - 19) / (m + 1) elseif cost < 256 then w = 1 elseif cost < 65536 then w = 2 else w = 6 end
+    if v then w = (#v - 19) / (m + 2) elseif cost < 256 then w = 1 elseif cost < 65536 then w = 2 else w = 6 end
   end
   -- The formats of the head, of one integer, and of the span from the
   -- total to a cell (SETRANGE's argument).
@@ -162,19 +162,26 @@ if lib and #KEYS == 1 and (ARGV[2] == '0' or ARGV[2] == '1' or ARGV[2] == '2') t
     if whole + cost <= N and nt < top then
       local slot = c % m
       local p = base + w * slot
+      local lp = base + w * m -- the leased units of the newest sub-window
       local r
-      if gap == 0 then
+      if gap == 0 and g == 0 then
         r = redis.pcall('SETRANGE', key, 15, spack(sf, nt, string.sub(v, base, p - 1), sunpack(cf, v, p) + add))
+      elseif gap == 0 then
+        r = redis.pcall('SETRANGE', key, 15, spack(sf, nt, string.sub(v, base, p - 1), sunpack(cf, v, p) + add) ..
+          string.sub(v, p + w, lp - 1) .. spack(cf, sunpack(cf, v, lp) + g))
       else
+        -- A new sub-window: what was leased in the one before is no
+        -- longer spent, and g is what is leased in this one.
         local nv = spack(hf, -shape, c, nt)
+        local tail = spack(cf, g) .. spack('<I4', life)
         if gap >= m then
-          nv = nv .. string.rep('\0', w * slot) .. spack(cf, add) .. string.rep('\0', w * (m - 1 - slot)) .. spack('<I4', life)
+          nv = nv .. string.rep('\0', w * slot) .. spack(cf, add) .. string.rep('\0', w * (m - 1 - slot)) .. tail
         else
           local a = (newest + 1) % m -- the first cell reused; slot is the last
           if a <= slot then
-            nv = nv .. string.sub(v, base, base + w * a - 1) .. string.rep('\0', w * (slot - a)) .. spack(cf, add) .. string.sub(v, p + w)
+            nv = nv .. string.sub(v, base, base + w * a - 1) .. string.rep('\0', w * (slot - a)) .. spack(cf, add) .. string.sub(v, p + w, lp - 1) .. tail
           else
-            nv = nv .. string.rep('\0', w * slot) .. spack(cf, add) .. string.sub(v, p + w, base + w * a - 1) .. string.rep('\0', w * (m - a)) .. spack('<I4', life)
+            nv = nv .. string.rep('\0', w * slot) .. spack(cf, add) .. string.sub(v, p + w, base + w * a - 1) .. string.rep('\0', w * (m - a)) .. tail
           end
         end
         r = redis.pcall('SET', key, nv, 'PX', ceil(((c + reach) * T - t) / 1000) + 1)
@@ -198,16 +205,16 @@ end
 -- A refund of one bucket key, count_status's settled response, is a
 -- straight line too: the receipt's cell and the total are read from the
 -- value and rewritten in place, with refundBuckets's conditions below.
--- A receipt of another life (or a key of another layout) takes the
--- general path.
+-- A lease's give-back, a receipt of another life, or a key of another
+-- layout take the general path.
 if lib and #KEYS == 1 and ARGV[2] == '3' then
   local sunpack, spack, key = lib.unpack, lib.pack, KEYS[1]
-  local alg, W, T, _, cost, shape, at, life = sunpack('<i1i8i8i8i8i8i8i8', ARGV[3])
-  if alg ~= 3 then
+  local alg, W, T, _, cost, shape, at, life, granted = sunpack('<i1i8i8i8i8i8i8i8i8i8', ARGV[3])
+  if alg ~= 3 and granted == 0 then
     local v = redis.pcall('GET', key)
     local m = W / T + 1
     local w, cf = 0, false
-    if type(v) == 'string' then w = (#v - 19) / (m + 1) end
+    if type(v) == 'string' then w = (#v - 19) / (m + 2) end
     if w == 1 then cf = '<I1' elseif w == 2 then cf = '<I2' elseif w == 3 then cf = '<I3'
     elseif w == 4 then cf = '<I4' elseif w == 5 then cf = '<I5' elseif w == 6 then cf = '<I6' end
     local sh, newest, total = 0, 0, 0
@@ -314,12 +321,20 @@ end
 -- C-k on (the cells of older ones are gone at C), C the request's
 -- sub-window and TM its time, clamped to C when the clock went back.
 -- REWRITE says the key must be written whole (absent, of another rule or
--- another type, or of the previous layout). LIFE names the key's count:
--- its birth time, kept through every write, new when the key is created
--- (false until then), so that a receipt of a count that was reset or lost
--- is never given back from the next one. FOREIGN says the key holds
--- another rule's value or type.
-local V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE, FOREIGN = false, 0, '', false, 0, 0, 0, false, false, false
+-- another type, or of the previous layout). LEASED is what leases took of
+-- sub-window NEWEST and did not give back: units instances may still be
+-- spending. LIFE names the key's count: its birth time, kept through
+-- every write, new when the key is created (false until then), so that a
+-- receipt of a count that was reset or lost is never given back from the
+-- next one; an operator's reset gives the next life LIFE + 1 (see
+-- successor). FOREIGN says the key holds another rule's value or type.
+local V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE, FOREIGN, LEASED = false, 0, '', false, 0, 0, 0, false, false, false, 0
+
+-- successor returns the life an operator's reset gives after life x.
+local function successor(x)
+  if x >= 4294967295 then return 1 end
+  return x + 1
+end
 
 -- born returns the life of a key created now: the server's time in
 -- microseconds, modulo 2^32 (never 0, which names no life). Two lives of
@@ -364,12 +379,13 @@ local function fromHash(key, shape, m)
   return spack('<i8i7' .. string.rep(string.sub(cellFormat(width(total)), 2), m + 1), shape, newest, total, unpack(cells))
 end
 
--- load reads the bucket key into V, CW, CF, NEWEST, TOTAL and LIFE.
--- Today's layout stores the shape negated and the life after the cells;
--- the previous one (the shape as it is, no life) is read as well and
--- rewritten, with a new life, on the key's next write.
+-- load reads the bucket key into V, CW, CF, NEWEST, TOTAL, LEASED and
+-- LIFE. Today's layout stores the shape negated, and after the cells the
+-- leased units and the life; the previous one (the shape as it is,
+-- neither of them) is read as well and rewritten, with a new life, on
+-- the key's next write.
 local function load(key, shape, m, T)
-  V, NEWEST, TOTAL, REWRITE, LIFE, FOREIGN = false, false, 0, true, false, true
+  V, NEWEST, TOTAL, REWRITE, LIFE, FOREIGN, LEASED = false, false, 0, true, false, true, 0
   local v, converted = redis.pcall('GET', key), false
   if type(v) == 'table' then
     -- Another type: a hash of the previous version, or a log's sorted set.
@@ -381,22 +397,23 @@ local function load(key, shape, m, T)
   if not v then FOREIGN = false return end
   if #v < 15 then return end
   local sh, newest = sunpack('<i8i7', v)
-  local life, size = false, head - 1
+  local life, size, ints = false, head - 1, m + 1
   if sh == -shape then
-    size = size + 4
+    size, ints = size + 4, m + 2
     life = sunpack('<I4', v, #v - 3)
   elseif sh == shape then
     converted = true
   else
     return
   end
-  local w = (#v - size) / (m + 1)
+  local w = (#v - size) / ints
   if w < 1 or w > 6 or w ~= floor(w) then return end
   -- A newest sub-window past the clock's 2^53 microseconds is no count
   -- of ours (a corrupt or hostile value): doubles do not count in ones
   -- there, and the loops over sub-windows would never end.
   if newest * T >= 9007199254740992 then return end
   local f = cellFormat(w)
+  if life then LEASED = sunpack(f, v, head + w * (m + 1)) end
   V, CW, CF, NEWEST, TOTAL, REWRITE, LIFE, FOREIGN = v, w, f, newest, (sunpack(f, v, head)), converted, life, false
 end
 
@@ -488,19 +505,25 @@ local function write(guard, ...)
 end
 
 -- commitBuckets counts cost in sub-window into (the request's, C, but for
--- a charge) of the key load and buckets left in V..LIFE; it reports true
--- if Redis refused it.
-local function commitBuckets(key, T, cost, shape, m, reach, guard, into)
+-- a charge) of the key load and buckets left in V..LEASED, lease of them
+-- leased; it reports true if Redis refused it.
+local function commitBuckets(key, T, cost, shape, m, reach, guard, into, lease)
   local c, total = C, TOTAL + cost
   local slot = c % m
   if not REWRITE and c == NEWEST and into == c and width(total) == CW then
-    -- The common case: the total and the request's cell, in place. The
-    -- key's expiry stays: it is that of sub-window c.
+    -- The common case: the total and the request's cell, in place (and
+    -- the leased units, after the cells). The key's expiry stays: it is
+    -- that of sub-window c.
     local p = head + CW * (1 + slot)
     local cur = sunpack(CF, V, p) + cost
     local span = spack(CF, total)
     if p > head + CW then span = span .. string.sub(V, head + CW, p - 1) end
-    return write(guard, 'SETRANGE', key, head - 1, span .. spack(CF, cur))
+    span = span .. spack(CF, cur)
+    if lease > 0 then
+      local lp = head + CW * (m + 1)
+      span = span .. string.sub(V, p + CW, lp - 1) .. spack(CF, LEASED + lease)
+    end
+    return write(guard, 'SETRANGE', key, head - 1, span)
   end
   -- Write the key whole: a new sub-window (its cell and those it reuses
   -- emptied), a wider total, or a key that held nothing usable. It
@@ -512,9 +535,13 @@ local function commitBuckets(key, T, cost, shape, m, reach, guard, into)
     for b = c - m + 1, c do cells[b % m + 1] = cell(b, m) end
   end
   cells[into % m + 1] = cells[into % m + 1] + cost
+  -- What leases took of c: none yet in a new sub-window.
+  local leased = lease
+  if NEWEST and c == NEWEST then leased = leased + LEASED end
+  cells[m + 1] = leased
   local w = width(total)
   LIFE = LIFE or born()
-  local v = spack('<i8i7' .. string.rep(string.sub(cellFormat(w), 2), m + 1), -shape, c, total, unpack(cells))
+  local v = spack('<i8i7' .. string.rep(string.sub(cellFormat(w), 2), m + 2), -shape, c, total, unpack(cells))
   v = v .. spack('<I4', LIFE)
   if NEWEST and c == NEWEST and not REWRITE then
     return write(guard, 'SET', key, v, 'KEEPTTL')
@@ -601,7 +628,7 @@ local function decide()
       states[i] = s
     else
       ok, remaining, retry, reset = buckets(KEYS[i], alg, W, T, N, cost, shape, now)
-      states[i] = {V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE}
+      states[i] = {V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE, LEASED}
     end
     if ok == 0 then all = false end
     res[#res + 1] = ok
@@ -627,7 +654,7 @@ local function decide()
       if rule[1] == 3 then
         oom = commitLog(s, KEYS[i], first)
       else
-        V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE = unpack(s, 1, 9)
+        V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE, LEASED = unpack(s, 1, 10)
         local m = rule[2] / rule[3] + 1
         local reach = m
         if rule[1] == 1 then reach = 1 end
@@ -638,7 +665,7 @@ local function decide()
           local B = sunpack('<i8', ARGV[2 * i + 1], 42)
           if g > B then g = B end
         end
-        oom = commitBuckets(KEYS[i], rule[3], rule[5] + g, rule[6], m, reach, first, C)
+        oom = commitBuckets(KEYS[i], rule[3], rule[5] + g, rule[6], m, reach, first, C, g)
       end
       first = false
       if oom then
@@ -688,7 +715,7 @@ local function charge(key, T, units, shape, m, reach, at)
   local t = now
   if t < c * T then t = c * T end
   C, TM, TOTAL = c, t, total
-  if commitBuckets(key, T, units, shape, m, reach, true, b) then return 0 end
+  if commitBuckets(key, T, units, shape, m, reach, true, b, 0) then return 0 end
   return 2
 end
 
@@ -697,16 +724,26 @@ end
 -- in the life the receipt names; it returns 1 if it did. Only that cell
 -- and the total change, in place, and the key's expiry stays; a key left
 -- counting nothing (in the sub-windows that count from its newest on) is
--- deleted. A lease's units (granted > 0) given back to another life are
--- charged instead (see charge); a reservation's count gets nothing.
-local function refundBuckets(key, alg, W, T, cost, shape, at, life, granted)
+-- deleted. A lease's give-back (granted > 0: of granted units, cost are
+-- unspent and confirmed were spent before a reply last found the key in
+-- life) to another life counts the units spent since instead (see
+-- charge); a reservation's count gets nothing.
+local function refundBuckets(key, alg, W, T, cost, shape, at, life, granted, confirmed)
   local m = W / T + 1
   load(key, shape, m, T)
   local reach = m
   if alg == 1 then reach = 1 end
-  if not V or REWRITE or LIFE ~= life then
-    if granted > cost and not FOREIGN then return charge(key, T, granted - cost, shape, m, reach, at) end
+  local carried = granted > 0 and LIFE and LIFE ~= life and LIFE == successor(life)
+  if not V or REWRITE or LIFE ~= life and not carried then
+    local spent = granted - confirmed - cost
+    if granted > 0 and spent > 0 and not FOREIGN then return charge(key, T, spent, shape, m, reach, at) end
     return 0
+  end
+  if carried then
+    -- An operator's reset carried the lease's units into this life (see
+    -- reset): those spent before it, as far as the holder knows, come
+    -- back with the unspent ones.
+    cost = cost + confirmed
   end
   if cost <= 0 then return 0 end
   local b = floor(at / T)
@@ -723,9 +760,47 @@ local function refundBuckets(key, alg, W, T, cost, shape, at, life, granted)
   end
   local span = spack(CF, TOTAL - cost)
   if p > head + CW then span = span .. string.sub(V, head + CW, p - 1) end
-  local r = redis.pcall('SETRANGE', key, head - 1, span .. spack(CF, x - cost))
+  span = span .. spack(CF, x - cost)
+  if granted > 0 and b == NEWEST then
+    -- Units a lease gives back are out no longer.
+    local left, lp = LEASED - cost, head + CW * (m + 1)
+    if left < 0 then left = 0 end
+    span = span .. string.sub(V, p + CW, lp - 1) .. spack(CF, left)
+  end
+  local r = redis.pcall('SETRANGE', key, head - 1, span)
   if type(r) == 'table' and r.err then return 0 end
   return 1
+end
+
+-- reset is an operator's reset of the key KEYS[1], of the rule ARGV[3]:
+-- the key starts a fresh count, its next life. Units that leases took of
+-- the current sub-window and did not give back may still be spent by the
+-- instances that hold them, which do not know of the reset: the next
+-- life counts them from its start, so that it admits one fresh budget
+-- and never more, and a lease that gives them back gives them back to it
+-- (see refundBuckets). Those of the resetting instance's own lease, which
+-- it ended (ARGV[3]'s last eight bytes), are not carried. It returns 1 if
+-- there was a key.
+local function reset()
+  local key = KEYS[1]
+  local alg, W, T, _, _, shape, own = sunpack('<i1i8i8i8i8i8i8', ARGV[3])
+  if alg == 3 then return {redis.call('DEL', key)} end
+  local m = W / T + 1
+  load(key, shape, m, T)
+  local c = floor(now / T)
+  if NEWEST and c < NEWEST then c = NEWEST end
+  local out = LEASED - own
+  if not V or REWRITE or NEWEST ~= c or out <= 0 then return {redis.call('DEL', key)} end
+  local reach = m
+  if alg == 1 then reach = 1 end
+  local cells = {}
+  for j = 1, m do cells[j] = 0 end
+  cells[c % m + 1], cells[m + 1] = out, out
+  local t = now
+  if t < c * T then t = c * T end
+  local v = spack('<i8i7' .. string.rep(string.sub(cellFormat(width(out)), 2), m + 2), -shape, c, out, unpack(cells))
+  redis.call('SET', key, v .. spack('<I4', successor(LIFE)), 'PX', ceil(((c + reach) * T - t) / 1000) + 1)
+  return {1}
 end
 
 -- refundLog removes cost members of score at from a log key; it returns 1
@@ -753,17 +828,23 @@ end
 local function refund()
   local res = {}
   for i = 1, #KEYS do
-    local alg, W, T, _, cost, shape, at, life, granted = sunpack('<i1i8i8i8i8i8i8i8i8', ARGV[2 * i + 1])
+    local alg, W, T, _, cost, shape, at, life, granted, confirmed = sunpack('<i1i8i8i8i8i8i8i8i8i8', ARGV[2 * i + 1])
     if alg == 3 then
       res[i] = refundLog(KEYS[i], at, cost)
     else
-      res[i] = refundBuckets(KEYS[i], alg, W, T, cost, shape, at, life, granted)
+      res[i] = refundBuckets(KEYS[i], alg, W, T, cost, shape, at, life, granted, confirmed)
     end
   end
   return res
 end
 
-if ARGV[2] == '3' then out = refund() else out = decide() end
+if ARGV[2] == '3' then
+  out = refund()
+elseif ARGV[2] == '4' then
+  out = reset()
+else
+  out = decide()
+end
 end
 return out
 `

@@ -403,6 +403,7 @@ const (
 	modeReserve = "1"
 	modeLease   = "2"
 	modeRefund  = "3"
+	modeReset   = "4"
 )
 
 // leaseFor returns how long units counted at the script time at (in

@@ -210,18 +210,20 @@ func givenBack(g *Guard, ctx context.Context, err error) {
 	}
 }
 
-// GiveBack returns the unspent units of a lease: units of the granted
-// units that Redis counted for the caller in d's sub-window, d being a
+// GiveBack returns the unspent units of a lease, use telling what became
+// of the units Redis counted for the caller in d's sub-window, d being a
 // decision Take returned for an Item with Lease set. They come off that
 // sub-window, if the key still holds them there in d's life; with the
-// breaker open they stay counted (the safe side). If the key was reset or
-// lost since (another life, see Decision.Life), the spent units are
-// counted in its new life instead, if their sub-window still counts at
-// now, so that a reset never adds what a lease spent after it to a fresh
-// budget. A failure is logged and trips the breaker as a failed take
-// does. The key's cached denial goes, since its count may have fallen.
-func (g *Guard) GiveBack(ctx context.Context, now time.Time, it Item, d Decision, units, granted int64) {
-	if units < 0 || granted <= 0 || g.redis == nil || !d.receipt.remote {
+// breaker open they stay counted (the safe side). If an operator reset
+// the key since, they come off the fresh count that carried them. If
+// Redis lost the key (another life, see Decision.Life), the units spent
+// since the life was last confirmed are counted in the new life instead,
+// if their sub-window still counts at now, so that a loss adds to a fresh
+// budget as little of what a lease spent after it as can be known. A
+// failure is logged and trips the breaker as a failed take does. The
+// key's cached denial goes, since its count may have fallen.
+func (g *Guard) GiveBack(ctx context.Context, now time.Time, it Item, d Decision, use LeaseUse) {
+	if use.Unspent < 0 || use.Granted <= 0 || g.redis == nil || !d.receipt.remote {
 		return
 	}
 	if g.denials != nil {
@@ -230,5 +232,5 @@ func (g *Guard) GiveBack(ctx context.Context, now time.Time, it Item, d Decision
 	if g.breaker != nil && g.breaker.open() {
 		return
 	}
-	givenBack(g, ctx, g.redis.giveBack(ctx, now, it.Zone, it.Key, it.limit(), &d, units, granted))
+	givenBack(g, ctx, g.redis.giveBack(ctx, now, it.Zone, it.Key, it.limit(), &d, use))
 }

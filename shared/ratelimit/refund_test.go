@@ -366,3 +366,36 @@ func TestRedisOOMReserve(t *testing.T) {
 		t.Fatalf("the key counts %d, want 1: a refused reservation wrote", st.Count)
 	}
 }
+
+// TestRefundAfterForget: count_status across an operator's reset in
+// memory. Five requests reserve the whole budget, the key is forgotten,
+// five more are admitted from the fresh budget, and then the first five
+// settle with a status not counted: their refunds give nothing back to
+// the fresh count, so the next request is denied. The same after the key
+// was evicted and came back.
+func TestRefundAfterForget(t *testing.T) {
+	for _, alg := range []Algorithm{Sliding, Strict, Fixed, Log} {
+		t.Run(alg.String(), func(t *testing.T) {
+			z := newZone(t, "login", Rule{Window: time.Minute, Limit: 5, Algorithm: alg})
+			now := epoch.Add(time.Second)
+			var before []Decision
+			for range 5 {
+				before = append(before, TakeReservedAt(z, "ip", now.UnixNano(), 0))
+			}
+			if !z.Forget("ip") {
+				t.Fatal("the key was not tracked")
+			}
+			for i := range 5 {
+				if d := TakeReservedAt(z, "ip", now.UnixNano(), 0); !d.Allowed {
+					t.Fatalf("request %d after the reset denied: %+v", i+1, d)
+				}
+			}
+			for i := range before {
+				RefundAt(z, "ip", &before[i])
+			}
+			if d := TakeAt(z, "ip", now.UnixNano()); d.Allowed {
+				t.Fatalf("after the refunds of before the reset, a sixth request was admitted: %+v", d)
+			}
+		})
+	}
+}
