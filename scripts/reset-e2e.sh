@@ -158,7 +158,7 @@ wl_reset_leases() {
 # refund of a reservation counted in an older sub-window than the new
 # count's would miss it even without lives).
 wl_reset_count_status() {
-	local what=$1 url=$2 from=$3 reset_fn=$4 url2=${5:-$2} i pids=() slow fresh after remaining
+	local what=$1 url=$2 from=$3 reset_fn=$4 url2=${5:-$2} i pids=() slow slow_rem fresh after remaining seq
 	WL_RESET_RUN=$((WL_RESET_RUN + 1))
 	wl_reset_subwindow_start
 	for i in 1 2 3 4 5; do
@@ -179,11 +179,10 @@ wl_reset_count_status() {
 		wl_forget "$i"
 	done
 	slow=$(cat "$WL_WORK"/reset-slow."$from".? | awk '{print $1}' | paste -sd' ')
-	local slow_rem
 	slow_rem=$(cat "$WL_WORK"/reset-slow."$from".? | awk '{print $2}' | sort -n | paste -sd' ')
 	after=()
 	for i in 1 2 3 4 5; do after+=("$(wl_fetch "$url2" --interface "$from" -H 'X-Status: 401')"); done
-	local seq="slow 200s in flight: $slow (Remaining $slow_rem at their check); after the reset, 5 x 401: ${fresh[*]} (Remaining ${remaining[*]}); once the slow ones ended, 5 x 401: ${after[*]}"
+	seq="slow 200s in flight: $slow (Remaining $slow_rem at their check); after the reset, 5 x 401: ${fresh[*]} (Remaining ${remaining[*]}); once the slow ones ended, 5 x 401: ${after[*]}"
 	[[ $slow == "200 200 200 200 200" && $slow_rem == "0 1 2 3 4" ]] ||
 		wl_die "$what: $seq; want the slow ones 200 with Remaining 0 1 2 3 4 (all five counted before the reset)"
 	[[ ${fresh[*]} == "401 401 401 401 401" && ${remaining[*]} == "4 3 2 1 0" ]] ||
