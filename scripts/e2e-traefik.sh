@@ -73,14 +73,27 @@
 # log.filePath, at DEBUG and INFO): the plugin's lines are Traefik's own
 # entries, at DEBUG (rejections) and ERROR (a source that finds nothing),
 # in Traefik's format and file, and nowhere else.
+# A reset is a reset (scripts/reset-e2e.sh), on two instances of their own
+# sharing a throwaway redis-server, the key deleted in Redis directly (as
+# when Redis loses it; Traefik has no admin API): a hot key (limit 3000 a
+# minute) warmed up until the instances lease (fewer script calls than
+# requests) is deleted; a burst of 12000 right after gets at most 3000
+# plus a tenth (the leases' units cannot be read in Traefik; the excess is
+# printed). countStatus ["401"] with limit 5 in front of the backend:
+# five slow requests that end in 200 are in flight when the key is
+# deleted, five 401s get the fresh budget, and once the slow ones end the
+# next five 401s get 429 (their refunds give nothing back to the new
+# count).
 #
 # WL_PARTS=attack runs the attack part alone; WL_PARTS=fallback the
 # fallback part, WL_PARTS=quickstart the quickstart part, WL_PARTS=options
-# the misspelled options, WL_PARTS=logs the logs.
+# the misspelled options, WL_PARTS=logs the logs, WL_PARTS=reset the reset
+# part.
 set -euo pipefail
 source "$(dirname "$0")/traefik-lib.sh"
 source "$(dirname "$0")/redis-e2e.sh"
 source "$(dirname "$0")/attack-e2e.sh"
+source "$(dirname "$0")/reset-e2e.sh"
 trap 'wl_cluster_stop; wl_cleanup' EXIT
 
 wl_need curl:curl redis-server:redis-server redis-cli:redis-tools
@@ -112,6 +125,66 @@ attack_part() {
 	wl_attacks "traefik, redis" "http://127.0.0.1:$web/redis/login" 127.0.2
 	wl_attacks_done
 	kill "$WT_TRAEFIK_PID"
+}
+
+# reset_instance NAME WEB PING REDIS starts an instance of the reset part
+# in $WL_WORK/NAME: /big to a hot key's middleware (limit
+# WL_RESET_LIMIT a minute), /cs/ to countStatus ["401"] with limit 5 in
+# front of the backend, both keyed by the client's address in the
+# redis-server on REDIS.
+reset_instance() {
+	local dir=$WL_WORK/$1 redis="redis: {endpoints: [\"127.0.0.1:$4\"], keyPrefix: \"rst:\"}"
+	mkdir -p "$dir"
+	cp -r "$WL_WORK/plugins-local" "$dir/"
+	wt_dynamic "$dir/dynamic.yml" "$(
+		wt_router ready /plain
+		wt_router big /big big-limit
+		wt_router cs /cs/ cs-limit
+	)" "$(
+		wt_plugin big-limit "window: 1m" "limit: $WL_RESET_LIMIT" "$redis"
+		wt_plugin cs-limit "window: 1m" "limit: 5" 'countStatus: ["401"]' "$redis"
+	)"
+	wt_start_traefik "$2" "$3" "$dir"
+	wt_wait_status "http://127.0.0.1:$2/plain" 200 || wl_die "instance $1 never loaded its routers"
+}
+
+# reset_del KEY deletes KEY in Redis, as when Redis loses it.
+reset_del() {
+	[[ $(redis-cli -p "$WL_REDIS_PORT" del "$1") == 1 ]] || wl_die "reset: redis-cli DEL $1: no such key"
+}
+
+# reset_held: Traefik shows no lease; the warm-up's script calls showed
+# that leases were taken.
+reset_held() {
+	WL_RESET_HELD=
+	WL_RESET_HELD_TEXT="leases unknown (Traefik shows none)"
+}
+
+# The resets of the reset part, without arguments or with the client's
+# address.
+reset_big_del() { reset_del 'rst:big-limit@file:{127.0.0.1}'; }
+reset_cs_del() { reset_del "rst:cs-limit@file:{$1}"; }
+
+# reset_part is the reset part.
+reset_part() {
+	local redis web_a ping_a web_b ping_b pids pid
+	read -r redis web_a ping_a web_b ping_b < <(wt_free_ports 5 | paste -sd' ')
+	wl_redis_start "$redis"
+	reset_instance reset-a "$web_a" "$ping_a" "$redis"
+	pids=("$WT_TRAEFIK_PID")
+	reset_instance reset-b "$web_b" "$ping_b" "$redis"
+	pids+=("$WT_TRAEFIK_PID" "$WL_REDIS_PID")
+	wl_reset_leases "traefik, a hot key deleted in redis" tenth reset_held reset_big_del \
+		"http://127.0.0.1:$web_a/big" "http://127.0.0.1:$web_b/big"
+	wl_reset_count_status "traefik, redis, key deleted in redis" "http://127.0.0.1:$web_a/cs/x" 127.0.3.1 reset_cs_del
+	wl_reset_count_status "traefik, redis, key deleted in redis, slow requests on instance a, the rest on b" \
+		"http://127.0.0.1:$web_a/cs/x" 127.0.3.2 reset_cs_del "http://127.0.0.1:$web_b/cs/x"
+	wl_resets_done
+	for pid in "${pids[@]}"; do
+		kill "$pid"
+		wait "$pid" 2>/dev/null || true
+		wl_forget "$pid"
+	done
 }
 
 # quickstart_start PATHDIR starts scripts/traefik-quickstart.sh on free
@@ -385,12 +458,12 @@ logs_part() {
 }
 case ${WL_PARTS:-all} in
 all) ;;
-attack | fallback | quickstart | options | logs)
+attack | fallback | quickstart | options | logs | reset)
 	"${WL_PARTS}_part"
 	echo "e2e-traefik: $WL_CHECKS passed, 0 failed"
 	exit 0
 	;;
-*) wl_die "WL_PARTS '$WL_PARTS': want all, attack, fallback, quickstart, options or logs" ;;
+*) wl_die "WL_PARTS '$WL_PARTS': want all, attack, fallback, quickstart, options, logs or reset" ;;
 esac
 
 # dynamic MESSAGE [ROUTER...] writes the file provider's configuration.
@@ -588,6 +661,9 @@ logs_part
 
 # countStatus under attack.
 attack_part
+
+# A reset is a reset.
+reset_part
 
 # The README's quickstart.
 quickstart_part

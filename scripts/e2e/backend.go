@@ -3,7 +3,10 @@
 // Command backend is the upstream of the end-to-end tests and benchmarks: a
 // tiny HTTP server on loopback that answers every request with 200 "ok", or
 // with the status its X-Status header names (200-599), for
-// the count_status tests.
+// the count_status tests. A query wait=3s answers that late (ended early
+// when the proxy gives up): requests still in flight when their key is
+// reset (scripts/reset-e2e.sh). Only a request with a query reads it, so
+// the benchmarks' requests pay nothing for it.
 //
 // A path ending in /login, without X-Status, is a login instead, for the
 // count_status attack tests and the quickstart: the password open-sesame in
@@ -108,6 +111,9 @@ func main() {
 			arrived.record(strings.TrimPrefix(r.URL.Path, "/arrive/"))
 		case r.URL.Path == "/arrivals":
 			arrived.report(w, r)
+			return
+		}
+		if r.URL.RawQuery != "" && !pause(r, r.URL.Query().Get("wait")) {
 			return
 		}
 		if v := r.Header["X-Status"]; len(v) == 1 {
