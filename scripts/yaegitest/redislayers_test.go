@@ -15,9 +15,12 @@ import (
 // core), and the plugin's ServeHTTP with a redis block, each
 // pooled and auto-pipelined (the plugin always auto-pipelines). Compare
 // the layers' cpu-µs/op and allocs/op within one run; cpu-µs/op is this
-// process's CPU time, fakeRedis's few compiled µs included.
+// process's CPU time, fakeRedis's few compiled µs included. Each row
+// checks that it measured decisions, one script call each: the plugin's
+// middleware denies when its store fails (onStoreError deny), and decides
+// every request in Redis (lease off: fakeRedis grants no lease anyway).
 func BenchmarkRedisLayersInterpreted(b *testing.B) {
-	addr := fakeRedis(b)
+	addr, calls := fakeRedis(b)
 	i := newInterpreter(b)
 	evalImport(b, i, "scripts/yaegitest/redisscenario")
 	layer := evalValue(b, i, "redisscenario.Layer").Interface().(func(string, string, bool, int) (time.Duration, error))
@@ -29,11 +32,12 @@ func BenchmarkRedisLayersInterpreted(b *testing.B) {
 			}
 			b.Run(name+"-"+mode, func(b *testing.B) {
 				b.ReportAllocs()
-				cpu := cpuTime(b)
+				cpu, before := cpuTime(b), calls.Load()
 				if _, err := layer(addr, name, pipelined, b.N); err != nil {
 					b.Fatal(err)
 				}
 				b.ReportMetric(float64((cpuTime(b)-cpu).Nanoseconds())/float64(b.N)/1000, "cpu-µs/op")
+				oneCallEach(b, calls.Load()-before-1, b.N) // Layer decides once before it starts the clock
 			})
 		}
 	}
@@ -42,21 +46,49 @@ func BenchmarkRedisLayersInterpreted(b *testing.B) {
 		b.Run("plugin-pipelined-limit-"+limit, func(b *testing.B) {
 			pb, _ := loadPlugin(b)
 			h := pb.build(b, map[string]any{
-				"window": "1m",
-				"limit":  limit,
-				"redis":  map[string]any{"endpoints": addr},
+				"window":       "1m",
+				"limit":        limit,
+				"redis":        map[string]any{"endpoints": addr, "lease": "off"},
+				"onStoreError": "deny",
 			}, "bench-redis-"+limit+"@file")
 			req := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
 			req.RemoteAddr = "203.0.113.7:4711"
-			w := &discard{h: http.Header{}}
+			w := &statusOnly{h: http.Header{}}
 			h.ServeHTTP(w, req)
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu := cpuTime(b)
+			cpu, before := cpuTime(b), calls.Load()
 			for k := 0; k < b.N; k++ {
 				h.ServeHTTP(w, req)
 			}
 			b.ReportMetric(float64((cpuTime(b)-cpu).Nanoseconds())/float64(b.N)/1000, "cpu-µs/op")
+			b.StopTimer()
+			if w.denied > 0 {
+				b.Fatalf("%d of %d requests denied: the store failed (onStoreError deny), so this is no measure of a decision", w.denied, b.N+1)
+			}
+			oneCallEach(b, calls.Load()-before, b.N)
 		})
+	}
+}
+
+// oneCallEach fails b unless fakeRedis answered n calls for n decisions.
+func oneCallEach(b *testing.B, calls int64, n int) {
+	b.Helper()
+	if calls != int64(n) {
+		b.Fatalf("%d script calls for %d decisions, want one each", calls, n)
+	}
+}
+
+// statusOnly is a ResponseWriter that counts the 429s written to it.
+type statusOnly struct {
+	h      http.Header
+	denied int
+}
+
+func (w *statusOnly) Header() http.Header         { return w.h }
+func (w *statusOnly) Write(p []byte) (int, error) { return len(p), nil }
+func (w *statusOnly) WriteHeader(code int) {
+	if code == http.StatusTooManyRequests {
+		w.denied++
 	}
 }

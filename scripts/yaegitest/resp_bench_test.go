@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -42,34 +43,44 @@ func Loop(addr string, pipelined bool, n int) (time.Duration, error) {
 }
 `
 
-// fakeRedis answers every command it reads with the reply of a one-item
-// decision, at compiled speed, so that a benchmark against it measures the
-// client alone rather than redis-server sharing the machine. The decision
-// is one a limit of 60000 could take (the plugin's benchmark), so that
-// the plugin writes its headers from its table rather than the general
-// way.
-func fakeRedis(tb testing.TB) string {
+// fakeRedis answers every command it reads as the limiter script would a
+// one-item decision that admits, at compiled speed, so that a benchmark
+// against it measures the client alone rather than redis-server sharing
+// the machine: four integers for a take, with the receipt and the key's
+// life for a reserve, and with no lease granted and the life for a lease
+// (the mode is the sixth word of an EVALSHA on one key). The decision is
+// one a limit of 60000 could take (the plugin's benchmark), so that the
+// plugin writes its headers from its table rather than the general way.
+// calls counts the commands it answered.
+func fakeRedis(tb testing.TB) (addr string, calls *atomic.Int64) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { l.Close() })
-	reply := []byte("*4\r\n:1\r\n:59999\r\n:0\r\n:59999874\r\n")
+	calls = new(atomic.Int64)
 	go func() {
 		for {
 			nc, err := l.Accept()
 			if err != nil {
 				return
 			}
-			go serveFake(nc, reply)
+			go serveFake(nc, calls)
 		}
 	}()
-	return l.Addr().String()
+	return l.Addr().String(), calls
 }
+
+// The fake's replies, by the script's mode.
+var (
+	fakeTake    = []byte("*4\r\n:1\r\n:59999\r\n:0\r\n:59999874\r\n")
+	fakeReserve = []byte("*6\r\n:1\r\n:59999\r\n:0\r\n:59999874\r\n:1760000000000000\r\n:7\r\n")
+	fakeLease   = []byte("*7\r\n:1\r\n:59999\r\n:0\r\n:59999874\r\n:0\r\n:0\r\n:7\r\n")
+)
 
 // serveFake reads whole commands (arrays of bulk strings) and writes one
 // reply per command, flushing when no more input is buffered.
-func serveFake(nc net.Conn, reply []byte) {
+func serveFake(nc net.Conn, calls *atomic.Int64) {
 	defer nc.Close()
 	br := bufio.NewReader(nc)
 	bw := bufio.NewWriter(nc)
@@ -82,6 +93,7 @@ func serveFake(nc net.Conn, reply []byte) {
 		if err != nil {
 			return
 		}
+		reply := fakeTake
 		for i := 0; i < n; i++ {
 			line, err = br.ReadSlice('\n')
 			if err != nil || len(line) < 3 || line[0] != '$' {
@@ -91,10 +103,20 @@ func serveFake(nc net.Conn, reply []byte) {
 			if err != nil {
 				return
 			}
+			word, err := br.Peek(size)
+			if err != nil {
+				return
+			}
+			if i == 5 && size == 1 && word[0] == '1' {
+				reply = fakeReserve
+			} else if i == 5 && size == 1 && word[0] == '2' {
+				reply = fakeLease
+			}
 			if _, err := br.Discard(size + 2); err != nil {
 				return
 			}
 		}
+		calls.Add(1)
 		bw.Write(reply)
 		if br.Buffered() == 0 {
 			if bw.Flush() != nil {
@@ -109,7 +131,7 @@ func serveFake(nc net.Conn, reply []byte) {
 // decision, interpreted, without the store or redis-server. cpu-µs/call
 // includes fakeRedis's share, a few µs compiled.
 func BenchmarkRespInterpreted(b *testing.B) {
-	addr := fakeRedis(b)
+	addr, _ := fakeRedis(b)
 	i := newInterpreter(b)
 	if _, err := i.Eval(respSource); err != nil {
 		b.Fatal(err)
