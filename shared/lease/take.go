@@ -56,8 +56,9 @@ func renew(t *Table, ctx context.Context, s *slot, key string, limit int64, now 
 	s.mu.Unlock()
 	d := decide(t, ctx, key, limit, now, b)
 	s.mu.Lock()
+	// A lease of another life ends; what it spent goes to the new count
+	// at once, before this request returns (gone.send below).
 	gone := relived(t, s, key, limit, &d)
-	defer gone.send(t) // at once: the new count must know what was spent
 	if d.Leased == 0 && s.key == key && s.limit == limit {
 		// What Redis has left now, for the Remaining of the requests that
 		// spend the units in hand.
@@ -73,11 +74,13 @@ func renew(t *Table, ctx context.Context, s *slot, key string, limit int64, now 
 			d = spend(t, s, limit, current)
 		}
 		s.mu.Unlock()
+		gone.send(t)
 		return d
 	}
 	back := install(t, s, key, limit, mono, d)
 	d.Remaining = held(s, key, limit, d)
 	s.mu.Unlock()
+	gone.send(t)
 	back.later(t)
 	return d
 }
