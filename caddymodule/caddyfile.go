@@ -159,7 +159,7 @@ func (h *Handler) unmarshalDirective(d *caddyfile.Dispenser) error {
 		case "distributed", "storage":
 			err = d.Errf("%s: caddy-ratelimit's storage-synced limits are not supported; "+
 				"share one exact limit between instances through Redis instead: "+
-				"store redis { address <host:port> } (or url, addresses, sentinel; see the README)", name)
+				"store redis { address <host:port> } (or url, addresses, sentinel: see docs/caddy.md, The Redis store)", name)
 		default:
 			err = d.Errf("unknown subdirective %q", name)
 		}
