@@ -9,6 +9,21 @@ import (
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
+// The names of the headers ServeHTTP writes, as package constants: under
+// yaegi a constant of another package costs a frame slot where one of
+// this package costs nothing.
+const (
+	headerLimit         = httplimit.HeaderLimit
+	headerRemaining     = httplimit.HeaderRemaining
+	headerReset         = httplimit.HeaderReset
+	headerRetryAfter    = httplimit.HeaderRetryAfter
+	headerContentType   = httplimit.HeaderContentType
+	headerNoSniff       = httplimit.HeaderNoSniff
+	headerContentLength = httplimit.HeaderContentLength
+	contentTypeText     = httplimit.ContentTypeText
+	noSniff             = httplimit.NoSniff
+)
+
 const headerPolicy = httplimit.HeaderPolicy
 const headerRateLimit = httplimit.HeaderRateLimit
 
@@ -21,46 +36,6 @@ var tSuffixes = func() []string {
 	}
 	return t
 }()
-
-// setFast sets the header tables of m, whose settings are s, and lets
-// ServeHTTP serve m when it needs no more than the in-memory zone: any
-// source, header mode, limit, window and dry run; countStatus, overrides
-// and stores stay in serveOther, which writes the headers of a decision
-// under the rule's limit from the same tables (allowedHeaders).
-func setFast(m *Middleware, s settings) {
-	m.tabled = s.mode == httplimit.HeadersLegacy && m.decimals != nil
-	if m.decimals == nil {
-		m.decimals = httplimit.Decimals()
-	}
-	m.headerMode = s.mode
-	m.policyStr = m.policy.PolicyValue()
-	m.ratePrefix = m.policy.RatePrefix()
-	if m.store != nil || m.countStatus != nil || m.overrides != nil {
-		return
-	}
-	m.slow = false
-	if src := s.source; src != nil {
-		m.keyKind = src.kind
-		if src.kind == sourceIP && src.ip.depth > 0 {
-			m.depth = src.ip.depth
-		}
-		if src.kind == sourceIP && src.ip.excluded != nil {
-			m.excluded4 = excludedIPv4(src.ip)
-		}
-	}
-}
-
-// decidedFast carries out the decision d on a request of ServeHTTP whose
-// headers are not legacy from a table. A denial, rare on a busy limit,
-// goes to deny.
-func decidedFast(m *Middleware, w http.ResponseWriter, r *http.Request, key string, d ratelimit.Decision) {
-	if !d.Allowed {
-		deny(m, w, r, key, d)
-		return
-	}
-	allowedHeaders(m, w, d)
-	m.next.ServeHTTP(w, r)
-}
 
 // allowedHeaders writes the headers of an allowed d under the rule's
 // limit, with one function per mode: under yaegi a function's frame holds

@@ -116,3 +116,9 @@ func excludedIPv4(s *ipStrategy) []uint32 {
 	}
 	return out
 }
+
+// remoteKey is ServeHTTP's key of an IPv6 remote address or one without a
+// port, apart so that ServeHTTP's frame stays small.
+func remoteKey(m *Middleware, r *http.Request) string {
+	return addrKeyRest(r.RemoteAddr, m.v6Bits)
+}

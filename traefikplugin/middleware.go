@@ -172,3 +172,31 @@ func (e *configError) Error() string {
 }
 
 func (e *configError) Unwrap() error { return e.err }
+
+// setFast sets the header tables of m, whose settings are s, and lets
+// ServeHTTP serve m when it needs no more than the in-memory zone: any
+// source, header mode, limit, window and dry run; countStatus, overrides
+// and stores stay in serveOther, which writes the headers of a decision
+// under the rule's limit from the same tables (allowedHeaders).
+func setFast(m *Middleware, s settings) {
+	m.tabled = s.mode == httplimit.HeadersLegacy && m.decimals != nil
+	if m.decimals == nil {
+		m.decimals = httplimit.Decimals()
+	}
+	m.headerMode = s.mode
+	m.policyStr = m.policy.PolicyValue()
+	m.ratePrefix = m.policy.RatePrefix()
+	if m.store != nil || m.countStatus != nil || m.overrides != nil {
+		return
+	}
+	m.slow = false
+	if src := s.source; src != nil {
+		m.keyKind = src.kind
+		if src.kind == sourceIP && src.ip.depth > 0 {
+			m.depth = src.ip.depth
+		}
+		if src.kind == sourceIP && src.ip.excluded != nil {
+			m.excluded4 = excludedIPv4(src.ip)
+		}
+	}
+}
