@@ -9,9 +9,8 @@ import (
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
-// The names of the headers ServeHTTP writes, as package constants: under
-// yaegi a constant of another package costs a frame slot where one of
-// this package costs nothing.
+// The names of the headers the paths write, as package constants (see
+// Performance under yaegi).
 const (
 	headerLimit         = httplimit.HeaderLimit
 	headerRemaining     = httplimit.HeaderRemaining
@@ -22,13 +21,12 @@ const (
 	headerContentLength = httplimit.HeaderContentLength
 	contentTypeText     = httplimit.ContentTypeText
 	noSniff             = httplimit.NoSniff
+	headerPolicy        = httplimit.HeaderPolicy
+	headerRateLimit     = httplimit.HeaderRateLimit
 )
 
-const headerPolicy = httplimit.HeaderPolicy
-const headerRateLimit = httplimit.HeaderRateLimit
-
 // tSuffixes holds ";t=<n>" for the IETF RateLimit value of every n below
-// its length, shared by every middleware (see setFast).
+// its length, shared by every middleware (see setPaths).
 var tSuffixes = func() []string {
 	t := make([]string, 4096)
 	for i := range t {
@@ -38,13 +36,12 @@ var tSuffixes = func() []string {
 }()
 
 // allowedHeaders writes the headers of an allowed d under the rule's
-// limit, with one function per mode: under yaegi a function's frame holds
-// the temporaries of every branch, so the modes' values inline here would
-// cost every request the slots of all of them.
+// limit, with one function per mode, so that a request pays for its
+// mode's values only (see Performance under yaegi).
 func allowedHeaders(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) {
 	switch m.headerMode {
 	case httplimit.HeadersLegacy:
-		legacyWide(m, w, d)
+		legacyValues(m, w, d)
 	case httplimit.HeadersIETF:
 		ietfValues(m, w, d)
 	case httplimit.HeadersBoth:
@@ -52,10 +49,9 @@ func allowedHeaders(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) 
 	}
 }
 
-// legacyWide writes the legacy headers of an allowed d, for a limit or
-// window past the tables: the values the table holds from it, the others
-// formatted.
-func legacyWide(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) {
+// legacyValues writes the legacy headers of an allowed d: the values the
+// table holds from it, the others formatted.
+func legacyValues(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) {
 	v := []string{m.limitStr, decimal(m.decimals, d.Remaining), decimal(m.decimals, int64((d.ResetAfter+time.Second-1)/time.Second))}
 	h := w.Header()
 	h[headerLimit] = v[0:1:1]

@@ -46,8 +46,8 @@ func Loop(addr string, pipelined bool, n int) (time.Duration, error) {
 // decision, at compiled speed, so that a benchmark against it measures the
 // client alone rather than redis-server sharing the machine. The decision
 // is one a limit of 60000 could take (the plugin's benchmark), so that
-// the plugin writes its headers from its table rather than the general
-// way.
+// the plugin writes its headers from its table rather than formatting
+// them.
 func fakeRedis(tb testing.TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
