@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The key-flood benchmark (issue 11): does a limiter keep limiting a client
+# The key-flood benchmark: does a limiter keep limiting a client
 # while an attacker floods it with fresh keys? On loopback, for each host:
 #
 #   caddy     real Caddy built by ./xcaddy.sh with this checkout's module:
@@ -33,7 +33,7 @@
 #     Traefik's api.debug), and the process's VmRSS.
 #
 # It prints one summary line per host and flood kind, such as this one
-# (3a402c6, the code issue 11 was filed on, on a busy 2-core machine):
+# (3a402c6, the code the flood was first reported on, on a busy 2-core machine):
 #
 #   caddy fresh: slipped 146/146, new clients 100% of budget (155/155), flood 121741 keys (1217x max_keys 100) 15192 req/s 49 µs CPU/req, heap 3.5 -> 3.8 MiB, RSS 51 -> 55 MiB
 #
@@ -69,7 +69,8 @@
 # requests/s there, Caddy at about 20,000, and a saturating key takes 5
 # requests), and still above the about 32 keys of the well-behaved clients.
 # A line whose flood fell short says "[below 100x max_keys]".
-# Issue 11's configuration, max_keys 1000, is WL_FLOOD_MAX_KEYS=1000.
+# The configuration the flood was first reported with, max_keys 1000, is
+# WL_FLOOD_MAX_KEYS=1000.
 #
 # Traefik v3.6.12 is built once into ${WINDOWLIMIT_CACHE:-$HOME/.cache/windowlimit}
 # (6 to 15 minutes the first time, see traefik-lib.sh); wrk is installed if missing.

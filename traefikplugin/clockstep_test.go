@@ -12,7 +12,7 @@ import (
 
 // TestClockStepBack: a client is denied while the wall clock reads a few
 // minutes ahead, and the clock then steps back. The denial cached then
-// ran until a time over W+T away from the new now; ServeHTTP's fast path
+// ran until a time over W+T away from the new now; the memory path
 // indexed its decimals table with that and panicked (index out of range
 // [4398] with length 4096 for a 1h window). The client must get a 429
 // with headers within the window.
@@ -22,8 +22,8 @@ func TestClockStepBack(t *testing.T) {
 	c.Limit = 5
 	h := newMiddleware(t, c, "clockstep@file")
 	m := h.(*Middleware)
-	if m.slow {
-		t.Fatal("the middleware does not take the fast path")
+	if m.notMemoryPath {
+		t.Fatal("the middleware does not take the memory path")
 	}
 	rule := m.zone.Rule()
 	span := int64(rule.SubWindow)

@@ -107,7 +107,7 @@ func (rec *statusRecorder) WriteHeader(code int) {
 
 // Write passes b on and flushes it. Under yaegi the writer the next
 // handler gets implements http.ResponseWriter and http.Hijacker only
-// (Traefik issue 10269): Flush and Unwrap are not reachable, so a proxy's
+// (https://github.com/traefik/traefik/issues/10269): Flush and Unwrap are not reachable, so a proxy's
 // flushes of a streamed response (server-sent events, a gRPC stream)
 // would never get past the recorder. Flushing every write of a response
 // without a Content-Length (a stream: server-sent events, a gRPC stream)

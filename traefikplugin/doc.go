@@ -14,4 +14,52 @@
 // debugLog and errorLog).
 //
 // Only the standard library and this module are imported.
+//
+// # Files
+//
+//   - config.go: Config, the dynamic configuration, and CreateConfig.
+//   - settings.go: the Config checked, with its defaults (validate).
+//   - unknown.go: options that match no field, refused with a suggestion.
+//   - duration.go: durations read as Traefik reads them.
+//   - errors.go: the errors of bad settings, and the core's field names.
+//   - middleware.go: Middleware and New; setPaths chooses its path.
+//   - serve.go: ServeHTTP and the paths a request takes, with their table.
+//   - headers.go: the rate-limit headers, written from tables.
+//   - key.go: the key of a request: sourceCriterion, keyOf, the fallback.
+//   - keyclientip.go: the client address: ipStrategy, the remote address.
+//   - keymemory.go: the memory path's keys: keyOf's common cases, cheaper.
+//   - keyoverrides.go: the key and client address that overrides match.
+//   - overrides.go: the overrides list and its path, serveOverridden.
+//   - countstatus.go: countStatus, its path serveCounted, statusRecorder.
+//   - store.go: a store in place of the zone, and its decisions.
+//   - redis.go: the Redis clients and guards, shared and reused on reload.
+//   - redisconfig.go: the redis block checked.
+//   - lease.go: the lease tables of hot keys, one per middleware name.
+//   - registry.go: the zones, one per middleware name, kept across reloads.
+//   - full.go: the log line of a full zone.
+//   - dryrun.go: the dry-run log line.
+//   - rejectlog.go: the rejection log line.
+//   - logs.go: the writers that reach Traefik's log.
+//
+// # Performance under yaegi
+//
+// Traefik interprets the plugin, and the interpreter's costs shape the
+// request path. Measured in scripts/yaegitest (go test -bench
+// 'Interpreted|PluginConfigs'; BenchmarkInterpretedCosts times each kind
+// of statement):
+//
+//   - A call allocates a frame with a slot for every local and temporary
+//     of the callee, taken branches or not. So a function costs more the
+//     bigger it is, and a rare case goes to a callee. But each call is a
+//     frame too, so a hot function is not split.
+//   - A method call, or a call through an interface, costs several
+//     function calls: the request path calls plain functions that take
+//     the *Middleware, and the guard through ratelimit.TakeRemote.
+//   - A call into the standard library costs a few hundred nanoseconds:
+//     what does not depend on the request is computed in New.
+//   - A constant of another package costs a frame slot, one of this
+//     package nothing: the header names and key bounds are declared here.
+//
+// Each path of serve.go therefore does only what its middleware needs,
+// and functions shaped this way say so with "see Performance under yaegi".
 package traefikplugin

@@ -25,9 +25,9 @@ func logDryRun(m *Middleware, key string) {
 	io.WriteString(dryRunLog, "windowlimit: dry run: middleware "+strconv.Quote(m.name)+" would reject "+what+"\n")
 }
 
-// firstThisSecond reports whether the caller is the first this second
-// to pass the gate last, the Unix second of the last pass, which it then
-// moves on: at most one log line a second, without a lock.
+// firstThisSecond reports whether the caller is the first to pass this
+// second. last holds the Unix second of the last pass, which it moves on:
+// at most one log line a second, without a lock.
 func firstThisSecond(last *int64) bool {
 	now := time.Now().Unix()
 	old := atomic.LoadInt64(last)

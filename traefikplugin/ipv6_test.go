@@ -8,8 +8,8 @@ import (
 
 // TestIPv6GroupedByDefault: with the remote address as the key, two IPv6
 // addresses of one /64 share a count unless ipv6Subnet is 128; IPv4 is
-// unaffected; an IPv4-mapped address is its IPv4 address. Both the inline
-// path (legacy headers) and serveOther (ietf headers) are checked.
+// unaffected; an IPv4-mapped address is its IPv4 address. Legacy headers
+// (written inline) and ietf headers (decidedModeHeaders) are checked.
 func TestIPv6GroupedByDefault(t *testing.T) {
 	type step struct {
 		remote string
@@ -54,8 +54,8 @@ func TestIPv6GroupedByDefault(t *testing.T) {
 				c.Headers = headers
 				c.SourceCriterion = tt.sc
 				h := newMiddleware(t, c, "ipv6@file")
-				if m := h.(*Middleware); m.slow || m.tabled != (headers == "legacy") || m.source != nil {
-					t.Fatalf("slow %v, tabled %v, source %v: want the remote address, inline, legacy headers from the table", m.slow, m.tabled, m.source)
+				if m := h.(*Middleware); m.notMemoryPath || m.legacyTable != (headers == "legacy") || m.source != nil {
+					t.Fatalf("notMemoryPath %v, legacyTable %v, source %v: want the remote address, inline, legacy headers from the table", m.notMemoryPath, m.legacyTable, m.source)
 				}
 				for i, s := range tt.steps {
 					if w := serve(h, s.remote, nil); w.Code != s.want {

@@ -12,9 +12,8 @@ import (
 
 // Middleware limits the requests it serves. It is safe for concurrent use.
 //
-// Everything that does not depend on the request is computed in New: under
-// yaegi each interpreted statement and call on the request path costs far
-// more than compiled code (see ServeHTTP).
+// Everything that does not depend on the request is computed in New (see
+// Performance under yaegi).
 type Middleware struct {
 	// lastDryRunLog is the Unix second of the last dry-run log line.
 	lastDryRunLog int64
@@ -27,7 +26,7 @@ type Middleware struct {
 	next http.Handler
 	zone *ratelimit.Zone
 	// store, when set, takes the decisions instead of zone (a remote
-	// store); nil keeps the in-memory zone, the fastest path.
+	// store); nil keeps the in-memory zone.
 	store ratelimit.Store
 	// guard is store when it is a *ratelimit.Guard (Redis), called as a
 	// plain function on the common request (see takeFromStore).
@@ -37,30 +36,31 @@ type Middleware struct {
 	source *keySource
 	v6Bits int
 	policy *httplimit.Policy
-	// slow is set when ServeHTTP's in-memory path does not apply: a
-	// store, countStatus or overrides (see setFast).
-	slow bool
-	// redisInline is set when the store is Redis through guard and the
-	// request needs no more than serveRedis's inline path: the remote
-	// address, legacy headers from a table, no dry run.
-	redisInline bool
-	// tabled is set when ServeHTTP writes legacy headers from decimals;
-	// otherwise decidedFast writes those of headerMode.
-	tabled     bool
-	headerMode httplimit.HeaderMode
+	// notMemoryPath is set when ServeHTTP's own body, the memory path,
+	// does not serve m: a store, countStatus or overrides (see setPaths and
+	// the paths' table in serve.go).
+	notMemoryPath bool
+	// redisRemoteAddr is set when serveRedisRemoteAddr serves m: Redis
+	// through guard, the remote address, legacy headers from the table, no
+	// dry run (see useStore).
+	redisRemoteAddr bool
+	// legacyTable is set when ServeHTTP writes legacy headers from
+	// decimals; otherwise decidedModeHeaders writes those of headerMode.
+	legacyTable bool
+	headerMode  httplimit.HeaderMode
 	// keyKind and depth are the source's kind and ipStrategy.depth, for
 	// sourceKey.
 	keyKind sourceKind
 	depth   int
 	// excluded4 holds the IPv4 ranges of ipStrategy.excludedIPs for
-	// serveFast, as pairs of masked address and mask.
+	// excludedKey, as pairs of masked address and mask.
 	excluded4 []uint32
 	// policyStr and ratePrefix are the RateLimit-Policy value and the
 	// start of the RateLimit value (see httplimit.Policy).
 	policyStr  string
 	ratePrefix string
-	// decimals is the header values table of the inline path, and of
-	// serveFast, which formats the values past it.
+	// decimals is the header values table every path writes from; the
+	// values past it are formatted (see decimal).
 	decimals []string
 	// ruleLimit is the rule's limit, and limitStr its X-RateLimit-Limit
 	// value.
@@ -78,7 +78,7 @@ type Middleware struct {
 	// (see serveCounted).
 	countStatus *ratelimit.StatusSet
 	// overrides, when set, give some keys or client addresses their own
-	// limit or exempt them; such a middleware is slow. cidrs is set when
+	// limit or exempt them (see serveOverridden). cidrs is set when
 	// some override is a CIDR: only then is the client address parsed.
 	overrides *ratelimit.Overrides
 	cidrs     bool
@@ -130,19 +130,19 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 		source: s.source,
 		v6Bits: s.v6Bits,
 		policy: httplimit.NewPolicy(name, s.rule.Window, s.rule.Limit, s.mode),
-		// slow until setFast, for useStore: serveRedis's inline path
-		// has the remote address, legacy headers from the table, no
-		// dry run.
-		slow:      s.source != nil || s.mode != httplimit.HeadersLegacy || s.dryRun || table == nil || s.countStatus != nil || s.overrides != nil,
-		decimals:  table,
-		ruleLimit: s.rule.Limit,
-		limitStr:  strconv.FormatInt(s.rule.Limit, 10),
-		body:      []byte(s.message),
-		lengthStr: strconv.Itoa(len(s.message)),
-		dryRun:    s.dryRun,
-		logKey:    s.logKey,
-		status:    s.status,
-		message:   s.message,
+		// Until setPaths, set unless serveRedisRemoteAddr could serve m
+		// (the remote address, legacy headers from the table, no dry
+		// run), for useStore.
+		notMemoryPath: s.source != nil || s.mode != httplimit.HeadersLegacy || s.dryRun || table == nil || s.countStatus != nil || s.overrides != nil,
+		decimals:      table,
+		ruleLimit:     s.rule.Limit,
+		limitStr:      strconv.FormatInt(s.rule.Limit, 10),
+		body:          []byte(s.message),
+		lengthStr:     strconv.Itoa(len(s.message)),
+		dryRun:        s.dryRun,
+		logKey:        s.logKey,
+		status:        s.status,
+		message:       s.message,
 
 		countStatus: s.countStatus,
 		overrides:   s.overrides,
@@ -152,7 +152,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 		useStore(m, store)
 		m.refunder, _ = store.(ratelimit.Refunder)
 	}
-	setFast(m, s)
+	setPaths(m, s)
 	m.lease = leaseTableFor(name, z, m.guard, s.redis != nil && s.redis.lease && s.countStatus == nil)
 	return m, nil
 }
@@ -172,3 +172,31 @@ func (e *configError) Error() string {
 }
 
 func (e *configError) Unwrap() error { return e.err }
+
+// setPaths sets the header tables of m, whose settings are s, and chooses
+// the memory path when m needs no more than the in-memory zone: any
+// source, header mode, limit, window and dry run. countStatus, overrides
+// and stores stay in serveAny, which writes the headers of a decision
+// under the rule's limit from the same tables (allowedHeaders).
+func setPaths(m *Middleware, s settings) {
+	m.legacyTable = s.mode == httplimit.HeadersLegacy && m.decimals != nil
+	if m.decimals == nil {
+		m.decimals = httplimit.Decimals()
+	}
+	m.headerMode = s.mode
+	m.policyStr = m.policy.PolicyValue()
+	m.ratePrefix = m.policy.RatePrefix()
+	if m.store != nil || m.countStatus != nil || m.overrides != nil {
+		return
+	}
+	m.notMemoryPath = false
+	if src := s.source; src != nil {
+		m.keyKind = src.kind
+		if src.kind == sourceIP && src.ip.depth > 0 {
+			m.depth = src.ip.depth
+		}
+		if src.kind == sourceIP && src.ip.excluded != nil {
+			m.excluded4 = excludedIPv4(src.ip)
+		}
+	}
+}

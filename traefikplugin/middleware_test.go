@@ -367,7 +367,7 @@ func TestHeadersBeyondTable(t *testing.T) {
 		{"1m", 20, 19, 66},
 		{"1m", 5000, 4999, 66},
 		{"2h", 20, 19, 7920},
-		{"1m", 100000, 99999, 66},       // beyond the tables: the general path
+		{"1m", 100000, 99999, 66},       // beyond the tables: values formatted
 		{"24h", 20, 19, 24*3600 + 8640}, // likewise
 	}
 	for _, tt := range tests {
@@ -390,27 +390,28 @@ func TestHeadersBeyondTable(t *testing.T) {
 	}
 }
 
-// The inline path and the general one (httplimit.WriteRejection, taken
-// here because of an override no request matches) agree on a rejection's
+// The memory path's inline rejection and serveAny's
+// (httplimit.WriteRejection, taken here because of an override no request
+// matches) agree on a rejection's
 // legacy headers.
-func TestInlineRejectMatchesGeneral(t *testing.T) {
+func TestInlineRejectMatchesServeAny(t *testing.T) {
 	inline := validConfig()
 	inline.Limit = 1
-	general := validConfig()
-	general.Limit = 1
-	general.Headers = "both"
-	general.Overrides = []string{generalOnly}
+	viaAny := validConfig()
+	viaAny.Limit = 1
+	viaAny.Headers = "both"
+	viaAny.Overrides = []string{toServeAny}
 	a := newMiddleware(t, inline, "inline@file")
-	b := newMiddleware(t, general, "general@file")
-	if !b.(*Middleware).slow || a.(*Middleware).slow {
-		t.Fatal("the test does not compare the inline path with the general one")
+	b := newMiddleware(t, viaAny, "any@file")
+	if !b.(*Middleware).notMemoryPath || a.(*Middleware).notMemoryPath {
+		t.Fatal("the test does not compare the inline rejection with serveAny's")
 	}
 	serve(a, "203.0.113.7:1", nil)
 	serve(b, "203.0.113.7:1", nil)
 	wa, wb := serve(a, "203.0.113.7:1", nil), serve(b, "203.0.113.7:1", nil)
 	for _, k := range []string{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "Content-Type", "Content-Length", "X-Content-Type-Options"} {
 		if wa.Header().Get(k) != wb.Header().Get(k) || wa.Header().Get(k) == "" {
-			t.Errorf("%s: inline %q, general %q", k, wa.Header().Get(k), wb.Header().Get(k))
+			t.Errorf("%s: inline %q, serveAny %q", k, wa.Header().Get(k), wb.Header().Get(k))
 		}
 	}
 	// The two requests are microseconds apart: a whole second may turn
@@ -419,15 +420,15 @@ func TestInlineRejectMatchesGeneral(t *testing.T) {
 		x, errA := strconv.Atoi(wa.Header().Get(k))
 		y, errB := strconv.Atoi(wb.Header().Get(k))
 		if errA != nil || errB != nil || x < 1 || y < 1 || x-y > 1 || y-x > 1 {
-			t.Errorf("%s: inline %q, general %q", k, wa.Header().Get(k), wb.Header().Get(k))
+			t.Errorf("%s: inline %q, serveAny %q", k, wa.Header().Get(k), wb.Header().Get(k))
 		}
 	}
 	if wa.Code != wb.Code || wa.Body.String() != wb.Body.String() {
-		t.Errorf("inline %d %q, general %d %q", wa.Code, wa.Body, wb.Code, wb.Body)
+		t.Errorf("inline %d %q, serveAny %d %q", wa.Code, wa.Body, wb.Code, wb.Body)
 	}
 }
 
-// Every algorithm keeps the inline path's table lookups in range: Remaining
+// Every algorithm keeps the memory path's table lookups in range: Remaining
 // at most the limit, Reset and Retry-After at most window plus sub-window.
 func TestInlinePathAllAlgorithms(t *testing.T) {
 	for _, alg := range []string{"sliding", "strict", "fixed", "log"} {
@@ -436,8 +437,8 @@ func TestInlinePathAllAlgorithms(t *testing.T) {
 		c.Limit = 3
 		c.Algorithm = alg
 		h := newMiddleware(t, c, "alg@file")
-		if h.(*Middleware).slow {
-			t.Fatalf("%s: not on the inline path", alg)
+		if h.(*Middleware).notMemoryPath {
+			t.Fatalf("%s: not on the memory path", alg)
 		}
 		for i := 0; i < 50; i++ {
 			w := serve(h, "203.0.113."+strconv.Itoa(i%3)+":1", nil)
@@ -470,7 +471,7 @@ func TestHeadersNone(t *testing.T) {
 }
 
 // What handlers do to one response's headers never shows in another, on
-// the inline path (legacy) and on the general one (both).
+// legacy headers (written inline) and both (decidedModeHeaders).
 func TestHeadersAreNotShared(t *testing.T) {
 	for _, headers := range []string{"legacy", "both"} {
 		c := validConfig()

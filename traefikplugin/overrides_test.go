@@ -218,15 +218,15 @@ func TestOverridesIPStrategy(t *testing.T) {
 
 // TestOverridesRemoteAddr: the default key, the remote address, matched
 // by a CIDR; the IETF policy shows the override's q; the middleware
-// without overrides keeps the inline path.
+// without overrides keeps the memory path.
 func TestOverridesRemoteAddr(t *testing.T) {
 	c := validConfig()
 	c.Limit = 1
 	c.Headers = "both"
 	c.Overrides = []string{"192.0.2.0/24=3", "10.0.0.0/8=unlimited"}
 	h := newMiddleware(t, c, "overrides-remote@file")
-	if !h.(*Middleware).slow {
-		t.Fatal("a middleware with overrides is not slow")
+	if !h.(*Middleware).notMemoryPath {
+		t.Fatal("a middleware with overrides is on the memory path")
 	}
 	for i := 0; i < 3; i++ {
 		w := serve(h, "192.0.2.9:1234", nil)
@@ -246,8 +246,8 @@ func TestOverridesRemoteAddr(t *testing.T) {
 		t.Fatal("a client outside the CIDRs is not limited to 1")
 	}
 	plain := newMiddleware(t, validConfig(), "no-overrides@file")
-	if plain.(*Middleware).slow {
-		t.Fatal("a middleware without overrides left the inline path")
+	if plain.(*Middleware).notMemoryPath {
+		t.Fatal("a middleware without overrides left the memory path")
 	}
 }
 

@@ -2,13 +2,10 @@ package traefikplugin
 
 import (
 	"io"
-	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 	"github.com/windowlimit/windowlimit/shared/resp"
 )
@@ -146,41 +143,4 @@ func redisClients() int {
 	redisMu.Lock()
 	defer redisMu.Unlock()
 	return len(redisByID)
-}
-
-// serveRedis is ServeHTTP for a middleware that ServeHTTP's inline path
-// would serve but for its store, Redis through m.guard: the remote
-// address as key, legacy headers from the decimals table, no dry run,
-// overrides or countStatus (useStore knows: m.slow was false before it).
-// It is ServeHTTP's inline path with ratelimit.TakeRemote (lease.Take
-// with leases on, which spends a hot key's lease without a call) for the
-// in-memory TakeAt, in a frame of its own: under yaegi a call allocates
-// a slot for every local and temporary of its callee, so the common
-// request with Redis (admitted) costs this one frame and TakeRemote's
-// (or Take's),
-// rather than ServeHTTP's, serveOther's, takeFromStore's, decided's and
-// httplimit.WriteHeaders's. A denial, or a value that the table does not
-// hold (Redis answers what it likes), goes to decided.
-func serveRedis(m *Middleware, w http.ResponseWriter, r *http.Request) {
-	key, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil || r.RemoteAddr[0] == '[' {
-		key = remoteKey(m, r)
-	}
-	var d ratelimit.Decision
-	if m.lease != nil {
-		d = lease.Take(m.lease, r.Context(), key, 0, time.Now())
-	} else {
-		d = ratelimit.TakeRemote(m.guard, r.Context(), m.zone, key, time.Now())
-	}
-	reset := (d.ResetAfter + time.Second - 1) / time.Second
-	if !d.Allowed || uint64(d.Remaining) >= uint64(len(m.decimals)) || uint64(reset) >= uint64(len(m.decimals)) {
-		decided(m, w, r, key, d)
-		return
-	}
-	v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[reset]}
-	h := w.Header()
-	h[headerLimit] = v[0:1:1]
-	h[headerRemaining] = v[1:2:2]
-	h[headerReset] = v[2:3:3]
-	m.next.ServeHTTP(w, r)
 }

@@ -21,8 +21,8 @@ func captureRejections(t *testing.T) *lockedBuffer {
 
 // A flood of rejections is logged at most once a second per middleware,
 // and the lines together account for every rejection: each stands for
-// itself and the ones it says were suppressed. The inline path (remote
-// address) and the general one (a header source) both log, and the key
+// itself and the ones it says were suppressed. A middleware keyed by
+// the remote address and one keyed by a header both log, and the key
 // only with logKey.
 func TestRejectionsLoggedOnceASecond(t *testing.T) {
 	log := captureRejections(t)

@@ -6,50 +6,40 @@ import (
 	"time"
 
 	"github.com/windowlimit/windowlimit/shared/httplimit"
+	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
-// The names of the headers ServeHTTP writes, as package constants: under
-// yaegi a constant of another package costs a frame slot where one of
-// this package costs nothing.
-const (
-	headerLimit         = httplimit.HeaderLimit
-	headerRemaining     = httplimit.HeaderRemaining
-	headerReset         = httplimit.HeaderReset
-	headerRetryAfter    = httplimit.HeaderRetryAfter
-	headerContentType   = httplimit.HeaderContentType
-	headerNoSniff       = httplimit.HeaderNoSniff
-	headerContentLength = httplimit.HeaderContentLength
-	contentTypeText     = httplimit.ContentTypeText
-	noSniff             = httplimit.NoSniff
-)
-
-// ServeHTTP decides the request and passes it on or rejects it.
+// The paths a request takes. New chooses one for the middleware (setPaths,
+// useStore), and ServeHTTP dispatches:
 //
-// Under yaegi a call allocates a frame with a slot for every local and
-// temporary of the callee, taken branches or not, so the cost of a
-// function grows with its size; a method call costs several times a
-// function call, and a call into the standard library a few hundred
-// nanoseconds (measured: go test -bench 'Interpreted|PluginConfigs' in
-// scripts/yaegitest). ServeHTTP therefore holds the in-memory zone's
-// requests without countStatus or overrides: one call into the core, a
-// few into the standard library, and no branch it does not need (the
-// slots of an untaken branch are allocated all the same). The remote
-// address is read inline: an IPv6 one (bracketed: "[2001:db8::1]:443",
-// grouped by v6Bits) or one without a port adds one call, an IPv4 one
-// pays one byte comparison; a sourceCriterion adds one (sourceKey).
-// Legacy headers whose values a decimals table holds are written inline,
-// in one allocation for their slices; other headers, or values past the
-// tables, add one call (decidedFast), and a rejection one. The remote
-// address, legacy headers and a redis block go to serveRedis; everything
-// else is in serveOther.
+//	path                  counts in  key             limit    taken for
+//	ServeHTTP             memory     any source      rule's   no countStatus, no overrides
+//	serveRedisRemoteAddr  Redis      remote address  rule's   legacy headers within the table,
+//	                                                          no dry run, countStatus or overrides
+//	serveAny              either     any source      any      the rest, handing on to:
+//	serveOverridden       either     any source      its own  overrides
+//	serveCounted          either     any source      rule's   countStatus (reserve, then refund)
+//
+// The table is m.decimals, the header values New tabulates for the rule.
+// serveAny decides itself a store's request that serveRedisRemoteAddr does
+// not take: a sourceCriterion, other headers, dry run, or a limit or
+// window past the table.
+
+// ServeHTTP limits the request: it passes it on or rejects it.
+//
+// Its own body is the memory path, yaegi-shaped (see Performance under
+// yaegi): an IPv4 remote address is keyed inline, an IPv6 one or one
+// without a port in one call (remoteKey), a sourceCriterion in one
+// (sourceKey); legacy headers within the table are written inline, other
+// headers in one call (decidedModeHeaders), a rejection in one (reject).
 func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if m.slow {
-		if m.redisInline {
-			serveRedis(m, w, r)
+	if m.notMemoryPath {
+		if m.redisRemoteAddr {
+			serveRedisRemoteAddr(m, w, r)
 			return
 		}
-		serveOther(m, w, r)
+		serveAny(m, w, r)
 		return
 	}
 	var key string
@@ -65,8 +55,8 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d := ratelimit.TakeAt(m.zone, key, time.Now().UnixNano())
-	if !m.tabled {
-		decidedFast(m, w, r, key, d)
+	if !m.legacyTable {
+		decidedModeHeaders(m, w, r, key, d)
 		return
 	}
 	// Value slices of this response's own (see httplimit.Policy), capped
@@ -83,10 +73,10 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.next.ServeHTTP(w, r)
 }
 
-// reject completes the rejection of ServeHTTP's legacy headers from a
-// table, which h already holds, as httplimit.WriteRejection would, with
-// every value from a table, and logs it (see logRejection); in dry-run
-// mode deny lets the request through.
+// reject rejects a request of the memory path whose legacy headers h
+// already holds, as httplimit.WriteRejection would with every value from
+// a table, and logs it (see logRejection). In dry-run mode deny lets the
+// request through.
 func reject(m *Middleware, w http.ResponseWriter, r *http.Request, h http.Header, d ratelimit.Decision, key string) {
 	if m.dryRun {
 		deny(m, w, r, key, d)
@@ -102,10 +92,51 @@ func reject(m *Middleware, w http.ResponseWriter, r *http.Request, h http.Header
 	logRejection(m, key)
 }
 
-// serveOther serves a request keyed by a configured source, decided by a
-// store, answered with other headers than legacy, or counted by its
-// response (countStatus), or with overrides.
-func serveOther(m *Middleware, w http.ResponseWriter, r *http.Request) {
+// decidedModeHeaders carries out the memory path's decision d with the
+// headers of m.headerMode. A denial, rare on a busy limit, goes to deny.
+func decidedModeHeaders(m *Middleware, w http.ResponseWriter, r *http.Request, key string, d ratelimit.Decision) {
+	if !d.Allowed {
+		deny(m, w, r, key, d)
+		return
+	}
+	allowedHeaders(m, w, d)
+	m.next.ServeHTTP(w, r)
+}
+
+// serveRedisRemoteAddr serves a request through Redis, keyed by its remote
+// address, with legacy headers from the table. It is the memory path with
+// ratelimit.TakeRemote (lease.Take with leases on) for TakeAt, in one
+// frame (see Performance under yaegi). A denial, or a value past the
+// table (Redis answers what it likes), goes to decided.
+func serveRedisRemoteAddr(m *Middleware, w http.ResponseWriter, r *http.Request) {
+	key, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil || r.RemoteAddr[0] == '[' {
+		key = remoteKey(m, r)
+	}
+	var d ratelimit.Decision
+	if m.lease != nil {
+		d = lease.Take(m.lease, r.Context(), key, 0, time.Now())
+	} else {
+		d = ratelimit.TakeRemote(m.guard, r.Context(), m.zone, key, time.Now())
+	}
+	reset := (d.ResetAfter + time.Second - 1) / time.Second
+	if !d.Allowed || uint64(d.Remaining) >= uint64(len(m.decimals)) || uint64(reset) >= uint64(len(m.decimals)) {
+		decided(m, w, r, key, d)
+		return
+	}
+	v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[reset]}
+	h := w.Header()
+	h[headerLimit] = v[0:1:1]
+	h[headerRemaining] = v[1:2:2]
+	h[headerReset] = v[2:3:3]
+	m.next.ServeHTTP(w, r)
+}
+
+// serveAny serves a request of any middleware: ServeHTTP sends it those
+// the two paths above do not take. It hands overrides to serveOverridden
+// and countStatus to serveCounted, and decides the rest itself, through
+// the store (or the zone).
+func serveAny(m *Middleware, w http.ResponseWriter, r *http.Request) {
 	if m.overrides != nil {
 		serveOverridden(m, w, r)
 		return
@@ -160,10 +191,4 @@ func deny(m *Middleware, w http.ResponseWriter, r *http.Request, key string, d r
 	}
 	httplimit.WriteRejection(m.policy, w, d, m.status, m.message)
 	logRejection(m, key)
-}
-
-// remoteKey is ServeHTTP's key of an IPv6 remote address or one without a
-// port, apart so that ServeHTTP's frame stays small.
-func remoteKey(m *Middleware, r *http.Request) string {
-	return addrKeyRest(r.RemoteAddr, m.v6Bits)
 }

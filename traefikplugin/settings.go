@@ -118,17 +118,3 @@ func (c *Config) validate() (settings, error) {
 	}
 	return s, nil
 }
-
-// source returns the key source of sc; for the remote address (sc nil,
-// or an ipStrategy of neither depth nor excludedIPs) it returns nil and
-// the prefix length IPv6 addresses are grouped by.
-func (sc *SourceCriterion) source() (*keySource, int, error) {
-	src, err := newKeySource(sc)
-	if err != nil {
-		return nil, 0, err
-	}
-	if src.isRemoteAddr() {
-		return nil, src.ipv6Prefix(), nil
-	}
-	return src, 0, nil
-}

@@ -14,8 +14,8 @@ import (
 func useStore(m *Middleware, s ratelimit.Store) {
 	m.store = s
 	m.guard, _ = s.(*ratelimit.Guard)
-	m.redisInline = !m.slow && m.guard != nil
-	m.slow = true
+	m.redisRemoteAddr = !m.notMemoryPath && m.guard != nil
+	m.notMemoryPath = true
 }
 
 // takeFromStore decides the request through m.store, a ratelimit.Guard
@@ -23,10 +23,9 @@ func useStore(m *Middleware, s ratelimit.Store) {
 // error is always nil; should another store fail, the request is let
 // through as the default policy would.
 //
-// A Guard, the Redis store's, is called through ratelimit.TakeRemote: under
-// yaegi an interface's method call costs several function calls. With
-// leases on, lease.Take decides, through the guard when it has no lease
-// to spend.
+// A Guard, the Redis store's, is called through ratelimit.TakeRemote, not
+// the interface (see Performance under yaegi). With leases on, lease.Take
+// decides, through the guard when it has no lease to spend.
 func takeFromStore(ctx context.Context, m *Middleware, key string) ratelimit.Decision {
 	if m.lease != nil {
 		return lease.Take(m.lease, ctx, key, 0, time.Now())
@@ -34,11 +33,12 @@ func takeFromStore(ctx context.Context, m *Middleware, key string) ratelimit.Dec
 	if m.guard != nil {
 		return ratelimit.TakeRemote(m.guard, ctx, m.zone, key, time.Now())
 	}
-	return takeFromOther(ctx, m, key)
+	return takeFromStoreInterface(ctx, m, key)
 }
 
-// takeFromOther is takeFromStore through another store.
-func takeFromOther(ctx context.Context, m *Middleware, key string) ratelimit.Decision {
+// takeFromStoreInterface is takeFromStore through a store that is no
+// Guard, called through the Store interface.
+func takeFromStoreInterface(ctx context.Context, m *Middleware, key string) ratelimit.Decision {
 	items := []ratelimit.Item{{Zone: m.zone, Key: key}}
 	out := make([]ratelimit.Decision, 1)
 	if _, err := m.store.Take(ctx, time.Now(), items, out); err != nil {

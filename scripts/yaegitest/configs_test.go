@@ -29,8 +29,8 @@ func ipStrategy(v map[string]any) map[string]any {
 	return map[string]any{"sourceCriterion": map[string]any{"ipStrategy": v}}
 }
 
-// benchConfigs are the configurations of the table in issue 20, and the
-// ones that may cost more (countStatus, overrides; redis is
+// benchConfigs are the configurations Traefik users run most (the rows
+// of scripts/bench-traefik.sh), and the ones that may cost more (countStatus, overrides; redis is
 // BenchmarkRedisLayersInterpreted's).
 var benchConfigs = []benchConfig{
 	{name: "default", settings: srcConf(nil)},

@@ -322,7 +322,7 @@ func TestPluginReload(t *testing.T) {
 // from 1024 clients (limit 4000 per minute each), the same from 1024 IPv6
 // clients (grouped by /64: 1024 networks), the same without rate-limit
 // headers, allowed requests of one client under a limit of 60000 (the
-// larger table) and a huge one (beyond the tables: the general path), and
+// larger table) and a huge one (beyond the tables: values formatted), and
 // rejected requests.
 func BenchmarkPluginInterpreted(b *testing.B) {
 	pb, _ := loadPlugin(b)
@@ -406,8 +406,8 @@ func TestPluginDryRunLogKey(t *testing.T) {
 }
 
 // What a handler does to one response's headers, in place, never shows in
-// another response, interpreted as compiled (the inline path and the
-// general one).
+// another response, interpreted as compiled (legacy headers written
+// inline, and both through decidedModeHeaders).
 func TestPluginHeadersAreNotShared(t *testing.T) {
 	b, _ := loadPlugin(t)
 	scribbler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

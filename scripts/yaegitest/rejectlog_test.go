@@ -10,8 +10,9 @@ import (
 )
 
 // The rejection line runs under yaegi: written to the interpreter's
-// standard output, which Traefik logs at DEBUG, from the inline path and the general one, with the key only
-// with logKey, and at most once a second per middleware.
+// standard output, which Traefik logs at DEBUG, from a middleware keyed by
+// the remote address and one keyed by a header, with the key only with
+// logKey, and at most once a second per middleware.
 func TestPluginRejectionLog(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -50,7 +50,7 @@ func Loop(addr string, pipelined bool, n int) (time.Duration, error) {
 // life for a reserve, and with no lease granted and the life for a lease
 // (the mode is the sixth word of an EVALSHA on one key). The decision is
 // one a limit of 60000 could take (the plugin's benchmark), so that the
-// plugin writes its headers from its table rather than the general way.
+// plugin writes its headers from its table rather than formatting them.
 // calls counts the commands it answered.
 func fakeRedis(tb testing.TB) (addr string, calls *atomic.Int64) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -8,8 +8,8 @@ import (
 // respPiecesSource times, under yaegi, the steps of one EVALSHA of
 // shared/resp, each on its own. The steps are copies of the client's
 // code, since its functions are unexported: "-v1" is the code before
-// issue 12 (a method call per argument, a function call per reply line),
-// the others the current one. Keep them in step with shared/resp.
+// its calls were cut (a method call per argument, a function call per
+// reply line), the others the current one. Keep them in step with shared/resp.
 const respPiecesSource = `package resppieces
 
 import (

@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// generalOnly is an override no request of these tests matches: it sends
-// a middleware to the general path (serveOverridden, decided, deny) with
+// toServeAny is an override no request of these tests matches: it sends
+// a middleware to serveAny (serveOverridden, decided, deny) with
 // the decisions and headers of the rule.
-const generalOnly = "no-request-has-this-key=5"
+const toServeAny = "no-request-has-this-key=5"
 
 // The pools random requests are drawn from: plain values and every odd
 // one the key functions hand to keyOf.
@@ -57,29 +57,29 @@ func randomRequest(rng *rand.Rand) *http.Request {
 	return r
 }
 
-// TestFastMatchesGeneral holds ServeHTTP's paths to the general one on
+// TestMemoryPathMatchesServeAny holds the memory path to serveAny on
 // random requests: for every source, header mode, a limit within and past
 // the tables, and dry run, the same statuses, bodies and headers.
-func TestFastMatchesGeneral(t *testing.T) {
+func TestMemoryPathMatchesServeAny(t *testing.T) {
 	rng := rand.New(rand.NewSource(20))
 	for name, sc := range diffSources {
 		for _, headers := range []string{"legacy", "ietf", "both", "none"} {
-			for _, wide := range []bool{false, true} {
+			for _, pastTable := range []bool{false, true} {
 				dry := rng.Intn(3) == 0
 				t.Run(name+"/"+headers, func(t *testing.T) {
 					c := validConfig()
 					c.Limit, c.Headers, c.DryRun, c.SourceCriterion = 2, headers, dry, sc
-					if wide {
+					if pastTable {
 						c.Window = "87600h"
 					}
-					fast := newMiddleware(t, c, "diff-fast@file")
+					memory := newMiddleware(t, c, "diff-memory@file")
 					g := *c
-					g.Overrides = []string{generalOnly}
-					general := newMiddleware(t, &g, "diff-slow@file")
-					if fast.(*Middleware).slow || !general.(*Middleware).slow {
-						t.Fatal("the test does not compare the fast path with the general one")
+					g.Overrides = []string{toServeAny}
+					viaAny := newMiddleware(t, &g, "diff-any@file")
+					if memory.(*Middleware).notMemoryPath || !viaAny.(*Middleware).notMemoryPath {
+						t.Fatal("the test does not compare the memory path with serveAny")
 					}
-					compareOnTrace(t, rng, fast, general, 300)
+					compareOnTrace(t, rng, memory, viaAny, 300)
 				})
 			}
 		}
@@ -104,12 +104,12 @@ func compareOnTrace(t *testing.T, rng *rand.Rand, a, b http.Handler, n int) {
 		ha := wa.Header().Clone()
 		for k, v := range ha {
 			for j := range v {
-				v[j] = strings.ReplaceAll(v[j], `"diff-fast@file"`, `"diff-slow@file"`)
+				v[j] = strings.ReplaceAll(v[j], `"diff-memory@file"`, `"diff-any@file"`)
 			}
 			ha[k] = v
 		}
 		if wa.Code != wb.Code || wa.Body.String() != wb.Body.String() || !reflect.DeepEqual(ha, wb.Header()) {
-			t.Fatalf("request %d (remote %q, host %q, header %q): fast %d %q %v, general %d %q %v", i, r.RemoteAddr, r.Host, r.Header,
+			t.Fatalf("request %d (remote %q, host %q, header %q): %d %q %v, serveAny %d %q %v", i, r.RemoteAddr, r.Host, r.Header,
 				wa.Code, wa.Body, ha, wb.Code, wb.Body, wb.Header())
 		}
 	}
@@ -125,17 +125,17 @@ func TestSourceKeyMatchesKeyOf(t *testing.T) {
 		m := newMiddleware(t, c, "keys@file").(*Middleware)
 		for i := 0; i < 2000; i++ {
 			r := randomRequest(rng)
-			var fast, general string
+			var got, want string
 			if m.source == nil {
-				fast, general = remoteKey(m, r), addrKey(r.RemoteAddr, m.v6Bits)
+				got, want = remoteKey(m, r), addrKey(r.RemoteAddr, m.v6Bits)
 				if !strings.HasPrefix(r.RemoteAddr, "[") && strings.Contains(r.RemoteAddr, ":") {
 					continue // ServeHTTP's inline case: SplitHostPort's host
 				}
 			} else {
-				fast, general = sourceKey(m, r), keyOf(m.source, r)
+				got, want = sourceKey(m, r), keyOf(m.source, r)
 			}
-			if fast != general {
-				t.Fatalf("%s: request (remote %q, host %q, header %q): key %q, keyOf %q", name, r.RemoteAddr, r.Host, r.Header, fast, general)
+			if got != want {
+				t.Fatalf("%s: request (remote %q, host %q, header %q): key %q, keyOf %q", name, r.RemoteAddr, r.Host, r.Header, got, want)
 			}
 		}
 		forget("keys@file")

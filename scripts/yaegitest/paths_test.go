@@ -11,7 +11,7 @@ import (
 )
 
 // The pools random requests are drawn from: plain values and every odd
-// one the plugin's key functions hand to its general keyOf.
+// one the plugin's memory-path key functions hand to keyOf.
 var (
 	diffRemotes = []string{"203.0.113.7:1", "203.0.113.8:2", "[2001:db8::1]:443", "[2001:db8::2]:443", "10.0.0.1",
 		"[::ffff:10.0.0.3]:5", "junk"}
@@ -39,14 +39,14 @@ func diffRequest(rng *rand.Rand) *http.Request {
 	return r
 }
 
-// TestPluginFastMatchesGeneral holds the interpreted plugin's fast paths
-// to its general path on random requests: each configuration, and the
-// same with an override no request matches (which sends every request
-// through the general path with the rule's limit), see the same
+// TestPluginPathsMatchServeAny holds the interpreted plugin's memory path
+// to serveAny on random requests: each configuration, and the same with
+// an override no request matches (which sends every request through
+// serveAny with the rule's limit), see the same
 // statuses, bodies and headers (the middleware names in the IETF values
 // aside). A pair of requests that straddles a second is not compared: a
 // delay rounded up to seconds may change between the two.
-func TestPluginFastMatchesGeneral(t *testing.T) {
+func TestPluginPathsMatchServeAny(t *testing.T) {
 	pb, _ := loadPlugin(t)
 	rng := rand.New(rand.NewSource(20))
 	sources := map[string]map[string]any{
@@ -65,26 +65,26 @@ func TestPluginFastMatchesGeneral(t *testing.T) {
 				for k, v := range src {
 					settings[k] = v
 				}
-				fast := pb.build(t, settings, "diff-fast@file")
+				memory := pb.build(t, settings, "diff-memory@file")
 				settings["overrides"] = "no-request-has-this-key=5"
-				general := pb.build(t, settings, "diff-slow@file")
+				viaAny := pb.build(t, settings, "diff-any@file")
 				for i := 0; i < 60; i++ {
 					r := diffRequest(rng)
 					wa, wb := httptest.NewRecorder(), httptest.NewRecorder()
 					start := time.Now().Unix()
-					fast.ServeHTTP(wa, r.Clone(r.Context()))
-					general.ServeHTTP(wb, r.Clone(r.Context()))
+					memory.ServeHTTP(wa, r.Clone(r.Context()))
+					viaAny.ServeHTTP(wb, r.Clone(r.Context()))
 					if time.Now().Unix() != start {
 						continue
 					}
 					ha := wa.Header().Clone()
 					for _, v := range ha {
 						for j := range v {
-							v[j] = strings.ReplaceAll(v[j], `"diff-fast@file"`, `"diff-slow@file"`)
+							v[j] = strings.ReplaceAll(v[j], `"diff-memory@file"`, `"diff-any@file"`)
 						}
 					}
 					if wa.Code != wb.Code || wa.Body.String() != wb.Body.String() || !reflect.DeepEqual(ha, wb.Header()) {
-						t.Fatalf("%s, %s, window %s, request %d (remote %q, host %q, header %q): fast %d %v, general %d %v",
+						t.Fatalf("%s, %s, window %s, request %d (remote %q, host %q, header %q): %d %v, serveAny %d %v",
 							name, headers, window, i, r.RemoteAddr, r.Host, r.Header, wa.Code, ha, wb.Code, wb.Header())
 					}
 				}

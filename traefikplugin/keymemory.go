@@ -6,11 +6,12 @@ import (
 	"strings"
 )
 
-// The key functions of serveFast. Each returns, for the common request of
-// its source, the key keyOf would return, with less interpreted work, and
-// calls keyOf for anything else: a key to bound, to group (IPv6), to
-// normalize, or none found. The differential tests (fast_test.go and
-// scripts/yaegitest) hold them to keyOf on random requests.
+// The keys of the memory path (ServeHTTP's own body, see serve.go). Each
+// function returns, for the common request of its source, the key keyOf
+// would return, with less interpreted work, and calls keyOf for anything
+// else: a key to bound, to group (IPv6), to normalize, or none found. The
+// differential tests (memorypath_test.go and scripts/yaegitest) hold them
+// to keyOf on random requests.
 
 // plainKey reports whether keyOf would return k itself: not empty, no
 // NUL first, short, no colon (so never "sha256:..." and never IPv6), and
@@ -20,7 +21,7 @@ func plainKey(k string) bool {
 	return k >= "\x01" && len(k) <= maxKeyLength && k[0] != '[' && strings.IndexByte(k, ':') < 0
 }
 
-// sourceKey is ServeHTTP's key of a sourceCriterion.
+// sourceKey returns the memory path's key of a sourceCriterion.
 func sourceKey(m *Middleware, r *http.Request) string {
 	if m.depth > 0 {
 		if k := forwardedAt(r.Header[headerXFF], m.depth); plainKey(k) {
@@ -115,4 +116,10 @@ func excludedIPv4(s *ipStrategy) []uint32 {
 		out = append(out, v&mask, mask)
 	}
 	return out
+}
+
+// remoteKey is ServeHTTP's key of an IPv6 remote address or one without a
+// port, apart so that ServeHTTP's frame stays small.
+func remoteKey(m *Middleware, r *http.Request) string {
+	return addrKeyRest(r.RemoteAddr, m.v6Bits)
 }

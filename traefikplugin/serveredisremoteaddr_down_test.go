@@ -9,8 +9,9 @@ import (
 
 // With Redis down, onStoreError allow admits with Remaining = limit - cost
 // and a reset of 0, deny rejects with Retry-After 1 (docs/headers.md), and
-// serveRedis answers as serveOther does, for hostile remote addresses too.
-func TestServeRedisWithRedisDown(t *testing.T) {
+// serveRedisRemoteAddr answers as serveAny does, for hostile remote
+// addresses too.
+func TestServeRedisRemoteAddrWithRedisDown(t *testing.T) {
 	// A loopback port nothing listens on: every dial is refused at once.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -24,21 +25,21 @@ func TestServeRedisWithRedisDown(t *testing.T) {
 		c := redisConfig(addr, 5)
 		c.Cost = 2
 		c.OnStoreError = policy
-		fast := redisMiddleware(t, c, "down-"+policy+"@file").(*Middleware)
-		if !fast.redisInline {
-			t.Fatal("not served by serveRedis")
+		direct := redisMiddleware(t, c, "down-"+policy+"@file").(*Middleware)
+		if !direct.redisRemoteAddr {
+			t.Fatal("not served by serveRedisRemoteAddr")
 		}
 		for _, remote := range []string{"203.0.113.7:1", "[2001:db8::1]:443", "", "[", "[::1", ":", "[2001:db8::1]"} {
 			got := httptest.NewRecorder()
-			serveRedis(fast, got, request(remote))
+			serveRedisRemoteAddr(direct, got, request(remote))
 			want := httptest.NewRecorder()
-			serveOther(fast, want, request(remote))
+			serveAny(direct, want, request(remote))
 			if got.Code != want.Code {
-				t.Fatalf("%s from %q: %d, serveOther %d", policy, remote, got.Code, want.Code)
+				t.Fatalf("%s from %q: %d, serveAny %d", policy, remote, got.Code, want.Code)
 			}
 			for _, name := range []string{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset", "Retry-After"} {
 				if g, w := got.Header().Get(name), want.Header().Get(name); g != w {
-					t.Errorf("%s from %q: %s %q, serveOther %q", policy, remote, name, g, w)
+					t.Errorf("%s from %q: %s %q, serveAny %q", policy, remote, name, g, w)
 				}
 			}
 			h := got.Header()

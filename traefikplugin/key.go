@@ -12,8 +12,7 @@ import (
 )
 
 // The bound on a key and the start of its bounded form, as package
-// constants: under yaegi a constant of another package costs a frame slot
-// where one of this package costs nothing.
+// constants (see Performance under yaegi).
 const (
 	maxKeyLength = httplimit.MaxKeyLength
 	boundPrefix  = httplimit.BoundPrefix
@@ -120,8 +119,7 @@ func (s *keySource) ipv6Prefix() int {
 // keyOf returns the key of r, at most httplimit.MaxKeyLength bytes long,
 // or its bounded form (see httplimit.BoundKey); when the source finds
 // nothing, the fallback key of its remote address (see oddKey). It is a
-// plain function, not a method: under yaegi a method call costs several
-// function calls.
+// plain function, not a method (see Performance under yaegi).
 func keyOf(s *keySource, r *http.Request) string {
 	var k string
 	switch s.kind {
@@ -209,4 +207,18 @@ func validHeaderName(s string) bool {
 		}
 	}
 	return true
+}
+
+// source returns the key source of sc; for the remote address (sc nil,
+// or an ipStrategy of neither depth nor excludedIPs) it returns nil and
+// the prefix length IPv6 addresses are grouped by.
+func (sc *SourceCriterion) source() (*keySource, int, error) {
+	src, err := newKeySource(sc)
+	if err != nil {
+		return nil, 0, err
+	}
+	if src.isRemoteAddr() {
+		return nil, src.ipv6Prefix(), nil
+	}
+	return src, 0, nil
 }

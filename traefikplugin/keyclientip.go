@@ -152,8 +152,8 @@ func addrKey(addr string, v6Bits int) string {
 }
 
 // addrKeyRest is addrKey for an address that is bracketed (IPv6) or has
-// no port. Its common case, an IPv6 address to group, is inline: under
-// yaegi a call to httplimit.MaskAddr costs about 5 µs more.
+// no port. Its common case, an IPv6 address to group, is inline, not a
+// call to httplimit.MaskAddr, which costs about 5 µs more under yaegi.
 func addrKeyRest(addr string, v6Bits int) string {
 	host := remoteHost(addr)
 	a, err := netip.ParseAddr(host)

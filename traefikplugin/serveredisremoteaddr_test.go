@@ -9,28 +9,30 @@ import (
 	"github.com/windowlimit/windowlimit/internal/redistest"
 )
 
-// TestServeRedisMatchesServeHTTP: serveRedis answers a sequence of
+// TestServeRedisRemoteAddrMatchesServeAny: serveRedisRemoteAddr answers a
+// sequence of
 // requests, admitted and denied, IPv4 and IPv6, as ServeHTTP does through
-// serveOther, each middleware on its own keys of one Redis.
-func TestServeRedisMatchesServeHTTP(t *testing.T) {
+// serveAny, each middleware on its own keys of one Redis.
+func TestServeRedisRemoteAddrMatchesServeAny(t *testing.T) {
 	srv := redistest.Start(t)
-	fast := redisMiddleware(t, redisConfig(srv.Addr(), 3), "fast@file").(*Middleware)
+	direct := redisMiddleware(t, redisConfig(srv.Addr(), 3), "direct@file").(*Middleware)
 	c := redisConfig(srv.Addr(), 3)
 	c.Redis.KeyPrefix = "other-" + c.Redis.KeyPrefix
-	general := redisMiddleware(t, c, "fast@file-general").(*Middleware)
-	if !fast.redisInline || !general.redisInline {
-		t.Fatal("ServeHTTP does not send a Redis middleware with the inline path's settings to serveRedis")
+	viaAny := redisMiddleware(t, c, "direct@file-any").(*Middleware)
+	if !direct.redisRemoteAddr || !viaAny.redisRemoteAddr {
+		t.Fatal("ServeHTTP does not send a Redis middleware with the memory path's settings to serveRedisRemoteAddr")
 	}
-	general.redisInline = false // through serveOther
-	// The middleware serveRedis is for: the inline path's but for its store.
-	if fast.guard == nil || fast.source != nil || fast.decimals == nil || fast.dryRun || fast.countStatus != nil || fast.overrides != nil {
-		t.Fatal("the fast middleware is not one serveRedis serves")
+	viaAny.redisRemoteAddr = false // through serveAny
+	// The middleware serveRedisRemoteAddr is for: the memory path's but for
+	// its store.
+	if direct.guard == nil || direct.source != nil || direct.decimals == nil || direct.dryRun || direct.countStatus != nil || direct.overrides != nil {
+		t.Fatal("the middleware is not one serveRedisRemoteAddr serves")
 	}
 	for i, remote := range []string{"203.0.113.7:1", "[2001:db8::1]:443", "203.0.113.7:2", "[2001:db8::2]:443", "203.0.113.7:3", "[2001:db8::1]:443", "203.0.113.7:4", "[2001:db8::1]:443", "203.0.113.9"} {
 		got := httptest.NewRecorder()
-		serveRedis(fast, got, request(remote))
+		serveRedisRemoteAddr(direct, got, request(remote))
 		want := httptest.NewRecorder()
-		general.ServeHTTP(want, request(remote))
+		viaAny.ServeHTTP(want, request(remote))
 		if got.Code != want.Code {
 			t.Fatalf("request %d from %s: %d, ServeHTTP %d", i, remote, got.Code, want.Code)
 		}
