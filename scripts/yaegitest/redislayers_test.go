@@ -53,7 +53,7 @@ func BenchmarkRedisLayersInterpreted(b *testing.B) {
 			}, "bench-redis-"+limit+"@file")
 			req := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
 			req.RemoteAddr = "203.0.113.7:4711"
-			w := &statusOnly{h: http.Header{}}
+			w := &okWriter{h: http.Header{}}
 			h.ServeHTTP(w, req)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -64,7 +64,7 @@ func BenchmarkRedisLayersInterpreted(b *testing.B) {
 			b.ReportMetric(float64((cpuTime(b)-cpu).Nanoseconds())/float64(b.N)/1000, "cpu-µs/op")
 			b.StopTimer()
 			if w.denied > 0 {
-				b.Fatalf("%d of %d requests denied: the store failed (onStoreError deny), so this is no measure of a decision", w.denied, b.N+1)
+				b.Fatalf("%d of %d requests not answered 200: the store failed (onStoreError deny), so this is no measure of a decision", w.denied, b.N+1)
 			}
 			oneCallEach(b, calls.Load()-before, b.N)
 		})
@@ -76,19 +76,5 @@ func oneCallEach(b *testing.B, calls int64, n int) {
 	b.Helper()
 	if calls != int64(n) {
 		b.Fatalf("%d script calls for %d decisions, want one each", calls, n)
-	}
-}
-
-// statusOnly is a ResponseWriter that counts the 429s written to it.
-type statusOnly struct {
-	h      http.Header
-	denied int
-}
-
-func (w *statusOnly) Header() http.Header         { return w.h }
-func (w *statusOnly) Write(p []byte) (int, error) { return len(p), nil }
-func (w *statusOnly) WriteHeader(code int) {
-	if code == http.StatusTooManyRequests {
-		w.denied++
 	}
 }

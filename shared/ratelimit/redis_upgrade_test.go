@@ -34,8 +34,15 @@ func takeHash(t *testing.T, c *resp.Client, script string, prefix string, z *Zon
 	if err != nil {
 		t.Fatal(err)
 	}
+	return earlierDecision(t, r, res)
+}
+
+// earlierDecision reads an earlier script's reply to a take: four
+// integers.
+func earlierDecision(t *testing.T, r Rule, res resp.Reply) Decision {
+	t.Helper()
 	if len(res.Elems) != 4 {
-		t.Fatalf("the previous script answered %d integers, want 4", len(res.Elems))
+		t.Fatalf("the earlier script answered %d integers, want 4", len(res.Elems))
 	}
 	return Decision{
 		Allowed:    res.Elems[0].Int == 1,
@@ -78,16 +85,7 @@ func TestRedisUpgradeFromString(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Elems) != 4 {
-			t.Fatalf("the previous script answered %d integers, want 4", len(res.Elems))
-		}
-		return Decision{
-			Allowed:    res.Elems[0].Int == 1,
-			Limit:      r.Limit,
-			Remaining:  res.Elems[1].Int,
-			RetryAfter: time.Duration(res.Elems[2].Int) * time.Microsecond,
-			ResetAfter: time.Duration(res.Elems[3].Int) * time.Microsecond,
-		}
+		return earlierDecision(t, r, res)
 	})
 }
 
