@@ -56,7 +56,7 @@ func newOOMGuard(t *testing.T, store *RedisStore, policy FailurePolicy) *Guard {
 	return newGuard(t, store, GuardOptions{OnError: policy, Probe: store.Ping, ProbeInterval: time.Hour})
 }
 
-// TestRedisOOMFlood reproduces issue 11's Redis flood: about 12,500 fresh
+// TestRedisOOMFlood is a flood of fresh keys into a small Redis: about 12,500
 // keys push a 3 MB Redis past maxmemory (noeviction). A client at its
 // limit, asked through the flooded instance (whose denial cache has not
 // seen it: another instance denied it), is never admitted, and the breaker

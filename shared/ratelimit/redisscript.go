@@ -6,8 +6,9 @@ import (
 )
 
 // redisScript decides one request against every rule of it in one atomic
-// call, with the semantics of takeBuckets and takeLog. It is a Go constant
-// rather than an embedded file because yaegi does not run //go:embed.
+// call, with the semantics of the in-memory zone (take and takeLog). It is
+// a Go constant rather than an embedded file because yaegi does not run
+// //go:embed.
 //
 // KEYS[i] is the Redis key of item i. ARGV[1] is the time in microseconds,
 // or 0 for the server's TIME (the only value production passes; tests pass
