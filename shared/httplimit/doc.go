@@ -14,4 +14,13 @@
 // have no method form: under yaegi a method call costs several function
 // calls, and the Traefik plugin makes these calls on every request, while
 // compiled Go pays nothing for the plain form.
+//
+// Files:
+//
+//   - boundkey.go: the bound on a key's length (BoundKey).
+//   - mask.go: IP prefix masks, the client-IP key of an IPv6 /64.
+//   - headers.go: the rate-limit header modes and their writing.
+//   - ints.go: the tables of header values, written without formatting.
+//   - errors.go: FieldError, a bad configuration value named.
+//   - status.go: the final status of a response, which count_status reads.
 package httplimit

@@ -30,4 +30,13 @@
 //
 // Redis down mid-lease: the units in hand are spent until they expire,
 // then the guard's failure policy decides, as without leases.
+//
+// Files:
+//
+//   - table.go: the Table of one zone's leases, its options, stats,
+//     inspection, Close and Forget (an operator's reset).
+//   - take.go: Take, a request decided from a lease or through the guard,
+//     and the renewal, sizing and install of leases.
+//   - giveback.go: what a lease gives back when it ends, and a lease ended
+//     because its key was reset or lost (relived).
 package lease
