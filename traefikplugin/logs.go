@@ -27,8 +27,9 @@ var (
 // printer writes to the interpreter's standard output through fmt.Print.
 // fmt.Print, Printf and Println are the only functions of the standard
 // library that yaegi points at that stream. Traefik's logger makes each
-// call one log entry, so each line must be written in one call. The lines it carries are rate-limited (at most one
-// a second per middleware), so fmt costs nothing on the request path.
+// call one log entry, so each line must be written in one call. The lines
+// it carries are rate-limited (at most one a second per middleware), so
+// fmt costs the request path nothing.
 type printer struct{}
 
 func (printer) Write(p []byte) (int, error) {
