@@ -5,7 +5,7 @@
 # the same run), and the accuracy table. Pass -all to run the proxy and
 # Redis benchmarks too (wrk against real Caddy and Traefik, a throwaway
 # redis-server), leases included (bench-lease.sh: fleets of instances on
-# one Redis).
+# one Redis), and the key floods through both hosts (bench-flood.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,4 +23,5 @@ if [[ ${1:-} == -all ]]; then
 	scripts/bench-traefik.sh
 	scripts/bench-redis.sh
 	scripts/bench-lease.sh
+	scripts/bench-flood.sh
 fi

@@ -90,6 +90,9 @@ rm -f "$fuzz_log"
 step "yaegi harness: shared/ and the plugin interpreted as Traefik does"
 (cd scripts/yaegitest && go test -count=1 ./...)
 
+step "figures: the documentation's deterministic counts against what their commands print"
+scripts/figures.sh -fast
+
 step "end to end: Caddy"
 scripts/e2e-caddy.sh
 

@@ -95,8 +95,8 @@ func TestFloodCannotFreeALimitedClient(t *testing.T) {
 					if r.stats.Keys > tt.maxKeys || r.stats.Evictions == 0 {
 						t.Errorf("stats %+v after the flood", r.stats)
 					}
-					t.Logf("slipped %d/%d; new clients served %d/%d of their budget (%.0f%%); %+v",
-						r.slipped, r.knocks, r.served, r.newcomerAsks, 100*float64(r.served)/float64(r.newcomerAsks), r.stats)
+					t.Logf("%d requests per key: slipped %d/%d; new clients served %d/%d of their budget (%.0f%%); %+v",
+						perKey, r.slipped, r.knocks, r.served, r.newcomerAsks, 100*float64(r.served)/float64(r.newcomerAsks), r.stats)
 				})
 			}
 		}
@@ -116,8 +116,8 @@ func TestModerateFlood(t *testing.T) {
 				if r.slipped != 0 || r.maxLen > 1000 {
 					t.Errorf("slipped %d of %d, tracking up to %d keys", r.slipped, r.knocks, r.maxLen)
 				}
-				t.Logf("slipped %d/%d; new clients served %d/%d of their budget (%.0f%%); %+v",
-					r.slipped, r.knocks, r.served, r.newcomerAsks, 100*float64(r.served)/float64(r.newcomerAsks), r.stats)
+				t.Logf("%d requests per key: slipped %d/%d; new clients served %d/%d of their budget (%.0f%%); %+v",
+					perKey, r.slipped, r.knocks, r.served, r.newcomerAsks, 100*float64(r.served)/float64(r.newcomerAsks), r.stats)
 			})
 		}
 	}
