@@ -277,27 +277,33 @@ func install(t *Table, s *slot, key string, limit int64, mono int64, d ratelimit
 			use: ratelimit.LeaseUse{Granted: d.Leased, Unspent: d.Leased}}
 	}
 	var back giveBack
-	granted := d.Leased
+	// What s granted before in d's sub-window and life stays in its
+	// account (granted, and confirmed as relived left it), so that a
+	// reset's give-back returns every unit spent before the last reply
+	// that found the key in that life, not only the last lease's.
+	same := s.granted > 0 && s.grant.Life() == d.Life() && s.grant.LeasedAt()/t.spanMicros == d.LeasedAt()/t.spanMicros
 	if s.units > 0 {
-		if current < s.expires && s.grant.LeasedAt()/t.spanMicros == d.LeasedAt()/t.spanMicros {
-			// A renewal counted in the sub-window of the lease in hand,
-			// in the same life (see relived): one lease. Each expiry is
-			// no later than that sub-window's end, so the later one is
-			// too.
+		if current < s.expires && same {
+			// A renewal counted in the sub-window of the lease in hand:
+			// one lease. Each expiry is no later than that sub-window's
+			// end, so the later one is too.
 			d.Leased += s.units
-			granted += s.granted
 			if s.expires > expires {
 				expires = s.expires
 			}
 		} else {
 			back = takeBack(t, s) // its sub-window is over
+			same = false
 		}
 	}
 	if s.stop != nil {
 		s.stop()
 	}
-	if granted == d.Leased {
-		s.confirmed = 0 // a new lease: relived confirmed a merged one
+	granted := d.Leased
+	if same {
+		granted = s.granted + d.Leased - s.units
+	} else {
+		s.confirmed = 0
 	}
 	s.units, s.expires, s.grant, s.granted, s.left = d.Leased, expires, d, granted, d.Remaining
 	s.resetAt = mono + int64(d.ResetAfter)
