@@ -116,9 +116,11 @@ func TestCountStatusHoldsAgainstTheClient(t *testing.T) {
 				if n := reached.Load(); n != 5 {
 					t.Fatalf("the backend saw %d attempts, want 5", n)
 				}
-				if s, _, reached := login(t, h, ip, http.StatusOK); s != 429 || reached {
-					t.Fatalf("a login after them: %d (backend reached: %v), want 429", s, reached)
+				s, _, next := login(t, h, ip, http.StatusOK)
+				if s != 429 || next {
+					t.Fatalf("a login after them: %d (backend reached: %v), want 429", s, next)
 				}
+				t.Logf("the backend saw 5 attempts (limit 5); the next login: %d", s)
 			})
 		}
 	}
@@ -214,6 +216,7 @@ func TestCountStatusConcurrent(t *testing.T) {
 			if c := countOf(statuses, http.StatusTooManyRequests); c != n-5 {
 				t.Fatalf("%d rejected, want %d", c, n-5)
 			}
+			t.Logf("%d concurrent attempts: the backend saw %d (limit 5), %d x 429", n, reached.Load(), n-5)
 		})
 	}
 }

@@ -93,9 +93,11 @@ func TestCountStatusHoldsAgainstTheClient(t *testing.T) {
 				if got := reached.Load(); got != 5 {
 					t.Fatalf("the backend saw %d attempts, want 5", got)
 				}
-				if s := attempt(h, context.Background(), "203.0.113.9"); s != http.StatusTooManyRequests || reached.Load() != 5 {
+				s := attempt(h, context.Background(), "203.0.113.9")
+				if s != http.StatusTooManyRequests || reached.Load() != 5 {
 					t.Fatalf("a login after them: %d, backend attempts %d: want 429 without the backend", s, reached.Load())
 				}
+				t.Logf("8 attempts: the backend saw 5 (limit 5); a ninth: %d", s)
 			})
 		}
 	}
@@ -157,6 +159,7 @@ func TestCountStatusConcurrent(t *testing.T) {
 			if got := reached.Load(); got != 5 {
 				t.Fatalf("%d of %d concurrent attempts reached the backend, want 5", got, n)
 			}
+			t.Logf("%d concurrent attempts: the backend saw %d (limit 5)", n, reached.Load())
 			rejected := 0
 			for _, s := range statuses {
 				if s == http.StatusTooManyRequests {
