@@ -155,7 +155,7 @@ func describeZones(uses []*zoneUse) []zoneInfo {
 		rule := u.zone.Rule()
 		info := zoneInfo{
 			Name:      u.name,
-			ID:        u.zone.ID(),
+			ID:        ratelimit.Serial(u.zone),
 			Algorithm: rule.Algorithm.String(),
 			Window:    rule.Window.String(),
 			Limit:     rule.Limit,
@@ -278,7 +278,7 @@ func leaseOf(tables []*lease.Table, key string) *leaseState {
 func newKeyState(u *zoneUse, store, prefix string, l lookup) keyState {
 	kl := u.limitOf(l)
 	return keyState{
-		ID: u.zone.ID(), Store: store, KeyPrefix: prefix, Key: l.key, Fallback: l.fallback,
+		ID: ratelimit.Serial(u.zone), Store: store, KeyPrefix: prefix, Key: l.key, Fallback: l.fallback,
 		Limit: kl.limit, ZoneLimit: u.zone.Rule().Limit, LimitSource: kl.source, Unlimited: kl.unlimited, Note: kl.note,
 	}
 }

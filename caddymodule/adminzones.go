@@ -6,8 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 )
 
 // handlers holds the provisioned handlers of the loaded configs, for the
@@ -64,8 +66,8 @@ type zoneUse struct {
 // redisUse is a Redis store that counts a zone, with the guard in front
 // of it, whose denial cache holds the zone's keys too.
 type redisUse struct {
-	store *ratelimit.RedisStore
-	guard *ratelimit.Guard
+	store *redisstore.Store
+	guard *guard.Guard
 	// leases are the lease tables of the zone's handlers on this store.
 	leases []*lease.Table
 }
@@ -78,8 +80,8 @@ func zoneUses(name string) []*zoneUse {
 	byZone := make(map[*ratelimit.Zone]*zoneUse)
 	var out []*zoneUse
 	for h := range handlers.set {
-		store, isRedis := ratelimit.RedisOf(h.store)
-		guard, _ := h.store.(*ratelimit.Guard)
+		store, isRedis := redisOf(h.store)
+		g, _ := h.store.(*guard.Guard)
 		for _, z := range h.zones {
 			if name != "" && z.name != name {
 				continue
@@ -98,7 +100,7 @@ func zoneUses(name string) []*zoneUse {
 				i := slices.IndexFunc(u.redis, func(r redisUse) bool { return r.store == store })
 				if i < 0 {
 					i = len(u.redis)
-					u.redis = append(u.redis, redisUse{store: store, guard: guard})
+					u.redis = append(u.redis, redisUse{store: store, guard: g})
 				}
 				if z.lease != nil {
 					u.redis[i].leases = append(u.redis[i].leases, z.lease)
@@ -113,7 +115,17 @@ func zoneUses(name string) []*zoneUse {
 		}
 	}
 	slices.SortFunc(out, func(a, b *zoneUse) int {
-		return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.zone.ID(), b.zone.ID()))
+		return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(ratelimit.Serial(a.zone), ratelimit.Serial(b.zone)))
 	})
 	return out
+}
+
+// redisOf returns the Redis store behind store, the store itself or the
+// one its guard is in front of, and whether there is one.
+func redisOf(store ratelimit.Store) (*redisstore.Store, bool) {
+	if g, ok := store.(*guard.Guard); ok {
+		store = g.Remote()
+	}
+	r, ok := store.(*redisstore.Store)
+	return r, ok
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/httplimit"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
@@ -422,7 +423,7 @@ func unmarshalFailurePolicy(d *caddyfile.Dispenser) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := ratelimit.ParseFailurePolicy(policy); err != nil {
+	if _, err := guard.ParseFailurePolicy(policy); err != nil {
 		return "", d.Errf("on_store_error: %v", err)
 	}
 	return policy, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 )
 
 // unmarshalStore parses `store memory` or `store redis [{ ... }]`, the
@@ -106,8 +107,8 @@ func (h *Handler) unmarshalStore(d *caddyfile.Dispenser) error {
 		case "key_prefix":
 			r.KeyPrefix, err = oneArg(d)
 		case "lease":
-			if r.Lease, err = oneArg(d); err == nil && r.Lease != leaseAuto && r.Lease != leaseOff {
-				// Not checkLease: it takes "" for the default, which a
+			if r.Lease, err = oneArg(d); err == nil && r.Lease != redisstore.LeaseAuto && r.Lease != redisstore.LeaseOff {
+				// Not redisstore.ParseLease: it takes "" for the default, which a
 				// Caddyfile writes by leaving the line out.
 				err = d.Errf("store redis: lease: want auto or off, got %q", r.Lease)
 			}
@@ -174,7 +175,7 @@ func unmarshalRedisTLS(d *caddyfile.Dispenser) (*RedisTLS, error) {
 		}
 	}
 	// A cert without its key, or a key without its cert: at its line.
-	if err := spelling.Error((&ratelimit.RedisSettings{TLSCert: t.Cert, TLSKey: t.Key}).Check()); err != nil {
+	if err := spelling.Error((&redisstore.Settings{TLSCert: t.Cert, TLSKey: t.Key}).Check()); err != nil {
 		tok, ok := at["cert"]
 		if !ok {
 			tok = at["key"]

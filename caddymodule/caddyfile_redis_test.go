@@ -10,8 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-
-	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/guard"
 )
 
 const zoneA = "\tzone a {\n\t\twindow 1m\n\t\tlimit 5\n\t}\n"
@@ -143,7 +142,7 @@ func TestDistributedNamesRedisSyntax(t *testing.T) {
 func TestRedisResolve(t *testing.T) {
 	t.Setenv("WL_TEST_REDIS_PASSWORD", "s3cret")
 	t.Setenv("WL_TEST_REDIS_HOST", "redis.internal")
-	s, err := (&RedisConfig{}).resolve(ratelimit.FailAllow)
+	s, err := (&RedisConfig{}).resolve(guard.FailAllow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,11 +152,11 @@ func TestRedisResolve(t *testing.T) {
 	}
 	c := &RedisConfig{Address: "{env.WL_TEST_REDIS_HOST}:6379", Username: "lim", Password: "{env.WL_TEST_REDIS_PASSWORD}",
 		DB: 2, PoolSize: 7, KeyPrefix: "x:"}
-	if s, err = c.resolve(ratelimit.FailDeny); err != nil {
+	if s, err = c.resolve(guard.FailDeny); err != nil {
 		t.Fatal(err)
 	}
 	if s.opts.Addrs[0] != "redis.internal:6379" || s.opts.Password != "s3cret" || s.opts.Username != "lim" ||
-		s.opts.DB != 2 || s.opts.PoolSize != 7 || s.prefix != "x:" || s.policy != ratelimit.FailDeny {
+		s.opts.DB != 2 || s.opts.PoolSize != 7 || s.prefix != "x:" || s.policy != guard.FailDeny {
 		t.Errorf("resolved: %+v", s)
 	}
 	if s, err = (&RedisConfig{URL: "rediss://u:{env.WL_TEST_REDIS_PASSWORD}@r:6380/4"}).resolve(0); err != nil {

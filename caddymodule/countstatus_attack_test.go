@@ -16,7 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/windowlimit/windowlimit/internal/redistest"
-	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/guard"
 )
 
 // loginConfigs are a login zone, count_status 401 and limit 5, in memory
@@ -143,7 +143,7 @@ func TestCountStatusClientGoneBeforeDecision(t *testing.T) {
 			t.Fatalf("attempt %d: %d, want 429", i, s)
 		}
 	}
-	if st := h.store.(*ratelimit.Guard).Stats(); st.Failures != 0 || st.Open {
+	if st := h.store.(*guard.Guard).Stats(); st.Failures != 0 || st.Open {
 		t.Fatalf("guard %+v: a client that left is no failure of the store", st)
 	}
 }

@@ -1,6 +1,10 @@
 package caddymodule
 
-import "github.com/windowlimit/windowlimit/shared/ratelimit"
+import (
+	"github.com/windowlimit/windowlimit/shared/guard"
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
+)
 
 // spelling names the fields of the core's errors as the Caddyfile and
 // the JSON config do.
@@ -13,9 +17,10 @@ var spelling = &ratelimit.Spelling{
 	ratelimit.FieldMaxKeys:       "max_keys",
 	ratelimit.FieldSweepInterval: "sweep_interval",
 	ratelimit.FieldName:          "zone name",
-	ratelimit.FieldKeyPrefix:     "key_prefix",
-	ratelimit.FieldDB:            "db",
-	ratelimit.FieldPoolSize:      "pool_size",
-	ratelimit.FieldTLS:           "tls",
-	ratelimit.FieldOnStoreError:  "on_store_error",
+	redisstore.FieldKeyPrefix:    "key_prefix",
+	redisstore.FieldDB:           "db",
+	redisstore.FieldPoolSize:     "pool_size",
+	redisstore.FieldTLS:          "tls",
+	redisstore.FieldLease:        "lease",
+	guard.FieldOnStoreError:      "on_store_error",
 }

@@ -9,14 +9,13 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/windowlimit/windowlimit/internal/spelltest"
-	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
 // Every field the core can name has a Caddyfile spelling, in lower case
 // as every Caddyfile subdirective is.
 func TestFieldSpellings(t *testing.T) {
 	spelltest.Check(t, spelling, spelltest.Traefik)
-	for f := ratelimit.Field(1); int(f) < ratelimit.NumFields; f++ {
+	for _, f := range spelltest.Fields {
 		if name := spelling.Name(f); strings.ToLower(name) != name {
 			t.Errorf("field %v is spelled %q, not in lower case", f, name)
 		}

@@ -6,11 +6,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
-
-	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
 // The guard's failure and recovery lines read as docs/caddy.md says: a
@@ -20,8 +19,8 @@ func TestGuardLogLines(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	s := &redisSetup{opts: redis.UniversalOptions{Addrs: []string{"r:6379"}}}
 	log := guardLog(zap.New(core), s)
-	log(ratelimit.GuardEvent{Err: errors.New("connection refused"), Suppressed: 3, Policy: ratelimit.FailDeny})
-	log(ratelimit.GuardEvent{Down: 5 * time.Second, Policy: ratelimit.FailDeny})
+	log(guard.Event{Err: errors.New("connection refused"), Suppressed: 3, Policy: guard.FailDeny, Store: "redis"})
+	log(guard.Event{Down: 5 * time.Second, Policy: guard.FailDeny, Store: "redis"})
 	all := logs.All()
 	if len(all) != 2 {
 		t.Fatalf("%d lines, want 2", len(all))

@@ -17,9 +17,11 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/httplimit"
 	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 )
 
 func init() {
@@ -159,7 +161,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	var redisSetup *redisSetup
 	if h.Redis != nil {
-		policy, err := ratelimit.ParseFailurePolicy(h.OnStoreError)
+		policy, err := guard.ParseFailurePolicy(h.OnStoreError)
 		if err != nil {
 			return fmt.Errorf("on_store_error: %w", err)
 		}
@@ -190,18 +192,18 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	if redisSetup != nil {
 		for _, z := range h.zones {
-			if err := ratelimit.CheckRedisRule(z.name, z.zone.Rule()); err != nil {
+			if err := redisstore.CheckRule(z.name, z.zone.Rule()); err != nil {
 				return fmt.Errorf("store redis: zone %q: %w", z.name, spelling.Error(err))
 			}
 		}
-		key, guard, err := acquireRedis(redisSetup, caddy.Log().Named("http.handlers.rate_limit"))
+		key, g, err := acquireRedis(redisSetup, caddy.Log().Named("http.handlers.rate_limit"))
 		if err != nil {
 			return fmt.Errorf("store redis: %w", err)
 		}
 		h.redisKey = key
-		h.store = guard
+		h.store = g
 		if h.Redis.leases() {
-			if err := h.provisionLeases(guard); err != nil {
+			if err := h.provisionLeases(g); err != nil {
 				return fmt.Errorf("store redis: %w", err)
 			}
 		}
@@ -222,16 +224,16 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 }
 
 // provisionLeases gives each zone that may lease a table of leases
-// through guard. A count_status zone never leases: its requests are
+// through g. A count_status zone never leases: its requests are
 // reserved, then refunded or kept after the response, each on its own
 // call. A log zone gets a table that never asks for units (Redis grants a
 // log rule none), so its requests are decided per request too.
-func (h *Handler) provisionLeases(guard *ratelimit.Guard) error {
+func (h *Handler) provisionLeases(g *guard.Guard) error {
 	for _, z := range h.zones {
 		if z.countStatus != nil {
 			continue
 		}
-		t, err := lease.NewTable(z.zone, guard, lease.Options{})
+		t, err := lease.NewTable(z.zone, g, lease.Options{})
 		if err != nil {
 			return fmt.Errorf("zone %q: leases: %w", z.name, err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/windowlimit/windowlimit/internal/redistest"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 )
 
 // redisSite is a site whose zone "ired" (5 per minute per ?who=) keeps its
@@ -52,7 +53,7 @@ func TestIntegrationRedis(t *testing.T) {
 	// The other instance takes 3 of alice's 5 requests.
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer client.Close()
-	otherStore, err := ratelimit.NewRedisStore(newGoRedisRunner(client), ratelimit.RedisOptions{KeyPrefix: prefix})
+	otherStore, err := redisstore.New(newGoRedisRunner(client), redisstore.Settings{KeyPrefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/windowlimit/windowlimit/internal/redistest"
 	"github.com/windowlimit/windowlimit/shared/lease"
-	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
 // leaseConfig is a handler's JSON config: zones (the inside of
@@ -67,7 +66,7 @@ func zoneOf(t *testing.T, h *Handler, name string) *zoneState {
 // redisCount returns what Redis counts for key in h's zone name.
 func redisCountOf(t *testing.T, h *Handler, name, key string) int64 {
 	t.Helper()
-	store, ok := ratelimit.RedisOf(h.store)
+	store, ok := redisOf(h.store)
 	if !ok {
 		t.Fatal("the handler's store is not Redis")
 	}

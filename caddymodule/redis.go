@@ -13,14 +13,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/guard"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 	"github.com/windowlimit/windowlimit/shared/resp"
 )
 
 // Defaults of RedisConfig.
 const (
-	defaultRedisAddress = "localhost:6379"
-	defaultKeyPrefix    = "wl:"
 	defaultDialTimeout  = time.Second
 	defaultRedisTimeout = 500 * time.Millisecond
 )
@@ -134,29 +133,14 @@ func (c *RedisConfig) check() error {
 	if err := checkRedisTimeout("timeout", c.Timeout); err != nil {
 		return err
 	}
-	if err := checkLease(c.Lease); err != nil {
-		return err
-	}
 	return spelling.Error(c.shared().Check())
 }
 
-// Values of RedisConfig.Lease.
-const (
-	leaseAuto = "auto"
-	leaseOff  = "off"
-)
-
-// checkLease reports a lease setting other than auto, off or empty (auto).
-func checkLease(v string) error {
-	switch v {
-	case "", leaseAuto, leaseOff:
-		return nil
-	}
-	return fmt.Errorf("lease: want auto or off, got %q", v)
-}
-
 // leases reports whether c lets hot keys lease units.
-func (c *RedisConfig) leases() bool { return c.Lease != leaseOff }
+func (c *RedisConfig) leases() bool {
+	on, _ := redisstore.ParseLease(c.Lease)
+	return on
+}
 
 // checkRedisTimeout reports a timeout set below resp.MinTimeout: no Redis
 // answers within less, and every call would fail. Zero means the default.
@@ -168,8 +152,8 @@ func checkRedisTimeout(field string, d caddy.Duration) error {
 }
 
 // shared returns the settings of c that the core checks.
-func (c *RedisConfig) shared() *ratelimit.RedisSettings {
-	s := &ratelimit.RedisSettings{KeyPrefix: c.KeyPrefix, DB: c.DB, Cluster: len(c.Addresses) > 0, PoolSize: c.PoolSize}
+func (c *RedisConfig) shared() *redisstore.Settings {
+	s := &redisstore.Settings{KeyPrefix: c.KeyPrefix, DB: c.DB, Cluster: len(c.Addresses) > 0, PoolSize: c.PoolSize, Lease: c.Lease}
 	if t := c.TLS; t != nil {
 		s.TLSCert, s.TLSKey = t.Cert, t.Key
 	}
@@ -183,11 +167,11 @@ type redisSetup struct {
 	cluster bool
 	tls     *RedisTLS
 	prefix  string
-	policy  ratelimit.FailurePolicy
+	policy  guard.FailurePolicy
 }
 
 // resolve replaces the placeholders of c and fills the defaults.
-func (c *RedisConfig) resolve(policy ratelimit.FailurePolicy) (*redisSetup, error) {
+func (c *RedisConfig) resolve(policy guard.FailurePolicy) (*redisSetup, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
@@ -206,7 +190,7 @@ func (c *RedisConfig) resolve(policy ratelimit.FailurePolicy) (*redisSetup, erro
 	addr := func(field, s string) string {
 		s = replace(field, s, true)
 		if err == nil {
-			if aerr := ratelimit.CheckRedisAddress(s); aerr != nil {
+			if aerr := redisstore.CheckAddress(s); aerr != nil {
 				err = fmt.Errorf("%s: %w", field, aerr)
 			}
 		}
@@ -227,7 +211,7 @@ func (c *RedisConfig) resolve(policy ratelimit.FailurePolicy) (*redisSetup, erro
 		}
 		// The URL's database is checked as the db setting is: a bad one
 		// would otherwise fail every request's SELECT, not the load.
-		if derr := (&ratelimit.RedisSettings{DB: parsed.DB}).Check(); derr != nil {
+		if derr := (&redisstore.Settings{DB: parsed.DB}).Check(); derr != nil {
 			return nil, fmt.Errorf("url: %w", spelling.Error(derr))
 		}
 		o.Addrs = []string{parsed.Addr}
@@ -249,7 +233,7 @@ func (c *RedisConfig) resolve(policy ratelimit.FailurePolicy) (*redisSetup, erro
 	default:
 		a := c.Address
 		if a == "" {
-			a = defaultRedisAddress
+			a = redisstore.DefaultAddress
 		}
 		o.Addrs = []string{addr("address", a)}
 	}
@@ -267,7 +251,7 @@ func (c *RedisConfig) resolve(policy ratelimit.FailurePolicy) (*redisSetup, erro
 	}
 	s.prefix = c.KeyPrefix
 	if s.prefix == "" {
-		s.prefix = defaultKeyPrefix
+		s.prefix = redisstore.DefaultKeyPrefix
 	}
 	o.DialTimeout = time.Duration(c.DialTimeout)
 	if o.DialTimeout == 0 {
@@ -339,13 +323,13 @@ var redisStores = caddy.NewUsagePool()
 // which sum every guard, never go down.
 var (
 	retiredMu    sync.Mutex
-	retiredStats ratelimit.GuardStats
+	retiredStats guard.Stats
 )
 
 // pooledRedis is one client with the guard in front of its store.
 type pooledRedis struct {
 	runner *goRedisRunner
-	guard  *ratelimit.Guard
+	guard  *guard.Guard
 }
 
 // Destruct stops the guard's probe, keeps its counters and closes the
@@ -365,27 +349,27 @@ func (p *pooledRedis) Destruct() error {
 
 // acquireRedis returns the guard for s, creating the client if no loaded
 // config has it, and its pool key for releaseRedis.
-func acquireRedis(s *redisSetup, logger *zap.Logger) (string, *ratelimit.Guard, error) {
+func acquireRedis(s *redisSetup, logger *zap.Logger) (string, *guard.Guard, error) {
 	key := s.poolKey()
 	v, _, err := redisStores.LoadOrNew(key, func() (caddy.Destructor, error) {
 		newClient, err := s.clients()
 		if err != nil {
 			return nil, err
 		}
-		storeOpts := ratelimit.RedisOptions{KeyPrefix: s.prefix, Cluster: s.cluster}
+		storeOpts := redisstore.Settings{KeyPrefix: s.prefix, Cluster: s.cluster}
 		runner := newGoRedisRunner(newClient())
-		store, err := ratelimit.NewRedisStore(runner, storeOpts)
+		store, err := redisstore.New(runner, storeOpts)
 		if err != nil {
 			runner.Close()
 			return nil, err
 		}
 		probe := func(ctx context.Context) error { return runner.probe(ctx, newClient, storeOpts) }
-		guard, err := ratelimit.NewRedisGuard(store, s.policy, probe, guardLog(logger, s))
+		g, err := guard.NewLogged(store, guard.Options{OnError: s.policy, Probe: probe, Store: "redis", NotCounted: redisstore.ErrOutOfMemory}, guardLog(logger, s))
 		if err != nil {
 			runner.Close()
 			return nil, err
 		}
-		return &pooledRedis{runner: runner, guard: guard}, nil
+		return &pooledRedis{runner: runner, guard: g}, nil
 	})
 	if err != nil {
 		return "", nil, err
@@ -396,14 +380,14 @@ func acquireRedis(s *redisSetup, logger *zap.Logger) (string, *ratelimit.Guard, 
 // guardLog returns the log function of the guard of s: failures, Redis
 // out of memory and calls not sent for this instance's backlog at WARN,
 // recoveries at INFO.
-func guardLog(logger *zap.Logger, s *redisSetup) func(ratelimit.GuardEvent) {
+func guardLog(logger *zap.Logger, s *redisSetup) func(guard.Event) {
 	addrs := zap.String("redis", strings.Join(s.opts.Addrs, ","))
-	return func(e ratelimit.GuardEvent) {
+	return func(e guard.Event) {
 		msg := e.Message(spelling)
 		switch {
 		case e.Err == nil:
 			logger.Info(msg, addrs, zap.Duration("unavailable", e.Down))
-		case e.OutOfMemory(), e.Overloaded():
+		case e.NotCounted(), e.Overloaded():
 			logger.Warn(msg, addrs, zap.String("on_store_error", e.Policy.String()), zap.Int64("not_logged", e.Suppressed))
 		default:
 			logger.Warn(msg, addrs, zap.String("on_store_error", e.Policy.String()), zap.Int64("errors_not_logged", e.Suppressed), zap.Error(e.Err))
@@ -421,7 +405,7 @@ func releaseRedis(key string) error {
 
 // guardStats sums the counters of every guard, live and closed, and
 // counts the open breakers.
-func guardStats() (sum ratelimit.GuardStats, open int) {
+func guardStats() (sum guard.Stats, open int) {
 	retiredMu.Lock()
 	sum = retiredStats
 	retiredMu.Unlock()

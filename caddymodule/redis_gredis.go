@@ -8,13 +8,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 )
 
 // goRedisRunner runs the limiter script over go-redis, which brings Redis
 // Cluster, Sentinel and its pool to the Caddy module. It implements
-// ratelimit.ScriptRunner; the store handles NOSCRIPT.
+// redisstore.ScriptRunner; the store handles NOSCRIPT.
 //
 // Its client can be replaced while it runs. After pool_size failed dials a
 // go-redis pool stops dialling and retries the server only once a second,
@@ -70,12 +69,12 @@ func pipelineTimeout(c redis.UniversalClient) time.Duration {
 	return dial + write + read
 }
 
-// EvalSha implements ratelimit.ScriptRunner.
+// EvalSha implements redisstore.ScriptRunner.
 func (r *goRedisRunner) EvalSha(ctx context.Context, sha string, keys, args []string) ([]int64, error) {
 	return r.script(ctx, "evalsha", sha, keys, args)
 }
 
-// Eval implements ratelimit.ScriptRunner.
+// Eval implements redisstore.ScriptRunner.
 func (r *goRedisRunner) Eval(ctx context.Context, script string, keys, args []string) ([]int64, error) {
 	return r.script(ctx, "eval", script, keys, args)
 }
@@ -108,9 +107,9 @@ var smallCounts = [...]interface{}{"0", "1", "2", "3", "4", "5", "6", "7", "8"}
 // probe checks, for the breaker, that Redis answers the script through a
 // client made by newClient; if it does, that client replaces the
 // runner's.
-func (r *goRedisRunner) probe(ctx context.Context, newClient func() redis.UniversalClient, opts ratelimit.RedisOptions) error {
+func (r *goRedisRunner) probe(ctx context.Context, newClient func() redis.UniversalClient, opts redisstore.Settings) error {
 	fresh := newClient()
-	store, err := ratelimit.NewRedisStore(newGoRedisRunner(fresh), opts)
+	store, err := redisstore.New(newGoRedisRunner(fresh), opts)
 	if err == nil {
 		err = store.Ping(ctx)
 	}

@@ -13,27 +13,28 @@ import (
 	"github.com/windowlimit/windowlimit/internal/redisbench"
 	"github.com/windowlimit/windowlimit/internal/redistest"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 	"github.com/windowlimit/windowlimit/shared/resp"
 )
 
-func goRedisStore(t testing.TB, c redis.UniversalClient, cluster bool) *ratelimit.RedisStore {
+func goRedisStore(t testing.TB, c redis.UniversalClient, cluster bool) *redisstore.Store {
 	t.Helper()
 	t.Cleanup(func() { c.Close() })
-	s, err := ratelimit.NewRedisStore(newGoRedisRunner(c), ratelimit.RedisOptions{KeyPrefix: "gr:", Cluster: cluster})
+	s, err := redisstore.New(newGoRedisRunner(c), redisstore.Settings{KeyPrefix: "gr:", Cluster: cluster})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func respStore(t testing.TB, opts resp.Options, cluster bool) *ratelimit.RedisStore {
+func respStore(t testing.TB, opts resp.Options, cluster bool) *redisstore.Store {
 	t.Helper()
 	c, err := resp.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	s, err := ratelimit.NewRedisStore(c, ratelimit.RedisOptions{KeyPrefix: "gr:", Cluster: cluster})
+	s, err := redisstore.New(c, redisstore.Settings{KeyPrefix: "gr:", Cluster: cluster})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/windowlimit/windowlimit/internal/redistest"
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -18,12 +19,12 @@ import (
 // opening the breaker, and the log says what to do.
 func TestRedisOutOfMemoryLogged(t *testing.T) {
 	srv := redistest.Start(t, "--maxmemory", "3mb", "--maxmemory-policy", "noeviction")
-	setup, err := (&RedisConfig{Address: srv.Addr()}).resolve(ratelimit.FailDeny)
+	setup, err := (&RedisConfig{Address: srv.Addr()}).resolve(guard.FailDeny)
 	if err != nil {
 		t.Fatal(err)
 	}
 	core, logs := observer.New(zapcore.WarnLevel)
-	key, guard, err := acquireRedis(setup, zap.New(core))
+	key, g, err := acquireRedis(setup, zap.New(core))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func TestRedisOutOfMemoryLogged(t *testing.T) {
 	z := testZone(t, "oom", ratelimit.Rule{Window: time.Hour, Limit: 1})
 	take := func(k string) ratelimit.Decision {
 		out := make([]ratelimit.Decision, 1)
-		guard.Take(context.Background(), time.Now(), []ratelimit.Item{{Zone: z, Key: k}}, out)
+		g.Take(context.Background(), time.Now(), []ratelimit.Item{{Zone: z, Key: k}}, out)
 		return out[0]
 	}
 	if d := take("counted"); !d.Allowed {
@@ -42,11 +43,11 @@ func TestRedisOutOfMemoryLogged(t *testing.T) {
 		t.Fatalf("the counted key while redis is out of memory: %+v, want redis's denial", d)
 	}
 	for i := 0; i < 3; i++ {
-		if d := take("fresh"); d.Allowed || d.RetryAfter != ratelimit.DenyRetryAfter {
+		if d := take("fresh"); d.Allowed || d.RetryAfter != guard.DenyRetryAfter {
 			t.Fatalf("a fresh key while redis is out of memory: %+v, want on_store_error deny", d)
 		}
 	}
-	st := guard.Stats()
+	st := g.Stats()
 	if st.Open || st.Failures != 0 || st.OutOfMemory != 3 {
 		t.Fatalf("stats %+v: want the breaker closed, no failures, 3 out of memory", st)
 	}

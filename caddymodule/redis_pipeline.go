@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/guard"
 )
 
 // pipeliner coalesces the script calls of concurrent requests into go-redis
@@ -65,10 +64,10 @@ type scriptCall struct {
 // errBacklog is the error of a call that waited for a free pipeline
 // longer than a pipeline may take: Redis is too slow for the calls that
 // arrive, and sending it would only make the calls behind it wait longer.
-// It wraps ratelimit.ErrOverloaded: the load is this instance's, so the
+// It wraps guard.ErrOverloaded: the load is this instance's, so the
 // guard lets on_store_error decide the call without opening its breaker,
 // which a flood could otherwise hold open with its own backlog.
-var errBacklog = fmt.Errorf("redis pipeline: waited longer than the pipeline timeout for a free pipeline: %w", ratelimit.ErrOverloaded)
+var errBacklog = fmt.Errorf("redis pipeline: waited longer than the pipeline timeout for a free pipeline: %w", guard.ErrOverloaded)
 
 var callPool = sync.Pool{New: func() any { return &scriptCall{done: make(chan struct{}, 1)} }}
 

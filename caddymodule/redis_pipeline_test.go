@@ -17,16 +17,18 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/windowlimit/windowlimit/internal/redistest"
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 )
 
 // pipelinedStore returns a store over a runner whose pipeliner the test
 // can read.
-func pipelinedStore(t *testing.T, c redis.UniversalClient, cluster bool) (*ratelimit.RedisStore, *goRedisRunner) {
+func pipelinedStore(t *testing.T, c redis.UniversalClient, cluster bool) (*redisstore.Store, *goRedisRunner) {
 	t.Helper()
 	r := newGoRedisRunner(c)
 	t.Cleanup(func() { r.Close() })
-	s, err := ratelimit.NewRedisStore(r, ratelimit.RedisOptions{KeyPrefix: "pl:", Cluster: cluster})
+	s, err := redisstore.New(r, redisstore.Settings{KeyPrefix: "pl:", Cluster: cluster})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,14 +305,14 @@ func TestPipelinedBacklogKeepsBreakerClosed(t *testing.T) {
 			t.Fatalf("pool %+v: the idle connections were not dialled", c.PoolStats())
 		}
 	}
-	store, err := ratelimit.NewRedisStore(r, ratelimit.RedisOptions{KeyPrefix: "pl:"})
+	store, err := redisstore.New(r, redisstore.Settings{KeyPrefix: "pl:"})
 	if err != nil {
 		r.Close()
 		t.Fatal(err)
 	}
 	core, logs := observer.New(zapcore.WarnLevel)
 	setup := &redisSetup{opts: redis.UniversalOptions{Addrs: []string{srv.Addr()}}}
-	guard, err := ratelimit.NewRedisGuard(store, ratelimit.FailDeny, nil, guardLog(zap.New(core), setup))
+	g, err := guard.NewLogged(store, guard.Options{OnError: guard.FailDeny, Store: "redis", NotCounted: redisstore.ErrOutOfMemory}, guardLog(zap.New(core), setup))
 	if err != nil {
 		r.Close()
 		t.Fatal(err)
@@ -318,7 +320,7 @@ func TestPipelinedBacklogKeepsBreakerClosed(t *testing.T) {
 	// In the pool, where the metrics find every guard.
 	const poolKey = "test: pipelined backlog"
 	if _, _, err := redisStores.LoadOrNew(poolKey, func() (caddy.Destructor, error) {
-		return &pooledRedis{runner: r, guard: guard}, nil
+		return &pooledRedis{runner: r, guard: g}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +333,7 @@ func TestPipelinedBacklogKeepsBreakerClosed(t *testing.T) {
 
 	z := testZone(t, "backlog", ratelimit.Rule{Window: time.Hour, Limit: ratelimit.MaxLimit})
 	items := []ratelimit.Item{{Zone: z, Key: "k"}}
-	if ok, _ := guard.Take(context.Background(), time.Now(), items, make([]ratelimit.Decision, 1)); !ok {
+	if ok, _ := g.Take(context.Background(), time.Now(), items, make([]ratelimit.Decision, 1)); !ok {
 		t.Fatal("the first call was not admitted")
 	}
 
@@ -349,9 +351,9 @@ func TestPipelinedBacklogKeepsBreakerClosed(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			out := make([]ratelimit.Decision, 1)
-			if ok, _ := guard.Take(context.Background(), time.Now(), items, out); !ok {
-				if out[0].RetryAfter != ratelimit.DenyRetryAfter {
-					t.Errorf("a denial with RetryAfter %v, want on_store_error deny's %v", out[0].RetryAfter, ratelimit.DenyRetryAfter)
+			if ok, _ := g.Take(context.Background(), time.Now(), items, out); !ok {
+				if out[0].RetryAfter != guard.DenyRetryAfter {
+					t.Errorf("a denial with RetryAfter %v, want on_store_error deny's %v", out[0].RetryAfter, guard.DenyRetryAfter)
 				}
 				denied.Add(1)
 			}
@@ -361,7 +363,7 @@ func TestPipelinedBacklogKeepsBreakerClosed(t *testing.T) {
 	if err := <-slept; err != nil {
 		t.Fatalf("DEBUG SLEEP: %v", err)
 	}
-	st := guard.Stats()
+	st := g.Stats()
 	if st.Open || st.Failures != 0 {
 		t.Fatalf("stats %+v after a backlog: want the breaker closed and no failures; log %+v", st, logs.All())
 	}

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/windowlimit/windowlimit/internal/redistest"
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -19,11 +20,11 @@ import (
 // counts in Redis again within a few probe intervals of the restart.
 func TestRedisRecoversAfterLongOutage(t *testing.T) {
 	srv := redistest.Start(t)
-	setup, err := (&RedisConfig{Address: srv.Addr(), PoolSize: 2}).resolve(ratelimit.FailAllow)
+	setup, err := (&RedisConfig{Address: srv.Addr(), PoolSize: 2}).resolve(guard.FailAllow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, guard, err := acquireRedis(setup, zap.NewNop())
+	key, g, err := acquireRedis(setup, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func TestRedisRecoversAfterLongOutage(t *testing.T) {
 	z := testZone(t, "recover", ratelimit.Rule{Window: time.Hour, Limit: 1 << 20})
 	take := func(k string) ratelimit.Decision {
 		out := make([]ratelimit.Decision, 1)
-		guard.Take(context.Background(), time.Now(), []ratelimit.Item{{Zone: z, Key: k}}, out)
+		g.Take(context.Background(), time.Now(), []ratelimit.Item{{Zone: z, Key: k}}, out)
 		return out[0]
 	}
 	if d := take("warm"); d.ResetAfter == 0 {
@@ -54,12 +55,12 @@ func TestRedisRecoversAfterLongOutage(t *testing.T) {
 	}
 	srv.Kill()
 	time.Sleep(2 * time.Second)
-	if !guard.Stats().Open {
+	if !g.Stats().Open {
 		t.Fatal("the breaker did not open with Redis dead")
 	}
 	srv.Restart()
 	restarted := time.Now()
-	for guard.Stats().Open && time.Since(restarted) < 5*time.Second {
+	for g.Stats().Open && time.Since(restarted) < 5*time.Second {
 		time.Sleep(5 * time.Millisecond)
 	}
 	closed := time.Since(restarted)
@@ -67,11 +68,11 @@ func TestRedisRecoversAfterLongOutage(t *testing.T) {
 	wg.Wait()
 
 	// Counted in Redis again: the allow policy would report no reset.
-	failures := guard.Stats().Failures
+	failures := g.Stats().Failures
 	d := take("after")
-	if d.ResetAfter == 0 || guard.Stats().Failures != failures {
+	if d.ResetAfter == 0 || g.Stats().Failures != failures {
 		t.Fatalf("after the breaker closed: %+v, failures %d -> %d; want a decision counted in Redis",
-			d, failures, guard.Stats().Failures)
+			d, failures, g.Stats().Failures)
 	}
 	// The probe runs every 250 ms; go-redis's own redial would add up to a
 	// second.

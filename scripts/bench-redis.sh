@@ -31,13 +31,13 @@ trap 'kill -9 "$(cat "$dir/redis.pid")" $cgpid 2>/dev/null || true; rm -rf "$dir
 cli() { redis-cli -p "$port" "$@"; }
 for _ in $(seq 100); do cli ping >/dev/null 2>&1 && break; sleep 0.05; done
 
-# The script text, as compiled into shared/ratelimit/redisscript.go.
-sed -n '/^const redisScript = `/,/^`$/p' shared/ratelimit/redisscript.go | sed '1d;$d' >"$dir/script.lua"
+# The script text, as compiled into shared/redisstore/script.go.
+sed -n '/^const redisScript = `/,/^`$/p' shared/redisstore/script.go | sed '1d;$d' >"$dir/script.lua"
 sha=$(cli script load "$(cat "$dir/script.lua")")
 echo "redis: $(redis-server --version | grep -o 'v=[0-9.]*'), script sha $sha, $(nproc) cores, load average $(cut -d" " -f1-3 /proc/loadavg)"
 
 # packrule FILE ALG W T N COST SHAPE writes a rule as the script takes it
-# (packRule in shared/ratelimit/redisstore.go): binary, so gen reads it
+# (packRule in shared/redisstore/rule.go): binary, so gen reads it
 # from FILE as an @FILE argument, and redis-cli -x from its stdin.
 packrule() {
 	local f=$1
@@ -90,7 +90,7 @@ echo "$n decisions in $((($(date +%s%N) - start) / 1000000)) ms: $((n * 10000000
 echo
 echo "== what one call costs Redis (usec_per_call of EVALSHA in INFO commandstats, redis-cli --pipe, $rounds interleaved rounds)"
 usec() { cli info commandstats | tr -d '\r' | grep '^cmdstat_evalsha:' | grep -o 'usec_per_call=[0-9.]*' | cut -d= -f2; }
-sed '1{/^$/d}' shared/ratelimit/testdata/redisscript-hash.lua >"$dir/hash.lua"
+sed '1{/^$/d}' shared/redisstore/testdata/script-hash.lua >"$dir/hash.lua"
 hashsha=$(cli script load "$(cat "$dir/hash.lua")")
 # The fixed window: INCR, and PEXPIRE when the key is new (its window
 # starts), or on every call.
@@ -228,7 +228,7 @@ fi
 echo
 echo "== Go clients, 50 goroutines, 10000 keys ($n decisions each)"
 export WINDOWLIMIT_BENCH_REDIS="127.0.0.1:$port"
-go test -run '^$' -bench 'BenchmarkRedisStore' -benchtime "${n}x" ./shared/ratelimit ./caddymodule |
+go test -run '^$' -bench 'BenchmarkRedisStore' -benchtime "${n}x" ./shared/redisstore ./caddymodule |
 	grep -E '^Benchmark' | awk '{ printf "%-30s", $1; for (i = 3; i <= NF; i += 2) printf "  %s %s", $i, $(i+1); print "" }'
 
 echo

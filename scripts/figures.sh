@@ -102,7 +102,7 @@ row figure doc printed verdict
 
 # --- deterministic counts (-fast) ---------------------------------------
 
-keysize='go test -count=1 -run BytesPerKey -v ./shared/ratelimit'
+keysize='go test -count=1 -run BytesPerKey -v ./shared/redisstore'
 fig exact "redis.md: MEMORY USAGE, IPv4 key" docs/redis.md '203\.0\.113\.77\}`, sliding, all 11 sub-windows[^|]*\|\s*(\d+)' \
 	keysize "$keysize" 'rl:api:\{203\.0\.113\.77\}: (\d+) bytes'
 fig exact "redis.md: MEMORY USAGE, IPv6 /64 key" docs/redis.md '5678::/64\}`, the same \|\s*(\d+)' \
@@ -142,7 +142,7 @@ for col in 4 5 6 7 8 9 10 11; do
 		accuracy "$accuracy" "^\\s*log\\s+\\|(?:[^|]*\\|){$col}\\s*\\d\\.\\d\\d / (\\d\\.\\d\\d)"
 done
 
-exact='go test -race -count=1 -run RedisExact -v ./shared/ratelimit ./caddymodule'
+exact='go test -race -count=1 -run RedisExact -v ./shared/redisstore ./caddymodule'
 fig exact "README.md: RedisExact, admitted of 960" README.md '960\s+attempts\s+on\s+one\s+key:\s+(\d+)\s+admitted' \
 	exact "$exact" '960 attempts on one key: (\d+) admitted, limit 300'
 fig exact "why.md: RedisExact, admitted of 960" docs/why.md '960 attempts on one key: (\d+) admitted' \
@@ -164,7 +164,7 @@ fig range "redis.md: lease traces, admitted on / off" docs/redis.md 'at\s+least\
 fig exact "redis.md: lease traces, most over the limit after a reset" docs/redis.md 'over\s+the\s+limit\s+\((\d+)\s+in\s+every\s+run' \
 	leasesim "$leasesim" 'a window holding a reset admitted at most (\d+) over the limit'
 
-diff="go test -count=1 -run 'TestRefundAfterForget|TestDifferential\$' -v ./shared/ratelimit"
+diff="go test -count=1 -run 'TestRefundAfterForget|TestDifferential\$' -v ./shared/redisstore"
 fig exact "redis.md: differential, seeds" docs/redis.md 'random\s+traces\s+\((\d+)\s+seeds\s+by\s+default' \
 	diff "$diff" 'differential_test.go:\d+: (\d+) seeds'
 fig exact "redis.md: differential, refunds before a reset" docs/redis.md 'counts\s+the\s+refunds\s+of\s+before\s+a\s+reset,\s+(all\s+refused)' \
@@ -229,7 +229,7 @@ EOF
 
 # The eviction policies: a slow measurement (about 20 s), which the test
 # asserts too; the doc's sentence names what each policy admitted.
-evict='WINDOWLIMIT_REDIS_SIZING=1 go test -count=1 -v -run TestRedisEvictionPolicies ./shared/ratelimit'
+evict='WINDOWLIMIT_REDIS_SIZING=1 go test -count=1 -v -run TestRedisEvictionPolicies ./shared/redisstore'
 while read -r policy re; do
 	fig exact "redis.md: maxmemory-policy $policy, victim admitted" docs/redis.md "$re" \
 		evict "$evict" "^\\s*redis_sizing_test.go:\\d+: $policy\\s+victim admitted\\s+(\\d+) of 10"

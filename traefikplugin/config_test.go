@@ -92,7 +92,7 @@ func TestNewRejectsBadValues(t *testing.T) {
 // configuration, in camel case.
 func TestFieldSpellings(t *testing.T) {
 	spelltest.Check(t, spelling, spelltest.Caddy)
-	for f := ratelimit.Field(1); int(f) < ratelimit.NumFields; f++ {
+	for _, f := range spelltest.Fields {
 		if name := spelling.Name(f); strings.Contains(name, "_") {
 			t.Errorf("field %v is spelled %q", f, name)
 		}

@@ -54,7 +54,7 @@
 //     frame too, so a hot function is not split.
 //   - A method call, or a call through an interface, costs several
 //     function calls: the request path calls plain functions that take
-//     the *Middleware, and the guard through ratelimit.TakeRemote.
+//     the *Middleware, and the guard through guard.TakeKey.
 //   - A call into the standard library costs a few hundred nanoseconds:
 //     what does not depend on the request is computed in New.
 //   - A constant of another package costs a frame slot, one of this

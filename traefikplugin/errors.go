@@ -4,7 +4,9 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 )
 
 // fieldError returns the error of a bad setting, named as in the dynamic
@@ -35,9 +37,10 @@ var spelling = &ratelimit.Spelling{
 	// spelling is there so that no error can name a field another way.
 	ratelimit.FieldSweepInterval: "sweepInterval",
 	ratelimit.FieldName:          "middleware name",
-	ratelimit.FieldKeyPrefix:     "redis.keyPrefix",
-	ratelimit.FieldDB:            "redis.db",
-	ratelimit.FieldPoolSize:      "redis.poolSize",
-	ratelimit.FieldTLS:           "redis.tls",
-	ratelimit.FieldOnStoreError:  "onStoreError",
+	redisstore.FieldKeyPrefix:    "redis.keyPrefix",
+	redisstore.FieldDB:           "redis.db",
+	redisstore.FieldPoolSize:     "redis.poolSize",
+	redisstore.FieldTLS:          "redis.tls",
+	redisstore.FieldLease:        "redis.lease",
+	guard.FieldOnStoreError:      "onStoreError",
 }

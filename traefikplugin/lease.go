@@ -1,6 +1,7 @@
 package traefikplugin
 
 import (
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
@@ -19,18 +20,18 @@ var leaseOf = make(map[string]*leased)
 // made for.
 type leased struct {
 	zone  *ratelimit.Zone
-	guard *ratelimit.Guard
+	guard *guard.Guard
 	table *lease.Table
 }
 
 // leaseTableFor returns the lease table of the middleware name over zone
-// z and guard g, reusing the name's table when z and g are those it was
+// z and guard g, with z's call kc, reusing the name's table when z and g are those it was
 // made for, or nil when on is false or g is nil: then every request is
 // decided per request. A table it replaces (a changed rule, redis block
 // or lease setting) is closed, giving back what its leases left, in a
 // goroutine of its own (New never blocks); the handlers of the previous
 // configuration that still serve then decide per request.
-func leaseTableFor(name string, z *ratelimit.Zone, g *ratelimit.Guard, on bool) *lease.Table {
+func leaseTableFor(name string, z *ratelimit.Zone, g *guard.Guard, kc *ratelimit.KeyCall, on bool) *lease.Table {
 	redisMu.Lock()
 	defer redisMu.Unlock()
 	l := leaseOf[name]
@@ -41,7 +42,7 @@ func leaseTableFor(name string, z *ratelimit.Zone, g *ratelimit.Guard, on bool) 
 	if !on || g == nil {
 		return nil
 	}
-	t, err := lease.NewTable(z, g, lease.Options{})
+	t, err := lease.NewTable(z, g, lease.Options{KeyCall: kc})
 	if err != nil {
 		return nil // z and g are set: never
 	}

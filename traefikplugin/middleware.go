@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/httplimit"
 	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 )
 
 // Middleware limits the requests it serves. It is safe for concurrent use.
@@ -28,9 +30,12 @@ type Middleware struct {
 	// store, when set, takes the decisions instead of zone (a remote
 	// store); nil keeps the in-memory zone.
 	store ratelimit.Store
-	// guard is store when it is a *ratelimit.Guard (Redis), called as a
+	// guard is store when it is a *guard.Guard (Redis), called as a
 	// plain function on the common request (see takeFromStore).
-	guard *ratelimit.Guard
+	guard *guard.Guard
+	// keyCall is the Redis store's call prepared for zone, which
+	// guard.TakeKey makes on the common request; nil when it has none.
+	keyCall *ratelimit.KeyCall
 	// source is nil for the default source, the remote address, whose
 	// IPv6 addresses are grouped by v6Bits.
 	source *keySource
@@ -107,7 +112,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 		name = "windowlimit"
 	}
 	if s.redis != nil {
-		if err := ratelimit.CheckRedisRule(name, s.rule); err != nil {
+		if err := redisstore.CheckRule(name, s.rule); err != nil {
 			return nil, wrapError(name, spelling.Error(err))
 		}
 	}
@@ -153,7 +158,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 		m.refunder, _ = store.(ratelimit.Refunder)
 	}
 	setPaths(m, s)
-	m.lease = leaseTableFor(name, z, m.guard, s.redis != nil && s.redis.lease && s.countStatus == nil)
+	m.lease = leaseTableFor(name, z, m.guard, m.keyCall, s.redis != nil && s.redis.lease && s.countStatus == nil)
 	return m, nil
 }
 

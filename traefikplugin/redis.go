@@ -6,7 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 	"github.com/windowlimit/windowlimit/shared/resp"
 )
 
@@ -30,7 +32,7 @@ var (
 // sharedRedis is one Redis client with the guard in front of its store.
 type sharedRedis struct {
 	client *resp.Client
-	guard  *ratelimit.Guard
+	guard  *guard.Guard
 	// users counts the middleware names using it.
 	users int
 }
@@ -118,7 +120,7 @@ func newSharedRedis(rs *redisSettings) (*sharedRedis, error) {
 	if err != nil {
 		return nil, fieldError("redis", err.Error())
 	}
-	store, err := ratelimit.NewRedisStore(client, ratelimit.RedisOptions{
+	store, err := redisstore.New(client, redisstore.Settings{
 		KeyPrefix: rs.keyPrefix,
 		Cluster:   len(rs.client.Addrs) > 1,
 	})
@@ -127,15 +129,16 @@ func newSharedRedis(rs *redisSettings) (*sharedRedis, error) {
 		return nil, spelling.Error(err)
 	}
 	where := "windowlimit: redis " + strings.Join(rs.client.Addrs, ",") + ": "
-	guard, err := ratelimit.NewRedisGuard(store, rs.policy, nil, func(e ratelimit.GuardEvent) {
+	gopts := guard.Options{OnError: rs.policy, Store: "redis", NotCounted: redisstore.ErrOutOfMemory}
+	g, err := guard.NewLogged(store, gopts, func(e guard.Event) {
 		io.WriteString(storeLog, where+e.Line(spelling)+"\n")
 	})
 	if err != nil {
 		client.Close()
 		return nil, spelling.Error(err)
 	}
-	guard.StopProbeWhenIdle(redisIdleTimeout)
-	return &sharedRedis{client: client, guard: guard}, nil
+	g.StopProbeWhenIdle(redisIdleTimeout)
+	return &sharedRedis{client: client, guard: g}, nil
 }
 
 // redisClients returns how many redis clients are open (tests).

@@ -5,21 +5,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/guard"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 	"github.com/windowlimit/windowlimit/shared/resp"
-)
-
-// Defaults of RedisConfig.
-const (
-	defaultRedisEndpoint = "localhost:6379"
-	defaultKeyPrefix     = "wl:"
 )
 
 // redisSettings is a validated RedisConfig with OnStoreError.
 type redisSettings struct {
 	client    resp.Options
 	keyPrefix string
-	policy    ratelimit.FailurePolicy
+	policy    guard.FailurePolicy
 	// lease is set when Lease is auto: the middleware leases hot keys
 	// (see leaseTableFor). It is not part of id: the client and guard do
 	// not depend on it.
@@ -39,35 +34,31 @@ func (c *Config) redisSettings() (*redisSettings, error) {
 		}
 		return nil, nil
 	}
-	policy, err := ratelimit.ParseFailurePolicy(strings.TrimSpace(c.OnStoreError))
+	policy, err := guard.ParseFailurePolicy(strings.TrimSpace(c.OnStoreError))
 	if err != nil {
 		return nil, fieldError("onStoreError", `unknown value `+strconv.Quote(c.OnStoreError)+` (want allow, deny or local)`)
 	}
 	r := c.Redis
 	rs := &redisSettings{policy: policy, keyPrefix: r.KeyPrefix}
-	switch v := strings.TrimSpace(r.Lease); {
-	case v == "" || strings.EqualFold(v, "auto"):
-		rs.lease = true
-	case strings.EqualFold(v, "off"):
-	default:
+	if rs.lease, err = redisstore.ParseLease(strings.ToLower(strings.TrimSpace(r.Lease))); err != nil {
 		return nil, fieldError("redis.lease", "unknown value "+quoteValue(r.Lease)+" (want auto or off)")
 	}
 	if rs.keyPrefix == "" {
-		rs.keyPrefix = defaultKeyPrefix
+		rs.keyPrefix = redisstore.DefaultKeyPrefix
 	}
 	o := &rs.client
 	for i, e := range r.Endpoints {
 		e = strings.TrimSpace(e)
-		if err := ratelimit.CheckRedisAddress(e); err != nil {
+		if err := redisstore.CheckAddress(e); err != nil {
 			return nil, fieldError("redis.endpoints["+strconv.Itoa(i)+"]", err.Error())
 		}
 		o.Addrs = append(o.Addrs, e)
 	}
 	if len(o.Addrs) == 0 {
-		o.Addrs = []string{defaultRedisEndpoint}
+		o.Addrs = []string{redisstore.DefaultAddress}
 	}
 	// Several endpoints are a Redis Cluster.
-	shared := ratelimit.RedisSettings{KeyPrefix: rs.keyPrefix, DB: r.DB, Cluster: len(o.Addrs) > 1, PoolSize: r.PoolSize}
+	shared := redisstore.Settings{KeyPrefix: rs.keyPrefix, DB: r.DB, Cluster: len(o.Addrs) > 1, PoolSize: r.PoolSize}
 	if t := r.TLS; t != nil {
 		shared.TLSCert, shared.TLSKey = t.Cert, t.Key
 	}
@@ -132,7 +123,7 @@ func redisTimeout(field, s string) (time.Duration, error) {
 }
 
 // redisID spells out everything the client and guard depend on.
-func redisID(r *RedisConfig, addrs []string, prefix string, policy ratelimit.FailurePolicy) string {
+func redisID(r *RedisConfig, addrs []string, prefix string, policy guard.FailurePolicy) string {
 	var b strings.Builder
 	for _, a := range addrs {
 		b.WriteString(strconv.Quote(a))

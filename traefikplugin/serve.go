@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/httplimit"
 	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
@@ -105,7 +106,7 @@ func decidedModeHeaders(m *Middleware, w http.ResponseWriter, r *http.Request, k
 
 // serveRedisRemoteAddr serves a request through Redis, keyed by its remote
 // address, with legacy headers from the table. It is the memory path with
-// ratelimit.TakeRemote (lease.Take with leases on) for TakeAt, in one
+// guard.TakeKey (lease.Take with leases on) for TakeAt, in one
 // frame (see Performance under yaegi). A denial, or a value past the
 // table (Redis answers what it likes), goes to decided.
 func serveRedisRemoteAddr(m *Middleware, w http.ResponseWriter, r *http.Request) {
@@ -117,7 +118,7 @@ func serveRedisRemoteAddr(m *Middleware, w http.ResponseWriter, r *http.Request)
 	if m.lease != nil {
 		d = lease.Take(m.lease, r.Context(), key, 0, time.Now())
 	} else {
-		d = ratelimit.TakeRemote(m.guard, r.Context(), m.zone, key, time.Now())
+		d = guard.TakeKey(m.guard, r.Context(), m.keyCall, m.zone, key, time.Now())
 	}
 	reset := (d.ResetAfter + time.Second - 1) / time.Second
 	if !d.Allowed || uint64(d.Remaining) >= uint64(len(m.decimals)) || uint64(reset) >= uint64(len(m.decimals)) {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 )
 
 // useStore makes s take m's decisions instead of the in-memory zone: the
@@ -13,17 +15,22 @@ import (
 // in-memory zone's TakeAt, no longer applies.
 func useStore(m *Middleware, s ratelimit.Store) {
 	m.store = s
-	m.guard, _ = s.(*ratelimit.Guard)
+	m.guard, _ = s.(*guard.Guard)
+	if m.guard != nil {
+		if rs, ok := m.guard.Remote().(*redisstore.Store); ok {
+			m.keyCall = rs.KeyCall(m.zone)
+		}
+	}
 	m.redisRemoteAddr = !m.notMemoryPath && m.guard != nil
 	m.notMemoryPath = true
 }
 
-// takeFromStore decides the request through m.store, a ratelimit.Guard
+// takeFromStore decides the request through m.store, a guard.Guard
 // that applies the onStoreError policy itself when Redis fails, so its
 // error is always nil; should another store fail, the request is let
 // through as the default policy would.
 //
-// A Guard, the Redis store's, is called through ratelimit.TakeRemote, not
+// A Guard, the Redis store's, is called through guard.TakeKey, not
 // the interface (see Performance under yaegi). With leases on, lease.Take
 // decides, through the guard when it has no lease to spend.
 func takeFromStore(ctx context.Context, m *Middleware, key string) ratelimit.Decision {
@@ -31,7 +38,7 @@ func takeFromStore(ctx context.Context, m *Middleware, key string) ratelimit.Dec
 		return lease.Take(m.lease, ctx, key, 0, time.Now())
 	}
 	if m.guard != nil {
-		return ratelimit.TakeRemote(m.guard, ctx, m.zone, key, time.Now())
+		return guard.TakeKey(m.guard, ctx, m.keyCall, m.zone, key, time.Now())
 	}
 	return takeFromStoreInterface(ctx, m, key)
 }

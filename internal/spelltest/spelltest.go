@@ -7,8 +7,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 )
+
+// Fields are the fields the shared packages' errors can name.
+var Fields = []ratelimit.Field{
+	ratelimit.FieldWindow, ratelimit.FieldSubWindow, ratelimit.FieldLimit, ratelimit.FieldCost,
+	ratelimit.FieldAlgorithm, ratelimit.FieldMaxKeys, ratelimit.FieldSweepInterval, ratelimit.FieldName,
+	redisstore.FieldKeyPrefix, redisstore.FieldDB, redisstore.FieldPoolSize, redisstore.FieldTLS,
+	redisstore.FieldLease, guard.FieldOnStoreError,
+}
 
 // Caddy are the Caddyfile's names of the settings the core checks, where
 // Traefik spells them otherwise.
@@ -34,9 +44,9 @@ func Find(msg string, spellings []string) string {
 // the core's errors.
 func Check(t testing.TB, s *ratelimit.Spelling, foreign []string) {
 	t.Helper()
-	for f := ratelimit.Field(1); int(f) < ratelimit.NumFields; f++ {
+	for _, f := range Fields {
 		n := s.Name(f)
-		if s[f] == "" || n == f.String() || Find(n, foreign) != "" {
+		if (*s)[f] == "" || n == string(f) || Find(n, foreign) != "" {
 			t.Errorf("field %v is spelled %q", f, n)
 		}
 		err := s.Error(&ratelimit.FieldError{Field: f, Msg: "bad value"})

@@ -8,14 +8,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowlimit/windowlimit/shared/redisstore"
+
 	"github.com/windowlimit/windowlimit/internal/redistest"
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 	"github.com/windowlimit/windowlimit/shared/resp"
 )
 
 // realFleet is n instances on the real clock sharing one Redis, each with
 // its own client, guard and table, as n proxies are.
-func realFleet(t *testing.T, addr string, r ratelimit.Rule, n int, policy ratelimit.FailurePolicy) ([]*Table, []*ratelimit.Guard) {
+func realFleet(t *testing.T, addr string, r ratelimit.Rule, n int, policy guard.FailurePolicy) ([]*Table, []*guard.Guard) {
 	t.Helper()
 	z, err := ratelimit.NewZone("real", r, ratelimit.Options{SweepInterval: -1})
 	if err != nil {
@@ -23,18 +26,18 @@ func realFleet(t *testing.T, addr string, r ratelimit.Rule, n int, policy rateli
 	}
 	t.Cleanup(z.Close)
 	var tables []*Table
-	var guards []*ratelimit.Guard
+	var guards []*guard.Guard
 	for i := 0; i < n; i++ {
 		c, err := resp.New(resp.Options{Addrs: []string{addr}, ReadTimeout: time.Second, DialTimeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		s, err := ratelimit.NewRedisStore(c, ratelimit.RedisOptions{KeyPrefix: "real:"})
+		s, err := redisstore.New(c, redisstore.Settings{KeyPrefix: "real:"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := ratelimit.NewRedisGuard(s, policy, nil, nil)
+		g, err := guard.NewLogged(s, guard.Options{OnError: policy, Store: "redis", NotCounted: redisstore.ErrOutOfMemory}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +60,7 @@ func realFleet(t *testing.T, addr string, r ratelimit.Rule, n int, policy rateli
 func TestConcurrentInstancesExact(t *testing.T) {
 	srv := redistest.Start(t)
 	r := ratelimit.Rule{Window: time.Minute, Limit: 5000, Algorithm: ratelimit.Fixed}
-	tables, _ := realFleet(t, srv.Addr(), r, 3, ratelimit.FailDeny)
+	tables, _ := realFleet(t, srv.Addr(), r, 3, guard.FailDeny)
 	before := scriptCalls(t, srv)
 	var admitted, denied int64
 	var wg sync.WaitGroup
@@ -110,7 +113,7 @@ func TestConcurrentInstancesExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	store, err := ratelimit.NewRedisStore(c, ratelimit.RedisOptions{KeyPrefix: "real:"})
+	store, err := redisstore.New(c, redisstore.Settings{KeyPrefix: "real:"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +133,7 @@ func TestConcurrentInstancesExact(t *testing.T) {
 func TestRedisDownMidLease(t *testing.T) {
 	srv := redistest.Start(t)
 	r := ratelimit.Rule{Window: 4 * time.Second, SubWindow: time.Second, Limit: 100000}
-	tables, _ := realFleet(t, srv.Addr(), r, 1, ratelimit.FailDeny)
+	tables, _ := realFleet(t, srv.Addr(), r, 1, guard.FailDeny)
 	tb := tables[0]
 	var held Held
 	for i := 0; i < 200; i++ {
@@ -192,7 +195,7 @@ func scriptCalls(t *testing.T, srv *redistest.Server) int64 {
 func TestRedisRestartMidLease(t *testing.T) {
 	srv := redistest.Start(t)
 	r := ratelimit.Rule{Window: time.Minute, Limit: 1000, Algorithm: ratelimit.Fixed}
-	tables, guards := realFleet(t, srv.Addr(), r, 1, ratelimit.FailDeny)
+	tables, guards := realFleet(t, srv.Addr(), r, 1, guard.FailDeny)
 	tb := tables[0]
 	for i := 0; i < 100; i++ {
 		Take(tb, context.Background(), "hot", 0, time.Now())
@@ -234,7 +237,7 @@ func TestRedisRestartMidLease(t *testing.T) {
 
 // replyLost is a ScriptRunner whose reply is lost when the caller's
 // context has ended by the time Redis answered: Redis ran the script.
-type replyLost struct{ ratelimit.ScriptRunner }
+type replyLost struct{ redisstore.ScriptRunner }
 
 func (r replyLost) EvalSha(ctx context.Context, sha string, keys, args []string) ([]int64, error) {
 	res, err := r.ScriptRunner.EvalSha(ctx, sha, keys, args)
@@ -260,11 +263,11 @@ func TestLeaseOutlivesClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	s, err := ratelimit.NewRedisStore(replyLost{c}, ratelimit.RedisOptions{KeyPrefix: "gone:"})
+	s, err := redisstore.New(replyLost{c}, redisstore.Settings{KeyPrefix: "gone:"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := ratelimit.NewRedisGuard(s, ratelimit.FailAllow, nil, nil)
+	g, err := guard.NewLogged(s, guard.Options{Store: "redis", NotCounted: redisstore.ErrOutOfMemory}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +317,7 @@ func TestResetMidLeaseTwoInstances(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := redistest.Start(t)
 			r := ratelimit.Rule{Window: time.Minute, Limit: 2000, Algorithm: ratelimit.Strict}
-			tables, guards := realFleet(t, srv.Addr(), r, 2, ratelimit.FailDeny)
+			tables, guards := realFleet(t, srv.Addr(), r, 2, guard.FailDeny)
 			for i := 0; i < 400; i++ {
 				Take(tables[i%2], context.Background(), "hot", 0, time.Now())
 			}
@@ -328,7 +331,7 @@ func TestResetMidLeaseTwoInstances(t *testing.T) {
 			}
 			if admin {
 				own := tables[0].Forget("hot")
-				store, _ := ratelimit.RedisOf(guards[0])
+				store := guards[0].Remote().(*redisstore.Store)
 				if _, err := store.Forget(context.Background(), tables[0].Zone(), "hot", time.Now(), own); err != nil {
 					t.Fatal(err)
 				}

@@ -44,18 +44,18 @@ func ended(t *Table, s *slot) giveBack {
 
 // relived ends the lease s (locked) holds on key when d, Redis's reply to
 // a lease call on key, names another life of the key than the lease was
-// granted in (ratelimit.Decision.Life): an operator reset the key or
+// granted in (see lifeOf): an operator reset the key or
 // Redis lost it, so the units in hand are counted nowhere and must not
 // be spent. It returns the lease, to be given back: the script then
 // counts what the lease spent in the key's new life, the units spent
 // after the reset among them. A lease spent to the last unit is returned
 // too, for that count.
 func relived(t *Table, s *slot, key string, limit int64, d *ratelimit.Decision) giveBack {
-	life := s.grant.Life()
-	if life == 0 || d.Life() == 0 || s.key != key || s.limit != limit {
+	life := lifeOf(&s.grant)
+	if life == 0 || lifeOf(d) == 0 || s.key != key || s.limit != limit {
 		return giveBack{}
 	}
-	if d.Life() == life {
+	if lifeOf(d) == life {
 		// Still the same count: what was spent so far came before any
 		// reset.
 		s.confirmed = s.granted - s.units
@@ -106,4 +106,24 @@ func expire(t *Table, s *slot, gen uint64) {
 	back := takeBack(t, s)
 	s.mu.Unlock()
 	back.send(t)
+}
+
+// lifeOf names the key's count that Redis decided d in (see
+// ratelimit.Receipt), or 0 when unknown: a decision in memory (the local
+// failure policy) or of a failed store.
+func lifeOf(d *ratelimit.Decision) int64 {
+	if !d.Receipt.Remote {
+		return 0
+	}
+	return int64(d.Receipt.Life)
+}
+
+// leasedAt is the store's time, in microseconds, at which the units d
+// leased were counted, which names their sub-window; 0 when d leased
+// nothing.
+func leasedAt(d *ratelimit.Decision) int64 {
+	if d.Leased <= 0 {
+		return 0
+	}
+	return d.Receipt.At
 }

@@ -10,7 +10,9 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/windowlimit/windowlimit/internal/redistest"
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 	"github.com/windowlimit/windowlimit/shared/resp"
 )
 
@@ -68,7 +70,7 @@ func (c *simClock) advance(t time.Time) {
 // it counts them and moves the time the script counts at (the caller's,
 // CallerTime) by the server clock's skew, which tests step.
 type serverRunner struct {
-	ratelimit.ScriptRunner
+	redisstore.ScriptRunner
 	clock *simClock
 	calls int64 // atomic: leases give back from goroutines of their own
 }
@@ -102,8 +104,8 @@ type fleet struct {
 	runner *serverRunner
 	zone   *ratelimit.Zone
 	tables []*Table
-	guards []*ratelimit.Guard
-	stores []*ratelimit.RedisStore
+	guards []*guard.Guard
+	stores []*redisstore.Store
 }
 
 var fleets int
@@ -128,11 +130,11 @@ func newFleet(t testing.TB, addrs []string, r ratelimit.Rule, n int, leases bool
 	clock := &simClock{now: epoch}
 	f := &fleet{client: c, prefix: prefix, clock: clock, runner: &serverRunner{ScriptRunner: c, clock: clock}, zone: z}
 	for i := 0; i < n; i++ {
-		s, err := ratelimit.NewRedisStore(f.runner, ratelimit.RedisOptions{KeyPrefix: prefix, Cluster: len(addrs) > 1, CallerTime: true})
+		s, err := redisstore.New(f.runner, redisstore.Settings{KeyPrefix: prefix, Cluster: len(addrs) > 1, CallerTime: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := ratelimit.NewGuard(s, ratelimit.GuardOptions{})
+		g, err := guard.New(s, guard.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +172,7 @@ func (f *fleet) take(i int, key string) ratelimit.Decision {
 // the newest sub-window, and the count Redis holds for sub-window b (-1
 // when its cell is no longer kept).
 func (f *fleet) bucket(key string, b int64) (newest, counted int64, ok bool) {
-	k := ratelimit.RedisKey(f.prefix, f.zone.Name(), key)
+	k := redisstore.Key(f.prefix, f.zone.Name(), key)
 	rep, err := f.client.DoKey(context.Background(), k, "GET", k)
 	if err != nil || rep.Nil || len(rep.Str) < 15 {
 		return 0, 0, false
@@ -245,7 +247,7 @@ func (f *fleet) reset(t testing.TB, e *exact, s step, server time.Time) {
 		e.reset(s.key, server, 0, f.clock.now)
 		return
 	}
-	k := ratelimit.RedisKey(f.prefix, f.zone.Name(), s.key)
+	k := redisstore.Key(f.prefix, f.zone.Name(), s.key)
 	if _, err := f.client.DoKey(context.Background(), k, "DEL", k); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -39,16 +40,21 @@ type Options struct {
 	// Now is the clock a request re-reads after waiting for another's
 	// lease call; nil means time.Now.
 	Now func() time.Time
+	// KeyCall is the store's call prepared for the zone (see
+	// guard.TakeKey), which a request that asks for no lease makes; nil
+	// means the guard's Take.
+	KeyCall *ratelimit.KeyCall
 }
 
 // Table holds this instance's leases on the keys of one zone whose
 // counts a Guard keeps in Redis. It is safe for concurrent use.
 type Table struct {
-	zone  *ratelimit.Zone
-	guard *ratelimit.Guard
-	limit int64 // the rule's
-	cost  int64
-	span  int64 // the sub-window, in nanoseconds: demand is counted per span
+	zone    *ratelimit.Zone
+	guard   *guard.Guard
+	keyCall *ratelimit.KeyCall
+	limit   int64 // the rule's
+	cost    int64
+	span    int64 // the sub-window, in nanoseconds: demand is counted per span
 	// spanMicros is the sub-window in microseconds, the store's unit: two
 	// grants whose times it divides alike count in one sub-window.
 	spanMicros int64
@@ -122,7 +128,7 @@ type slot struct {
 
 // NewTable returns a table of leases on z's keys, decided through g, whose
 // store must be Redis. Close gives back what it holds.
-func NewTable(z *ratelimit.Zone, g *ratelimit.Guard, opts Options) (*Table, error) {
+func NewTable(z *ratelimit.Zone, g *guard.Guard, opts Options) (*Table, error) {
 	if z == nil || g == nil {
 		return nil, errors.New("lease: a table needs a zone and a guard")
 	}
@@ -146,6 +152,7 @@ func NewTable(z *ratelimit.Zone, g *ratelimit.Guard, opts Options) (*Table, erro
 	t := &Table{
 		zone:       z,
 		guard:      g,
+		keyCall:    opts.KeyCall,
 		limit:      r.Limit,
 		cost:       r.Cost,
 		span:       int64(r.SubWindow),
@@ -254,7 +261,7 @@ func (t *Table) Close() {
 
 // Forget ends this instance's lease on key without giving its units back,
 // before the caller resets the key (an operator's reset: see
-// ratelimit.RedisStore.Forget), and returns the units the lease was
+// redisstore.Store.Forget), and returns the units the lease was
 // granted in its sub-window, which the reset must not carry into the
 // fresh count; 0 when there was no live lease.
 func (t *Table) Forget(key string) int64 {

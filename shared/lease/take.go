@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -242,7 +243,7 @@ func want(t *Table, s *slot, mono int64) int64 {
 // lease.
 func decide(t *Table, ctx context.Context, key string, limit int64, now time.Time, b int64) ratelimit.Decision {
 	if b == 0 && limit == t.limit {
-		return ratelimit.TakeRemote(t.guard, ctx, t.zone, key, now)
+		return guard.TakeKey(t.guard, ctx, t.keyCall, t.zone, key, now)
 	}
 	it := []ratelimit.Item{{Zone: t.zone, Key: key, Lease: b}}
 	if limit != t.limit {
@@ -281,7 +282,7 @@ func install(t *Table, s *slot, key string, limit int64, mono int64, d ratelimit
 	// account (granted, and confirmed as relived left it), so that a
 	// reset's give-back returns every unit spent before the last reply
 	// that found the key in that life, not only the last lease's.
-	same := s.granted > 0 && s.grant.Life() == d.Life() && s.grant.LeasedAt()/t.spanMicros == d.LeasedAt()/t.spanMicros
+	same := s.granted > 0 && lifeOf(&s.grant) == lifeOf(&d) && leasedAt(&s.grant)/t.spanMicros == leasedAt(&d)/t.spanMicros
 	if s.units > 0 {
 		if current < s.expires && same {
 			// A renewal counted in the sub-window of the lease in hand:

@@ -15,7 +15,7 @@ import "time"
 // date only when the sub-window changes or a denial needs it. The weight
 // is the product divided by T, not leaving times a precomputed 1/T: the
 // product is exact and the division rounds once, so a count that is a
-// whole number comes out whole, as in the Redis script, and a request
+// whole number comes out whole, as a remote store's script computes it, and a request
 // that fits exactly is admitted.
 
 // head is a key's state for its current sub-window c.
@@ -29,7 +29,7 @@ type head struct {
 // shard s and, when the request is allowed and commit is set, counts it.
 // TakeAt has a copy of its common case.
 //
-// As in the Redis script, only an admission changes what a key counts: a
+// As in a remote store's script, only an admission changes what a key counts: a
 // denial is decided on a copy of the head, so that the newest sub-window
 // a key knows is the newest it was admitted in, and a clock that went
 // back counts there.
@@ -94,7 +94,7 @@ func take(z *Zone, s *shard, key uint64, t int64, limit int64, commit bool) Deci
 // inside nor leaving: a new key, or one whose counts were all refunded),
 // its ring is empty and the head may move to t either way; once it holds
 // a count, a clock that went back counts in the newest sub-window
-// written, as the Redis script does.
+// written, as a remote store's script does.
 func headTime(z *Zone, h *head, t int64) int64 {
 	if h.inside == 0 && h.leaving == 0 {
 		if t < h.end-z.span || t >= h.end {

@@ -24,44 +24,34 @@ type Decision struct {
 	Leased   int64
 	LeaseFor time.Duration
 
-	// receipt says where an admitted Refundable item was counted (see
-	// Refund); the zero receipt holds nothing to give back.
-	receipt receipt
+	// Receipt says where the store counted an admitted Refundable item,
+	// or a lease's units: what a refund or a give-back names to take the
+	// count back from the right place. The zero Receipt holds nothing.
+	Receipt Receipt
 }
 
-// LeasedAt is the store's time, in microseconds, at which the units of a
-// lease (Leased) were counted, which names the sub-window they count in;
-// 0 when the decision leased nothing.
-func (d *Decision) LeasedAt() int64 {
-	if d.Leased <= 0 {
-		return 0
-	}
-	return d.receipt.at
+// Receipt is where a store counted a request.
+//
+// At fixes the sub-window (or the log entry) a refund takes the count back
+// from: the time the store counted the request at, after its clock
+// clamps, in Unix nanoseconds in memory or microseconds on a remote
+// store's clock; 0 when nothing was counted. Life names the key's count
+// the request went into: a slot's life in memory, the key's birth time on
+// a remote store. A key that was reset, evicted or lost since is another
+// life, and a refund into it gives nothing back. Remote reports a remote
+// store's receipt rather than one of the in-memory zones.
+type Receipt struct {
+	At     int64
+	Life   uint32
+	Remote bool
 }
 
-// Life names the key's count that a remote store decided d in: Redis's
-// time when the key was created, or 0 when unknown (in memory, for a log
-// rule, or when the store failed). A key that an operator reset, or that
-// Redis lost, is created anew with another life: units leased in the old
-// one are no longer counted, so their holder stops spending them.
-func (d *Decision) Life() int64 {
-	if !d.receipt.remote {
-		return 0
-	}
-	return int64(d.receipt.life)
-}
-
-// receipt is where a store counted a request: the time it counted it at,
-// after its clock clamps, in nanoseconds in memory or microseconds in
-// Redis, which fixes the sub-window (or the log entry) a refund takes the
-// count back from.
-type receipt struct {
-	at int64 // 0: not counted
-	// life names the key's count the request went into: a slot's life in
-	// memory, the key's birth time in Redis. A refund into another life
-	// (the key was reset, evicted or lost since) gives nothing back.
-	life   uint32
-	remote bool // counted by a remote store rather than in memory
+// LeaseUse is what became of the units of a lease: Granted were granted
+// in its sub-window, Unspent are left, and Confirmed were spent before a
+// reply of the store last found the key in the lease's life (so before
+// any reset of it).
+type LeaseUse struct {
+	Granted, Unspent, Confirmed int64
 }
 
 // Tightest returns the index of the decision that should speak for a

@@ -1,29 +1,36 @@
-// Package ratelimit is the core of windowlimit: rules, the sliding-window
-// algorithms, decisions, the in-memory store, the Redis store and the
-// failure policy around it.
+// Package ratelimit is the limiter: rules, the sliding-window algorithms,
+// decisions, and the in-memory store, where the decision is taken when no
+// remote store keeps the counts.
 //
-// Where things are:
+// A Zone holds the counts of one rule, sharded and bounded in keys. A
+// Store decides the items of one request together; Memory is the
+// in-memory one, and other packages supply the remote store and the guard
+// around it. Nothing here knows where else counts may be kept.
 //
-//   - rule.go, decision.go: what a limit is and what a decision says.
-//   - zone.go, shard.go, buckets.go, log.go: the in-memory store, where the
-//     decision is taken: a zone per rule, sharded and bounded, with the
-//     bucket algorithms (sliding, strict, fixed) and the exact log.
-//   - store.go: the Store interface and several rules taken together.
-//   - redisstore.go, redisscript.go, rediskey.go: the Redis store, one Lua
-//     script per request over a ScriptRunner (go-redis in Caddy,
-//     shared/resp in Traefik).
-//   - guard.go, policy.go, breaker.go, denycache.go, errlog.go: what happens
-//     when Redis fails or is slow.
+// The package is loaded by Traefik's yaegi interpreter as well as
+// compiled into Caddy, so it uses the standard library only. Under yaegi
+// every call allocates the callee's locals and temporaries, and a method
+// call costs several function calls: the calls the Traefik plugin makes on
+// every request (TakeAt, TakeLimitAt, TakeReservedAt, RefundAt, Serial)
+// are plain functions taking the zone as their first argument, each with
+// its common case written out in few statements. Compiled Go pays nothing
+// for that form. Methods remain where an interface needs them (Store).
 //
-// The package is loaded by Traefik's yaegi interpreter as well as compiled
-// into Caddy, so it uses the standard library only and avoids what yaegi
-// v0.16 cannot run. Under yaegi every call allocates the callee's locals
-// and temporaries, so the per-request path is kept to few calls and few
-// statements (see TakeAt and scripts/yaegitest).
+// # Files
 //
-// The calls the Traefik plugin makes on every request (TakeAt,
-// TakeLimitAt, TakeRemote) are plain functions taking the zone or guard
-// as their first argument, with no method form: under yaegi a method call
-// costs several function calls, while compiled Go pays nothing for the
-// plain form. Methods remain where an interface needs them (Store).
+//   - rule.go: Rule, the algorithms, and the bounds of a limit and a window.
+//   - field.go: Field, FieldError and Spelling: errors that name a setting.
+//   - decision.go: Decision, Receipt and LeaseUse, and Tightest.
+//   - store.go: Item, the Store interface, Memory, and TakeAll.
+//   - keycall.go: KeyCall, a remote store's call prepared for one zone.
+//   - zone.go: Zone, its options and stats, its sweeper, and TakeAt.
+//   - shard.go: a zone's shards: slots, eviction and sleep.
+//   - buckets.go: the bucket algorithms (sliding, strict, fixed).
+//   - log.go: the exact log algorithm.
+//   - sketch.go: the summary of evicted keys.
+//   - refund.go: Refunder, reservations (TakeReservedAt) and RefundAt.
+//   - inspect.go: KeyState, Zone.Inspect and Zone.Forget, and Serial.
+//   - override.go: per-key limits (Overrides) and ValidLimit.
+//   - status.go: StatusSet, the response codes a zone counts.
+//   - zoneid.go: ZoneID, what makes two zones the same across reloads.
 package ratelimit

@@ -1,73 +1,31 @@
 package ratelimit
 
-import "strconv"
-
-// Field identifies a setting the core checks. The hosts spell settings
-// their own way (sub_window in a Caddyfile, subWindow in Traefik's
-// dynamic configuration), so the core names a field by this identifier
-// and each host turns it into its spelling with a Spelling.
-type Field uint8
+// Field names a setting that a check reports, by its Go field's name. The
+// hosts spell settings their own way (sub_window in a Caddyfile,
+// subWindow in Traefik's dynamic configuration), so an error names the
+// field and each host turns it into its spelling with a Spelling. Other
+// packages declare the fields of their own settings.
+type Field string
 
 // The settings the core's errors name.
 const (
 	// FieldWindow is Rule.Window.
-	FieldWindow Field = iota + 1
+	FieldWindow Field = "Window"
 	// FieldSubWindow is Rule.SubWindow.
-	FieldSubWindow
+	FieldSubWindow Field = "SubWindow"
 	// FieldLimit is Rule.Limit.
-	FieldLimit
+	FieldLimit Field = "Limit"
 	// FieldCost is Rule.Cost.
-	FieldCost
+	FieldCost Field = "Cost"
 	// FieldAlgorithm is Rule.Algorithm.
-	FieldAlgorithm
+	FieldAlgorithm Field = "Algorithm"
 	// FieldMaxKeys is Options.MaxKeys.
-	FieldMaxKeys
+	FieldMaxKeys Field = "MaxKeys"
 	// FieldSweepInterval is Options.SweepInterval.
-	FieldSweepInterval
-	// FieldName is the zone's name, which a Redis store puts in its keys.
-	FieldName
-	// FieldKeyPrefix is RedisOptions.KeyPrefix.
-	FieldKeyPrefix
-	// FieldDB is RedisSettings.DB.
-	FieldDB
-	// FieldPoolSize is RedisSettings.PoolSize.
-	FieldPoolSize
-	// FieldTLS is the TLS block of a Redis store.
-	FieldTLS
-	// FieldOnStoreError is the setting of the failure policy
-	// (GuardOptions.OnError).
-	FieldOnStoreError
+	FieldSweepInterval Field = "SweepInterval"
+	// FieldName is the zone's name, which a remote store puts in its keys.
+	FieldName Field = "Name"
 )
-
-// fieldNames are the names of the Go fields the identifiers stand for:
-// what an error says when no host has spelled it.
-var fieldNames = [...]string{
-	FieldWindow:        "Window",
-	FieldSubWindow:     "SubWindow",
-	FieldLimit:         "Limit",
-	FieldCost:          "Cost",
-	FieldAlgorithm:     "Algorithm",
-	FieldMaxKeys:       "MaxKeys",
-	FieldSweepInterval: "SweepInterval",
-	FieldName:          "Name",
-	FieldKeyPrefix:     "KeyPrefix",
-	FieldDB:            "DB",
-	FieldPoolSize:      "PoolSize",
-	FieldTLS:           "TLS",
-	FieldOnStoreError:  "OnError",
-}
-
-// NumFields is one more than the largest Field: the length of a
-// Spelling.
-const NumFields = int(FieldOnStoreError) + 1
-
-// String returns the name of the Go field f stands for.
-func (f Field) String() string {
-	if int(f) < len(fieldNames) && fieldNames[f] != "" {
-		return fieldNames[f]
-	}
-	return "field(" + strconv.Itoa(int(f)) + ")"
-}
 
 // FieldError reports a bad value of one setting. Msg names no setting
 // by its spelling: a setting it mentions besides Field is named in words
@@ -80,18 +38,18 @@ type FieldError struct {
 	Msg string
 }
 
-func (e *FieldError) Error() string { return e.Field.String() + ": " + e.Msg }
+func (e *FieldError) Error() string { return string(e.Field) + ": " + e.Msg }
 
 // Spelling names each Field as one host's configuration does.
-type Spelling [NumFields]string
+type Spelling map[Field]string
 
 // Name returns the spelling of f, or the name of its Go field when s has
 // none.
 func (s *Spelling) Name(f Field) string {
-	if int(f) < len(s) && s[f] != "" {
-		return s[f]
+	if name := (*s)[f]; name != "" {
+		return name
 	}
-	return f.String()
+	return string(f)
 }
 
 // Error returns err with the field of a *FieldError spelled by s, as

@@ -12,7 +12,7 @@ type KeyState struct {
 	Tracked bool
 	// Count is what the window counts for the key: for Sliding the
 	// leaving sub-window weighted by the part of it still inside, rounded
-	// up, as the Redis script rounds it.
+	// up, as a remote store's script rounds it.
 	Count int64
 	// Remaining is how many requests of cost 1 would pass now: Limit
 	// minus Count, at least 0.
@@ -21,9 +21,11 @@ type KeyState struct {
 	ResetAfter time.Duration
 }
 
-// ID returns the zone's identifier, unique among the zones of this
-// process; a zone rebuilt by a changed config gets a new one.
-func (z *Zone) ID() uint64 { return z.id }
+// Serial returns z's serial number, unique among the zones of this
+// process: a zone rebuilt by a changed config gets a new one. It is a
+// plain function, which yaegi calls for a fraction of a method's cost,
+// for stores that keep what they prepared for a zone by it.
+func Serial(z *Zone) uint64 { return z.id }
 
 // Inspect returns the state of key at now without changing the zone: no
 // count, no new key, no cached denial. An untracked key reports the count
@@ -125,26 +127,4 @@ func (z *Zone) Forget(key string) bool {
 	_, known := s.index[k]
 	s.remove(k)
 	return known
-}
-
-// ForgetDenial drops the guard's cached denials of key in z, under every
-// limit (the rule's, an override's or a tier's: see itemRule), so that the
-// key's next request asks the remote store again.
-func (g *Guard) ForgetDenial(z *Zone, key string) {
-	if g.denials == nil {
-		return
-	}
-	c := g.denials
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for zr, keys := range c.zones {
-		r := zr.rule
-		r.Limit = z.rule.Limit
-		if zr.name != z.name || r != z.rule {
-			continue
-		}
-		if _, ok := keys[key]; ok {
-			c.remove(zr, keys, key)
-		}
-	}
 }

@@ -1,13 +1,10 @@
 package ratelimit
 
 import (
-	"context"
 	"math/rand/v2"
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/windowlimit/windowlimit/internal/redistest"
 )
 
 // inspectRules are the rules the inspection tests replay, one per
@@ -85,45 +82,7 @@ func TestZoneInspect(t *testing.T) {
 	}
 }
 
-// Redis's inspection agrees with the zone's, and with the script's next
-// decision, on every algorithm; a key of another rule counts nothing, as
-// the script would start it afresh.
-func TestRedisInspect(t *testing.T) {
-	srv := redistest.Start(t)
-	store, _ := newStore(t, srv.Addr())
-	store.callerTime = true
-	ctx := context.Background()
-	for _, r := range inspectRules {
-		t.Run(r.Algorithm.String(), func(t *testing.T) {
-			z := newZone(t, "ri"+r.Algorithm.String()+strconv.Itoa(int(r.Cost)), r)
-			key := "k"
-			for i, at := range inspectTimes(11, 200) {
-				mem := z.Inspect(key, at)
-				red, err := store.Inspect(ctx, z, key, at)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if mem != red {
-					t.Fatalf("request %d: memory %+v, redis %+v", i, mem, red)
-				}
-				checkAgainstTake(t, "request "+strconv.Itoa(i), r, red, take1(t, store, at, z, key))
-				TakeAt(z, key, at.UnixNano())
-			}
-		})
-	}
-	other := newZone(t, "ri"+Sliding.String()+"0", Rule{Window: 20 * time.Second, Limit: 7})
-	st, err := store.Inspect(ctx, other, "k", time.Unix(1_800_000_000, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Count != 0 || st.Remaining != 7 {
-		t.Fatalf("a key written by another window: %+v, want a fresh count", st)
-	}
-}
-
-// Forget gives a key a fresh budget: in memory, its state and cached
-// denial go; in Redis, its key goes, and the guard's cached denial with
-// ForgetDenial.
+// Forget gives a key a fresh budget: its state and cached denial go.
 func TestForget(t *testing.T) {
 	r := Rule{Window: time.Minute, Limit: 3}
 	now := time.Unix(1_800_000_000, 0)
@@ -139,31 +98,5 @@ func TestForget(t *testing.T) {
 	}
 	if d := TakeAt(z, "k", now.UnixNano()); !d.Allowed || d.Remaining != 2 {
 		t.Fatalf("after Forget: %+v, want admitted with 2 remaining", d)
-	}
-
-	srv := redistest.Start(t)
-	store, _ := newStore(t, srv.Addr())
-	g, err := NewGuard(store, GuardOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	now = time.Now()
-	for range 4 {
-		take1(t, g, now, z, "r")
-	}
-	if d := take1(t, g, now, z, "r"); d.Allowed || g.Stats().CacheHits == 0 {
-		t.Fatalf("exhausted key: %+v, %d cache hits, want a cached denial", d, g.Stats().CacheHits)
-	}
-	deleted, err := store.Forget(ctx, z, "r", now, 0)
-	if err != nil || !deleted {
-		t.Fatalf("Forget: %v, %v", deleted, err)
-	}
-	if st, err := store.Inspect(ctx, z, "r", now); err != nil || st.Tracked || st.Remaining != 3 {
-		t.Fatalf("after Forget: %+v, %v", st, err)
-	}
-	g.ForgetDenial(z, "r")
-	if d := take1(t, g, now, z, "r"); !d.Allowed || d.Remaining != 2 {
-		t.Fatalf("after Forget and ForgetDenial: %+v, want admitted with 2 remaining", d)
 	}
 }

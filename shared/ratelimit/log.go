@@ -45,8 +45,8 @@ func (r *logRing) push(t int64, limit int) {
 
 // remove deletes up to n of the timestamps equal to t, and reports
 // whether it found one. The ring stays in order, and newest is the newest
-// it still holds: a clock that went back counts there, as in the Redis
-// script, whose newest score went with the entry.
+// it still holds: a clock that went back counts there, as in a remote
+// store's script, whose newest score went with the entry.
 func (r *logRing) remove(t int64, n int) bool {
 	found := false
 	for i := r.n - 1; i >= 0 && n > 0; i-- {
@@ -71,7 +71,7 @@ func (r *logRing) remove(t int64, n int) bool {
 }
 
 // logAt returns the time a request at t counts at for the log r (the
-// newest timestamp held, if the clock went back, as in the Redis script)
+// newest timestamp held, if the clock went back, as a remote store does)
 // and how many timestamps at its head left the window by then.
 func logAt(z *Zone, r *logRing, t int64) (int64, int) {
 	if r.n > 0 && t < r.newest {
@@ -93,8 +93,8 @@ func takeLog(z *Zone, s *shard, key uint64, t int64, limit int, commit bool) Dec
 	}
 	r := &s.logs[slot]
 	// Only an admission removes the timestamps that left the window: a
-	// denial changes nothing, as in the Redis script, so a clock that goes
-	// back finds what Redis would.
+	// denial changes nothing, as in a remote store's script, so a clock
+	// that goes back finds what the remote store would.
 	t, old := logAt(z, r, t)
 	n := r.n - old
 	d := Decision{Limit: int64(limit)}

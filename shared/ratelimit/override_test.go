@@ -129,48 +129,6 @@ func TestLogEvictedKeepsOwnLimit(t *testing.T) {
 	}
 }
 
-// TestItemLimitRedis: the same with the counts in Redis, through the
-// guard and its denial cache, on both backends.
-func TestItemLimitRedis(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			for _, alg := range []Algorithm{Sliding, Log} {
-				t.Run(alg.String(), func(t *testing.T) {
-					s, _ := newStore(t, b.start(t))
-					g := newGuard(t, s, GuardOptions{})
-					z := newZone(t, "tiers", Rule{Window: time.Minute, Limit: 2, Algorithm: alg})
-					checkTiers(t, g, z, time.Now())
-					if g.Stats().CacheHits == 0 {
-						t.Fatal("the denial cache was never used")
-					}
-					// The cached arguments stay the rule's.
-					spec, _ := s.ruleArgs(z)
-					if spec[0] != packRule(z.Rule(), 2) {
-						t.Fatalf("cached rule argument %q, want the rule's limit 2", spec[0])
-					}
-				})
-			}
-		})
-	}
-}
-
-// TestGuardDenyCacheLimit: a denial cached under one limit does not
-// answer for the key under another.
-func TestGuardDenyCacheLimit(t *testing.T) {
-	z := newZone(t, "a", Rule{Window: time.Minute, Limit: 10})
-	remote := &fakeRemote{deny: 3 * time.Second}
-	g := newGuard(t, remote, GuardOptions{})
-	out := make([]Decision, 1)
-	g.Take(context.Background(), epoch, []Item{{Zone: z, Key: "k"}}, out)
-	remote.set(nil, 0)
-	if allowed, _ := g.Take(context.Background(), epoch, []Item{{Zone: z, Key: "k"}}, out); allowed {
-		t.Fatal("the cached denial did not hold under the same limit")
-	}
-	if allowed, _ := g.Take(context.Background(), epoch, []Item{{Zone: z, Key: "k", Limit: 600}}, out); !allowed {
-		t.Fatalf("under limit 600: allowed %v, %+v; the denial under 10 answered", allowed, out[0])
-	}
-}
-
 // TestOverrides: a key override matches the key exactly; a CIDR (or a
 // single address) matches the client address, unmapped, by the narrowest
 // CIDR, and never the key, whatever it spells.
@@ -300,24 +258,5 @@ func TestOverridesErrors(t *testing.T) {
 	}
 	if n, err := ParseOverrideLimit("unlimited"); err != nil || n != Unlimited {
 		t.Errorf("unlimited: %d, %v", n, err)
-	}
-}
-
-// TestForgetDenialEveryLimit: the admin API's reset forgets a key's
-// cached denials under its override's limit too.
-func TestForgetDenialEveryLimit(t *testing.T) {
-	z := newZone(t, "a", Rule{Window: time.Minute, Limit: 10})
-	remote := &fakeRemote{deny: 3 * time.Second}
-	g := newGuard(t, remote, GuardOptions{})
-	out := make([]Decision, 1)
-	for _, n := range []int64{0, 600} {
-		g.Take(context.Background(), epoch, []Item{{Zone: z, Key: "k", Limit: n}}, out)
-	}
-	if g.denials.len() != 2 {
-		t.Fatalf("%d cached denials, want 2", g.denials.len())
-	}
-	g.ForgetDenial(z, "k")
-	if n := g.denials.len(); n != 0 {
-		t.Fatalf("%d cached denials left after ForgetDenial, want 0", n)
 	}
 }

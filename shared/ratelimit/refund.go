@@ -2,9 +2,7 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"hash/maphash"
-	"sync/atomic"
 	"time"
 )
 
@@ -22,14 +20,14 @@ type Refunder interface {
 
 // Refund implements Refunder.
 func (Memory) Refund(_ context.Context, items []Item, out []Decision) error {
-	RefundAll(items, out)
+	refundAll(items, out)
 	return nil
 }
 
-// RefundAll gives back, in memory, the counts of the Refundable items
+// refundAll gives back, in memory, the counts of the Refundable items
 // whose decisions hold a receipt of the in-memory zones, and spends those
 // receipts (see RefundAt).
-func RefundAll(items []Item, out []Decision) {
+func refundAll(items []Item, out []Decision) {
 	for i := range items {
 		if items[i].Refundable {
 			RefundAt(items[i].Zone, items[i].Key, &out[i])
@@ -53,9 +51,9 @@ func TakeReservedAt(z *Zone, key string, t int64, limit int64) Decision {
 	if left := h.end - t; left > 0 && left <= z.span && limit <= 0 {
 		if count := h.inside + h.leaving*float64(left)/z.spanF + z.cost; count <= z.limit {
 			h.inside += z.cost
-			r := receipt{at: h.end - z.span, life: s.lives[slot]}
+			r := Receipt{At: h.end - z.span, Life: s.lives[slot]}
 			s.Unlock()
-			return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(left + z.resetTail), receipt: r}
+			return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(left + z.resetTail), Receipt: r}
 		}
 	}
 	return takeReserved(z, s, k, t, limit)
@@ -69,7 +67,7 @@ func takeReserved(z *Zone, s *shard, k uint64, t int64, limit int64) Decision {
 	}
 	d := take(z, s, k, t, limit, true)
 	if d.Allowed {
-		d.receipt = countedAt(z, s, k)
+		d.Receipt = countedAt(z, s, k)
 	}
 	s.Unlock()
 	return d
@@ -87,16 +85,16 @@ func takeReserved(z *Zone, s *shard, k uint64, t int64, limit int64) Decision {
 // forgotten or evicted since d was counted is another life: its count
 // gets nothing back.
 func RefundAt(z *Zone, key string, d *Decision) {
-	at := d.receipt.at
-	if at == 0 || d.receipt.remote {
+	at := d.Receipt.At
+	if at == 0 || d.Receipt.Remote {
 		return
 	}
-	d.receipt.at = 0
+	d.Receipt.At = 0
 	k := maphash.String(z.seed, key)
 	s := &z.shards[k&z.mask]
 	s.Lock()
 	slot := s.index[k]
-	if h := &s.heads[slot]; h.end-z.span == at && h.inside >= z.cost && s.lives[slot] == d.receipt.life {
+	if h := &s.heads[slot]; h.end-z.span == at && h.inside >= z.cost && s.lives[slot] == d.Receipt.Life {
 		if h.inside -= z.cost; h.inside == 0 {
 			s.counts[int64(slot)*z.m+at/z.span%z.m] = 0
 		}
@@ -104,27 +102,27 @@ func RefundAt(z *Zone, key string, d *Decision) {
 		s.Unlock()
 		return
 	}
-	refund(z, s, k, at, d.receipt.life)
+	refund(z, s, k, at, d.Receipt.Life)
 	s.Unlock()
 }
 
 // countedAt returns the receipt of the request just counted on the key
 // hashed to key in the locked shard s: a time in the sub-window its head
 // is in, or the newest timestamp of its log, and the key's life.
-func countedAt(z *Zone, s *shard, key uint64) receipt {
+func countedAt(z *Zone, s *shard, key uint64) Receipt {
 	i := s.index[key]
 	if z.log {
-		return receipt{at: s.logs[i].newest, life: s.lives[i]}
+		return Receipt{At: s.logs[i].newest, Life: s.lives[i]}
 	}
-	return receipt{at: s.heads[i].end - z.span, life: s.lives[i]}
+	return Receipt{At: s.heads[i].end - z.span, Life: s.lives[i]}
 }
 
 // refund takes the zone's cost back from the sub-window of time at (the
 // log entry at at, for Log) of the key hashed to key in the locked shard
 // s, if the key is still in the life the receipt names and holds it
 // there. The key's cached denial then goes: its count fell. A key left
-// counting nothing is then as a new one (see headTime), as in Redis,
-// where the script deletes it.
+// counting nothing is then as a new one (see headTime), as in a remote
+// store, whose script deletes it.
 func refund(z *Zone, s *shard, key uint64, at int64, life uint32) {
 	slot, ok := s.index[key]
 	if !ok || s.lives[slot] != life {
@@ -159,74 +157,4 @@ func refund(z *Zone, s *shard, key uint64, at int64, life uint32) {
 		h.inside -= z.cost
 	}
 	delete(s.denied, key)
-}
-
-// Refund implements Refunder. A count that FailLocal took in memory goes
-// back there; a count in the remote store goes back there, unless the
-// breaker is open (Redis is down: the count stays, the safe side). The
-// error is always nil: a failed refund is logged and trips the breaker as
-// a failed take does, and the count stays. A refunded key's cached denial
-// goes, since its count fell; other instances keep theirs until it
-// expires.
-func (g *Guard) Refund(ctx context.Context, items []Item, out []Decision) error {
-	RefundAll(items, out)
-	remote := false
-	for i := range items {
-		if items[i].Refundable && out[i].receipt.remote {
-			remote = true
-			if g.denials != nil {
-				g.denials.forget(&items[i])
-			}
-		}
-	}
-	rf, ok := g.remote.(Refunder)
-	if !remote || !ok || g.breaker != nil && g.breaker.open() {
-		return nil
-	}
-	givenBack(g, ctx, rf.Refund(ctx, items, out))
-	return nil
-}
-
-// givenBack accounts for the error err of a call that gave counts back
-// (a refund, a lease's unspent units): the count stays, and a failure is
-// logged and trips the breaker as a failed take does, unless the call was
-// never sent (our own backlog) or its caller left.
-func givenBack(g *Guard, ctx context.Context, err error) {
-	switch {
-	case err == nil:
-	case errors.Is(err, ErrOverloaded): // never sent: our own backlog
-		atomic.AddUint64(&g.overloaded, 1)
-		g.busyErrs.report(err, time.Now())
-	default:
-		atomic.AddUint64(&g.failures, 1)
-		if g.breaker != nil && ctx.Err() == nil {
-			g.breaker.trip()
-		}
-		g.errs.report(err, time.Now())
-	}
-}
-
-// GiveBack returns the unspent units of a lease, use telling what became
-// of the units Redis counted for the caller in d's sub-window, d being a
-// decision Take returned for an Item with Lease set. They come off that
-// sub-window, if the key still holds them there in d's life; with the
-// breaker open they stay counted (the safe side). If an operator reset
-// the key since, they come off the fresh count that carried them. If
-// Redis lost the key (another life, see Decision.Life), the units spent
-// since the life was last confirmed are counted in the new life instead,
-// if their sub-window still counts at now, so that a loss adds to a fresh
-// budget as little of what a lease spent after it as can be known. A
-// failure is logged and trips the breaker as a failed take does. The
-// key's cached denial goes, since its count may have fallen.
-func (g *Guard) GiveBack(ctx context.Context, now time.Time, it Item, d Decision, use LeaseUse) {
-	if use.Unspent < 0 || use.Granted <= 0 || g.redis == nil || !d.receipt.remote {
-		return
-	}
-	if g.denials != nil {
-		g.denials.forget(&it)
-	}
-	if g.breaker != nil && g.breaker.open() {
-		return
-	}
-	givenBack(g, ctx, g.redis.giveBack(ctx, now, it.Zone, it.Key, it.limit(), &d, use))
 }

@@ -74,21 +74,28 @@ func TestTakeReservedMatchesTakeAll(t *testing.T) {
 
 // refundGeneral is RefundAt without its written-out common case.
 func refundGeneral(z *Zone, key string, d *Decision) {
-	if d.receipt.at == 0 {
+	if d.Receipt.At == 0 {
 		return
 	}
 	k := z.hash(key)
 	s := &z.shards[k&z.mask]
 	s.Lock()
-	refund(z, s, k, d.receipt.at, d.receipt.life)
+	refund(z, s, k, d.Receipt.At, d.Receipt.Life)
 	s.Unlock()
-	d.receipt.at = 0
+	d.Receipt.At = 0
 }
 
 // withoutLife returns d with its receipt's life cleared: two zones number
 // their keys' lives each on its own (TakeAll may make a slot, and so a
 // life, for a request that a Log zone then denies).
 func withoutLife(d Decision) Decision {
-	d.receipt.life = 0
+	d.Receipt.Life = 0
 	return d
+}
+
+var refundRules = []Rule{
+	{Window: time.Minute, SubWindow: 6 * time.Second, Limit: 5},
+	{Window: time.Minute, SubWindow: 6 * time.Second, Limit: 5, Algorithm: Strict},
+	{Window: time.Minute, Limit: 5, Algorithm: Fixed},
+	{Window: time.Minute, Limit: 5, Algorithm: Log},
 }

@@ -150,5 +150,5 @@ func (r *Rule) Normalize() error {
 	return nil
 }
 
-// Buckets returns k = W/T, the number of sub-windows in the window.
-func (r *Rule) Buckets() int { return int(r.Window / r.SubWindow) }
+// buckets returns k = W/T, the number of sub-windows in the window.
+func (r *Rule) buckets() int { return int(r.Window / r.SubWindow) }

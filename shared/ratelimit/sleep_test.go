@@ -1,8 +1,6 @@
 package ratelimit
 
 import (
-	"context"
-	"errors"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -113,40 +111,5 @@ func TestZoneSleepWaitsForEvictedCounts(t *testing.T) {
 	later := t0 + int64(2*time.Hour)
 	if !z.empty(later) || !z.sleep(later) {
 		t.Fatal("a zone whose evicted counts are over does not sleep")
-	}
-}
-
-// A breaker whose guard sees no request for the idle time ends its probe
-// and closes: the next request tries the store again, and trips it again
-// if the store still fails.
-func TestGuardProbeStopsWhenIdle(t *testing.T) {
-	z := newZone(t, "idle-probe", Rule{Window: time.Minute, Limit: 5})
-	remote := &fakeRemote{err: errors.New("i/o timeout")}
-	g := newGuard(t, remote, GuardOptions{
-		Probe:         func(context.Context) error { return errors.New("still down") },
-		ProbeInterval: 20 * time.Millisecond,
-	})
-	g.StopProbeWhenIdle(200 * time.Millisecond)
-	before := runtime.NumGoroutine()
-	out := make([]Decision, 1)
-	items := []Item{{Zone: z, Key: "k"}}
-	g.Take(context.Background(), epoch, items, out)
-	if !g.Stats().Open || runtime.NumGoroutine() != before+1 {
-		t.Fatal("a failure did not start the probe")
-	}
-	// Requests keep it probing.
-	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		g.Take(context.Background(), epoch, items, out)
-		if !g.Stats().Open {
-			t.Fatal("the probe stopped while requests came")
-		}
-	}
-	if !waitFor(func() bool { return !g.Stats().Open && runtime.NumGoroutine() <= before }) {
-		t.Fatalf("idle: open %v, %d goroutines (%d before)", g.Stats().Open, runtime.NumGoroutine(), before)
-	}
-	calls := remote.count()
-	g.Take(context.Background(), epoch, items, out)
-	if remote.count() != calls+1 || !g.Stats().Open {
-		t.Fatal("the request after the idle probe did not try the store and trip the breaker")
 	}
 }

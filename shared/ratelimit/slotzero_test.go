@@ -38,7 +38,7 @@ func TestSlotZeroHoldsNoKey(t *testing.T) {
 			at := start.Add(time.Duration(i) * 10 * time.Millisecond)
 			TakeAt(z, strconv.Itoa(i%3000), at.UnixNano())
 			if i%1000 == 999 {
-				z.Sweep(at.Add(time.Minute))
+				z.sweepAll(at.Add(time.Minute))
 			}
 		}
 		for i := range z.shards {

@@ -24,8 +24,8 @@ type Item struct {
 	// otherwise); hosts check that at config load or per request
 	// (ValidLimit).
 	Limit int64
-	// Lease, when positive, asks a remote store that supports leases (the
-	// Redis store) to count up to Lease more units for the key in the same
+	// Lease, when positive, asks a remote store that supports leases to
+	// count up to Lease more units for the key in the same
 	// call, if it admits the request: units that the caller may then admit
 	// locally, without a call, until the sub-window they were counted in
 	// ends (see Decision.Leased and the lease package). Stores without
@@ -115,7 +115,7 @@ func TakeAll(now time.Time, items []Item, out []Decision) bool {
 			s := &z.shards[hashes[i]&z.mask]
 			take(z, s, hashes[i], t, items[i].limit(), true)
 			if items[i].Refundable {
-				out[i].receipt = countedAt(z, s, hashes[i])
+				out[i].Receipt = countedAt(z, s, hashes[i])
 			}
 		}
 	}

@@ -161,10 +161,10 @@ func TestSweepRemovesIdleKeys(t *testing.T) {
 				TakeAt(z, strconv.Itoa(i), start.UnixNano())
 			}
 			TakeAt(z, "recent", start.Add(11*time.Second).UnixNano())
-			if n := z.Sweep(start.Add(5 * time.Second)); n != 0 {
+			if n := z.sweepAll(start.Add(5 * time.Second)); n != 0 {
 				t.Fatalf("swept %d keys whose window is not over", n)
 			}
-			if n := z.Sweep(start.Add(12 * time.Second)); n != 100 {
+			if n := z.sweepAll(start.Add(12 * time.Second)); n != 100 {
 				t.Fatalf("swept %d keys, want the 100 idle ones", n)
 			}
 			if z.Len() != 1 {

@@ -132,10 +132,6 @@ type Zone struct {
 	// asleep is 1 while the zone sleeps: no sweeper runs, and every
 	// shard's room is 0.
 	asleep int32
-
-	// redisCall holds the *preparedCall of the RedisStore that last
-	// decided one of the zone's items alone (takeOne).
-	redisCall atomic.Value
 }
 
 // NewZone validates rule and returns a zone with an empty store, or the
@@ -156,7 +152,7 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 		rule:     rule,
 		id:       atomic.AddUint64(&zoneIDs, 1),
 		log:      rule.Algorithm == Log,
-		k:        int64(rule.Buckets()),
+		k:        int64(rule.buckets()),
 		span:     int64(rule.SubWindow),
 		spanF:    float64(rule.SubWindow),
 		window:   int64(rule.Window),
@@ -348,7 +344,7 @@ func (z *Zone) Stats() ZoneStats {
 
 // Sweep deletes the keys whose window holds no counted request at now and
 // returns how many it deleted. The sweeper calls it; tests may too.
-func (z *Zone) Sweep(now time.Time) int {
+func (z *Zone) sweepAll(now time.Time) int {
 	t := now.UnixNano()
 	removed := 0
 	for i := range z.shards {
@@ -369,7 +365,7 @@ func (z *Zone) sweepEvery() {
 			return
 		case <-tick.C:
 			t := z.now()
-			z.Sweep(t)
+			z.sweepAll(t)
 			if z.sleepAfter > 0 {
 				if !z.empty(t.UnixNano()) {
 					emptySince = time.Time{}

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 	"github.com/windowlimit/windowlimit/shared/resp"
 )
 
@@ -46,7 +48,7 @@ func run(addrs []string, cluster, pipelined bool) error {
 		return err
 	}
 	defer c.Close()
-	store, err := ratelimit.NewRedisStore(c, ratelimit.RedisOptions{KeyPrefix: "yaegi:", Cluster: cluster})
+	store, err := redisstore.New(c, redisstore.Settings{KeyPrefix: "yaegi:", Cluster: cluster})
 	if err != nil {
 		return err
 	}
@@ -189,12 +191,12 @@ func guardOnDeadRedis() error {
 		return err
 	}
 	defer c.Close()
-	store, err := ratelimit.NewRedisStore(c, ratelimit.RedisOptions{})
+	store, err := redisstore.New(c, redisstore.Settings{})
 	if err != nil {
 		return err
 	}
 	logged := 0
-	g, err := ratelimit.NewGuard(store, ratelimit.GuardOptions{
+	g, err := guard.New(store, guard.Options{
 		Probe:    store.Ping,
 		LogError: func(error, int64) { logged++ },
 	})
@@ -227,7 +229,7 @@ func Throughput(addr string, pipelined bool, n int) (float64, error) {
 		return 0, err
 	}
 	defer c.Close()
-	store, err := ratelimit.NewRedisStore(c, ratelimit.RedisOptions{KeyPrefix: "yaegi-bench:"})
+	store, err := redisstore.New(c, redisstore.Settings{KeyPrefix: "yaegi-bench:"})
 	if err != nil {
 		return 0, err
 	}
@@ -264,8 +266,8 @@ func Throughput(addr string, pipelined bool, n int) (float64, error) {
 // Layer takes n decisions from one goroutine through one layer of the
 // Traefik plugin's Redis path against the server at addr: "client" runs
 // the script's EVALSHA with a decision's keys and arguments, "store"
-// RedisStore.Take, "guard" Guard.Take in front of it (denial cache and
-// breaker), "remote" ratelimit.TakeRemote through that guard, the call
+// redisstore.Store.Take, "guard" guard.Guard.Take in front of it (denial cache and
+// breaker), "remote" guard.TakeKey through that guard, the call
 // the plugin makes. It returns the time taken. A benchmark
 // against a fake server that answers at compiled speed measures the
 // layers' own cost.
@@ -275,11 +277,11 @@ func Layer(addr, layer string, pipelined bool, n int) (time.Duration, error) {
 		return 0, err
 	}
 	defer c.Close()
-	store, err := ratelimit.NewRedisStore(c, ratelimit.RedisOptions{KeyPrefix: "yaegi-bench:"})
+	store, err := redisstore.New(c, redisstore.Settings{KeyPrefix: "yaegi-bench:"})
 	if err != nil {
 		return 0, err
 	}
-	g, err := ratelimit.NewGuard(store, ratelimit.GuardOptions{Probe: store.Ping})
+	g, err := guard.New(store, guard.Options{Probe: store.Ping})
 	if err != nil {
 		return 0, err
 	}
@@ -289,6 +291,7 @@ func Layer(addr, layer string, pipelined bool, n int) (time.Duration, error) {
 		return 0, err
 	}
 	defer z.Close()
+	kc := store.KeyCall(z)
 	var s ratelimit.Store = store
 	if layer == "guard" {
 		s = g
@@ -297,7 +300,7 @@ func Layer(addr, layer string, pipelined bool, n int) (time.Duration, error) {
 	items := []ratelimit.Item{{Zone: z, Key: "203.0.113.7"}}
 	out := make([]ratelimit.Decision, 1)
 	sha := "0123456789abcdef0123456789abcdef01234567"
-	keys := []string{ratelimit.RedisKey("yaegi-bench:", "layer", "203.0.113.7")}
+	keys := []string{redisstore.Key("yaegi-bench:", "layer", "203.0.113.7")}
 	args := []string{"0", "0", "60000000", "6000000", "9007199254740991", "1", "-61441024", "0"}
 	if _, err := s.Take(ctx, time.Now(), items, out); err != nil {
 		return 0, err
@@ -318,7 +321,7 @@ func Layer(addr, layer string, pipelined bool, n int) (time.Duration, error) {
 		}
 	case "remote":
 		for k := 0; k < n; k++ {
-			if d := ratelimit.TakeRemote(g, ctx, z, "203.0.113.7", time.Now()); !d.Allowed {
+			if d := guard.TakeKey(g, ctx, kc, z, "203.0.113.7", time.Now()); !d.Allowed {
 				return 0, errors.New("remote: denied")
 			}
 		}

@@ -1,0 +1,21 @@
+// Package redisstore is the Redis store: a ratelimit.Store that keeps the
+// counts in Redis, so that every proxy sharing the Redis enforces one
+// limit exactly. It is where Redis is spoken.
+//
+// One request is one call of one Lua script, atomic on the server and
+// timed by its clock, over a ScriptRunner: go-redis in Caddy, shared/resp
+// in Traefik. The store reports Redis's failures; a guard in front of it
+// (the guard package) applies the failure policy. Leases (the lease
+// package) ask the same script to count units ahead.
+//
+// # Files
+//
+//   - script.go: the Lua script, its modes and its key layout.
+//   - store.go: Store, New and Take: items, keys and replies.
+//   - prepared.go: a zone's call encoded once (KeyCall, takeOne).
+//   - rule.go: a rule packed for the script, and CheckRule.
+//   - key.go: the Redis key of a request's key, and HashTag.
+//   - refund.go: Refund and GiveBack: counts and lease units given back.
+//   - inspect.go: Inspect, Forget (an operator's reset) and the read script.
+//   - settings.go: Settings, the defaults, the lease setting and their checks.
+package redisstore

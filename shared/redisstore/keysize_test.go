@@ -1,0 +1,77 @@
+package redisstore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/windowlimit/windowlimit/internal/redistest"
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+)
+
+// TestShapeField: distinct rule shapes get distinct fields, the field is
+// negative (never a sub-window cell), and the bench script's literal for
+// 60s/6s is right.
+func TestShapeField(t *testing.T) {
+	seen := map[int64]ratelimit.Rule{}
+	for _, t0 := range []time.Duration{time.Microsecond, 999 * time.Microsecond, time.Millisecond, 1500 * time.Millisecond, time.Second, 6 * time.Second, time.Hour, 1000 * time.Hour} {
+		for _, k := range []time.Duration{1, 2, 10, 127, ratelimit.MaxBuckets} {
+			r := ratelimit.Rule{Window: t0 * k, SubWindow: t0}
+			f := shapeField(r)
+			if f >= 0 {
+				t.Fatalf("%v/%v: field %d is not negative", r.Window, r.SubWindow, f)
+			}
+			if prev, ok := seen[f]; ok {
+				t.Fatalf("%v/%v and %v/%v share field %d", r.Window, r.SubWindow, prev.Window, prev.SubWindow, f)
+			}
+			seen[f] = r
+		}
+	}
+	if f := shapeField(ratelimit.Rule{Window: time.Minute, SubWindow: 6 * time.Second}); f != -6186 {
+		t.Fatalf("60s/6s: field %d, want -6186 (scripts/bench-redis.sh uses it)", f)
+	}
+	longest := ratelimit.Rule{Window: ratelimit.MaxWindow, SubWindow: ratelimit.MaxWindow / ratelimit.MaxBuckets}
+	if err := CheckRule("z", longest); err != nil {
+		t.Fatal(err)
+	}
+	if f := shapeField(longest); f >= 0 {
+		t.Fatalf("the longest window overflows: %d", f)
+	}
+}
+
+// TestRedisBytesPerKey holds the figures docs/redis.md gives for MEMORY USAGE:
+// a sliding key with all 11 sub-windows written is one string of 19 + 13w
+// bytes (w = 2 for a total of 550: the total, 11 cells and the leased
+// units, then the 4-byte life): within 136 bytes for an IPv4 key and 152
+// for an IPv6 /64 key.
+func TestRedisBytesPerKey(t *testing.T) {
+	s := redistest.Start(t)
+	store, client := newStore(t, s.Addr())
+	store.prefix = "rl:"
+	store.callerTime = true
+	z := newZone(t, "api", ratelimit.Rule{Window: time.Minute, SubWindow: 6 * time.Second, Limit: 1000})
+	for _, tc := range []struct {
+		key  string
+		most int64
+	}{{"203.0.113.77", 136}, {"2001:db8:1234:5678::/64", 152}} {
+		for i := 0; i <= 10; i++ {
+			for j := 0; j < 50; j++ {
+				take1(t, store, epoch.Add(time.Duration(i)*6*time.Second), z, tc.key)
+			}
+		}
+		rkey := Key("rl:", "api", tc.key)
+		ctx := context.Background()
+		n, err := client.Do(ctx, "STRLEN", rkey)
+		if err != nil || n.Int != 15+13*2+4 {
+			t.Fatalf("STRLEN %s = %d, %v; want 45: the head, the total, 11 sub-windows and the leased units in 2 bytes each, the life", rkey, n.Int, err)
+		}
+		size, err := client.Do(ctx, "MEMORY", "USAGE", rkey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d bytes", rkey, size.Int)
+		if size.Int > tc.most {
+			t.Errorf("%s takes %d bytes, want at most %d", rkey, size.Int, tc.most)
+		}
+	}
+}

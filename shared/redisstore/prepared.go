@@ -1,0 +1,179 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+)
+
+// preparedRunner is a ScriptRunner that encodes a call's arguments once
+// for many keys: shared/resp's Client. Through one, Store decides a
+// request of one item, the Traefik plugin's every request, with
+// arguments encoded once per zone (takeOne).
+type preparedRunner interface {
+	// PrepareEvalSha encodes an EVALSHA of sha on one key with args, in
+	// the parts before and after the key.
+	PrepareEvalSha(sha string, args []string) (head, tail string)
+	// EvalShaPrepared runs the EVALSHA that head and tail enclose on key.
+	EvalShaPrepared(ctx context.Context, head, key, tail string) ([]int64, error)
+}
+
+// preparedCall is a zone's script call on one key, encoded once by a
+// store's preparedRunner: the parts around the key, with the tail of each
+// mode, and the key's beginning.
+type preparedCall struct {
+	store         *Store
+	serial        uint64 // the zone's (ratelimit.Serial)
+	limit         int64  // the zone's rule's
+	keyHead       string // prefix, zone name and ":{" (see Key)
+	head          string
+	take, reserve string
+}
+
+// KeyCall returns z's script call on one key, prepared once for every
+// key, for guard.TakeKey: the call the Traefik plugin makes on every
+// request. It returns nil when the store has no such call: a runner that
+// cannot prepare calls, CallerTime, or a rule Redis cannot keep.
+func (s *Store) KeyCall(z *ratelimit.Zone) *ratelimit.KeyCall {
+	if s.prep == nil || s.callerTime {
+		return nil
+	}
+	pc := preparedFor(s, z)
+	if pc == nil {
+		return nil
+	}
+	return &ratelimit.KeyCall{
+		Run:    s.evalPrepared,
+		Head:   pc.head,
+		Prefix: pc.keyHead,
+		Suffix: "}",
+		Tail:   pc.take,
+		MaxKey: MaxKeyPart,
+		Limit:  z.Rule().Limit,
+		Rest: func(ctx context.Context, key string, res []int64, err error) (ratelimit.Decision, error) {
+			items := []ratelimit.Item{{Zone: z, Key: key}}
+			out := make([]ratelimit.Decision, 1)
+			if res == nil && err == nil {
+				_, err = takeOne(s, ctx, time.Now(), items, out)
+			} else {
+				_, err = takeOneDone(s, pc, ctx, time.Now(), items, out, res, err)
+			}
+			return out[0], err
+		},
+	}
+}
+
+// takeOne is Take of one item at its rule's limit: one script call with
+// the arguments prepareCall encoded. A rule Redis cannot keep goes to
+// call, which reports it; a NOSCRIPT reply or an error to takeOneOther.
+func takeOne(s *Store, ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error) {
+	it := &items[0]
+	pc, _ := s.last.Load().(*preparedCall)
+	if pc == nil || pc.serial != ratelimit.Serial(it.Zone) {
+		if pc = preparedFor(s, it.Zone); pc != nil {
+			s.last.Store(pc)
+		}
+	}
+	if pc == nil {
+		// call reports the rule's error.
+		keys := []string{Key(s.prefix, it.Zone.Name(), it.Key)}
+		return s.call(ctx, now, items, keys, nil, out)
+	}
+	key := it.Key
+	// keyPart's test, inline: under yaegi the call would cost every
+	// request of this path its frame.
+	if len(key) > MaxKeyPart || key != "" && key[0] == '#' {
+		key = keyPart(key)
+	}
+	tail := pc.take
+	if it.Refundable {
+		tail = pc.reserve
+	}
+	res, err := s.evalPrepared(ctx, pc.head, pc.keyHead+key+"}", tail)
+	return takeOneDone(s, pc, ctx, now, items, out, res, err)
+}
+
+// takeOneDone finishes takeOne of pc given the reply res and error err of
+// its script call: four integers, two more for a reserved item (its receipt
+// and the key's life), and one more if Redis could not count the request.
+func takeOneDone(s *Store, pc *preparedCall, ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, res []int64, err error) (bool, error) {
+	it := &items[0]
+	want := 4
+	if it.Refundable {
+		want = 6
+	}
+	if err != nil || len(res) != want && (len(res) != want+1 || res[want] != redisNotCounted) {
+		return takeOneOther(s, ctx, now, items, out, res, err)
+	}
+	out[0] = ratelimit.Decision{
+		Allowed:    res[0] == 1,
+		Limit:      pc.limit,
+		Remaining:  res[1],
+		RetryAfter: time.Duration(res[2]) * time.Microsecond,
+		ResetAfter: time.Duration(res[3]) * time.Microsecond,
+	}
+	if it.Refundable && res[4] != 0 {
+		out[0].Receipt = ratelimit.Receipt{At: res[4], Life: uint32(res[5]), Remote: true}
+	}
+	if len(res) > want {
+		return out[0].Allowed, ErrOutOfMemory
+	}
+	return out[0].Allowed, nil
+}
+
+// takeOneOther finishes takeOne when its call failed with err or returned
+// res, the wrong number of integers. For NOSCRIPT, which ran nothing,
+// call sends the script's text.
+func takeOneOther(s *Store, ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, res []int64, err error) (bool, error) {
+	if err != nil && isNoScript(err) {
+		keys := []string{Key(s.prefix, items[0].Zone.Name(), items[0].Key)}
+		return s.call(ctx, now, items, keys, nil, out)
+	}
+	if err != nil {
+		return false, fmt.Errorf("redis limiter script: %w", err)
+	}
+	return false, fmt.Errorf("redis limiter script: got %d integers for %d keys", len(res), 1)
+}
+
+// preparedFor returns z's prepared call, made once per zone and kept by
+// the zone's serial number, which no other zone of the process has, so
+// that the cache holds no zone alive; nil when z's rule cannot be kept in Redis.
+// The cache is bounded as ruleArgs's is.
+func preparedFor(s *Store, z *ratelimit.Zone) *preparedCall {
+	key := ratelimit.Serial(z)
+	calls := s.calls.Load().(*sync.Map)
+	if v, ok := calls.Load(key); ok {
+		return v.(*preparedCall)
+	}
+	pc := prepareCall(s, z)
+	if pc == nil {
+		return nil
+	}
+	if atomic.AddInt64(&s.callsSize, 1) > maxCachedRules {
+		calls = new(sync.Map)
+		s.calls.Store(calls)
+		atomic.StoreInt64(&s.callsSize, 1)
+	}
+	calls.Store(key, pc)
+	return pc
+}
+
+// prepareCall encodes z's script call on one key through s's
+// preparedRunner, with the arguments call would send for an item of z at
+// its rule's limit. It returns nil when z's rule cannot be kept in Redis.
+func prepareCall(s *Store, z *ratelimit.Zone) *preparedCall {
+	spec, err := s.ruleArgs(z)
+	if err != nil {
+		return nil
+	}
+	args := append([]string{"0", modeTake}, spec...)
+	pc := &preparedCall{store: s, serial: ratelimit.Serial(z), limit: z.Rule().Limit, keyHead: s.prefix + z.Name() + ":{"}
+	pc.head, pc.take = s.prep.PrepareEvalSha(redisScriptSHA, args)
+	args[1] = modeReserve
+	_, pc.reserve = s.prep.PrepareEvalSha(redisScriptSHA, args)
+	return pc
+}

@@ -1,0 +1,136 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+)
+
+// recordingRunner answers every script call with one decision and
+// records what it was sent: by EvalSha and Eval as given, by the prepared
+// path as the key and the arguments PrepareEvalSha joined.
+type recordingRunner struct {
+	keys, args []string
+	prepared   bool
+	evals      int
+	reply      []int64
+	err        error
+}
+
+func (r *recordingRunner) EvalSha(ctx context.Context, sha string, keys, args []string) ([]int64, error) {
+	r.keys, r.args, r.prepared = keys, args, false
+	return r.reply, r.err
+}
+
+func (r *recordingRunner) Eval(ctx context.Context, script string, keys, args []string) ([]int64, error) {
+	r.evals++
+	r.keys, r.args, r.prepared = keys, args, false
+	return r.reply, nil
+}
+
+// PrepareEvalSha joins args quoted, one a line: the packed rule may hold
+// any byte.
+func (r *recordingRunner) PrepareEvalSha(sha string, args []string) (string, string) {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = strconv.Quote(a)
+	}
+	return sha, strings.Join(quoted, "\n")
+}
+
+func (r *recordingRunner) EvalShaPrepared(ctx context.Context, head, key, tail string) ([]int64, error) {
+	if head != redisScriptSHA {
+		return nil, errors.New("prepared for another script")
+	}
+	r.keys, r.args, r.prepared = []string{key}, nil, true
+	for _, q := range strings.Split(tail, "\n") {
+		a, err := strconv.Unquote(q)
+		if err != nil {
+			return nil, err
+		}
+		r.args = append(r.args, a)
+	}
+	return r.reply, r.err
+}
+
+// plainRunner hides recordingRunner's prepared path.
+type plainRunner struct{ r *recordingRunner }
+
+func (p plainRunner) EvalSha(ctx context.Context, sha string, keys, args []string) ([]int64, error) {
+	return p.r.EvalSha(ctx, sha, keys, args)
+}
+
+func (p plainRunner) Eval(ctx context.Context, script string, keys, args []string) ([]int64, error) {
+	return p.r.Eval(ctx, script, keys, args)
+}
+
+// TestRedisPreparedCall: a request of one item goes through the runner's
+// prepared path (takeOne) with the key and arguments the general path
+// (call) sends for it, in both modes, for plain and hashed keys, under
+// two stores with different prefixes sharing a zone; it decodes the
+// reply alike; a per-key limit takes the general path; NOSCRIPT sends the
+// script's text.
+func TestRedisPreparedCall(t *testing.T) {
+	z := newZone(t, "api", ratelimit.Rule{Window: time.Minute, SubWindow: 6 * time.Second, Limit: 20, Cost: 2})
+	reply := []int64{0, 3, 1500000, 42000000}
+	want := ratelimit.Decision{Allowed: false, Limit: 20, Remaining: 3, RetryAfter: 1500 * time.Millisecond, ResetAfter: 42 * time.Second}
+	for _, prefix := range []string{"a:", "b:", "a:"} {
+		rec := &recordingRunner{reply: reply}
+		fast, err := New(rec, Settings{KeyPrefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gen := &recordingRunner{reply: reply}
+		slow, _ := New(plainRunner{gen}, Settings{KeyPrefix: prefix})
+		for _, key := range []string{"203.0.113.7", "", "#x", strings.Repeat("k", MaxKeyPart+1)} {
+			for _, deferred := range []bool{false, true} {
+				items := []ratelimit.Item{{Zone: z, Key: key, Refundable: deferred}}
+				rec.reply, gen.reply = reply, reply
+				if deferred { // a reservation's reply ends with its receipt and life
+					rec.reply = append(reply[:4:4], 0, 0)
+					gen.reply = rec.reply
+				}
+				out, gout := make([]ratelimit.Decision, 1), make([]ratelimit.Decision, 1)
+				allowed, err := fast.Take(context.Background(), time.Now(), items, out)
+				gallowed, gerr := slow.Take(context.Background(), time.Now(), items, gout)
+				if !rec.prepared || gen.prepared {
+					t.Fatalf("prepared path taken: %v by the preparing runner, %v by the plain one", rec.prepared, gen.prepared)
+				}
+				if !reflect.DeepEqual(rec.keys, gen.keys) || !reflect.DeepEqual(rec.args, gen.args) {
+					t.Fatalf("key %q deferred %v: prepared sent %q %q, general %q %q", key, deferred, rec.keys, rec.args, gen.keys, gen.args)
+				}
+				if allowed != gallowed || err != nil || gerr != nil || out[0] != gout[0] || out[0] != want {
+					t.Fatalf("decisions: prepared %v %+v %v, general %v %+v %v", allowed, out[0], err, gallowed, gout[0], gerr)
+				}
+			}
+		}
+		// A key's own limit goes the general way.
+		rec.reply = reply
+		out := make([]ratelimit.Decision, 1)
+		fast.Take(context.Background(), time.Now(), []ratelimit.Item{{Zone: z, Key: "k", Limit: 50}}, out)
+		if rec.prepared || out[0].Limit != 50 {
+			t.Fatalf("per-key limit: prepared %v, decision %+v", rec.prepared, out[0])
+		}
+		// NOSCRIPT: the script's text is sent, once.
+		rec.err = errors.New("NOSCRIPT No matching script")
+		if _, err := fast.Take(context.Background(), time.Now(), []ratelimit.Item{{Zone: z, Key: "k"}}, out); err != nil || rec.evals != 1 {
+			t.Fatalf("after NOSCRIPT: %v, %d EVALs", err, rec.evals)
+		}
+		// Out of memory and a reply of the wrong length.
+		rec.err = nil
+		rec.reply = []int64{1, 3, 0, 42000000, redisNotCounted}
+		if allowed, err := fast.Take(context.Background(), time.Now(), []ratelimit.Item{{Zone: z, Key: "k"}}, out); !allowed || !errors.Is(err, ErrOutOfMemory) {
+			t.Fatalf("not counted: %v %v", allowed, err)
+		}
+		rec.reply = []int64{1, 3, 0}
+		if _, err := fast.Take(context.Background(), time.Now(), []ratelimit.Item{{Zone: z, Key: "k"}}, out); err == nil || !strings.Contains(err.Error(), "got 3 integers") {
+			t.Fatalf("short reply: %v", err)
+		}
+	}
+}
