@@ -155,12 +155,11 @@ func (g *Guard) Take(ctx context.Context, now time.Time, items []ratelimit.Item,
 }
 
 // TakeKey decides one request on key in z at now through g, as Take of one
-// item would, as a plain function: the call the Traefik plugin makes on
-// every request with a redis block. Under yaegi a call allocates every
-// local and temporary of its callee, so the common request (a call
-// prepared for z, the breaker closed, no denial cached, admitted) is
-// decided here in a straight line, kc's call without a frame of the
-// store's. Anything else goes on in keyRest.
+// item would: the call the Traefik plugin makes on every request with a
+// redis block. The common request (the breaker closed, no denial cached,
+// admitted) is kc's call, made here without a frame of the store's; the
+// rest goes on in keyRest. It is shaped for yaegi (see the ratelimit
+// package).
 func TakeKey(g *Guard, ctx context.Context, kc *ratelimit.KeyCall, z *ratelimit.Zone, key string, now time.Time) ratelimit.Decision {
 	if kc == nil || len(key) > kc.MaxKey || key != "" && key[0] == '#' ||
 		g.denials != nil && atomic.LoadInt64(&g.denials.n) != 0 ||
@@ -180,6 +179,10 @@ func TakeKey(g *Guard, ctx context.Context, kc *ratelimit.KeyCall, z *ratelimit.
 	}
 }
 
+// errNoReply is the error of a KeyCall's Run that returned neither a
+// reply nor an error.
+var errNoReply = errors.New("store call returned no reply")
+
 // keyRest finishes TakeKey: through guardTake when called is false, else
 // with the reply res and error err of kc's call, which TakeKey made.
 func keyRest(g *Guard, ctx context.Context, kc *ratelimit.KeyCall, z *ratelimit.Zone, key string, now time.Time, res []int64, err error, called bool) ratelimit.Decision {
@@ -188,6 +191,9 @@ func keyRest(g *Guard, ctx context.Context, kc *ratelimit.KeyCall, z *ratelimit.
 	if !called {
 		guardTake(g, ctx, now, items, out)
 		return out[0]
+	}
+	if res == nil && err == nil {
+		err = errNoReply // Rest would take it for a call not made
 	}
 	out[0], err = kc.Rest(ctx, key, res, err)
 	guardDone(g, ctx, now, items, out, out[0].Allowed, err)

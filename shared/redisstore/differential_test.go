@@ -25,7 +25,7 @@ import (
 // response of an admitted request comes a random number of requests later
 // (0 to about 140, so that responses overlap other requests and come
 // after their sub-window moved on or left the window): a settled status
-// the zone does not count refunds it (RefundAll in memory, one refund
+// the zone does not count refunds it (Memory.Refund in memory, one refund
 // call in Redis, each from its own receipt), a counted status, an abort
 // or a client gone keeps it. Both stores must name the same sub-window
 // (log time) in their receipts, and the exact reference gives back one

@@ -252,7 +252,7 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 			p += 2
 		case items[i].Lease > 0:
 			// The key's life comes with a denial too: a lease held on
-			// another is no longer counted (see Decision.Life).
+			// another is no longer counted (see ratelimit.Receipt).
 			out[i].Receipt = ratelimit.Receipt{Life: uint32(res[p+2]), Remote: true}
 			if res[p] > 0 && res[p+1] > 0 {
 				out[i].Leased = res[p]
