@@ -145,14 +145,14 @@ func TestIdleMiddlewareWakes(t *testing.T) {
 		serve(h, "203.0.113.7:1", nil).Code != 429 {
 		t.Fatal("limit 2 not enforced")
 	}
-	if !settle(15*time.Second, func() bool { return z.Asleep() && !registeredZone(name) }) {
-		t.Fatalf("the idle zone did not sleep: asleep %v, registered %v", z.Asleep(), registeredZone(name))
+	if !settle(15*time.Second, func() bool { return z.Stats().Asleep && !registeredZone(name) }) {
+		t.Fatalf("the idle zone did not sleep: asleep %v, registered %v", z.Stats().Asleep, registeredZone(name))
 	}
 	// Its window is over: a fresh budget is right.
 	if serve(h, "203.0.113.7:1", nil).Code != 200 || serve(h, "203.0.113.7:1", nil).Code != 200 {
 		t.Fatal("the woken middleware denied")
 	}
-	if z.Asleep() || !settle(5*time.Second, func() bool { return registeredZone(name) }) {
+	if z.Stats().Asleep || !settle(5*time.Second, func() bool { return registeredZone(name) }) {
 		t.Fatal("the woken zone is not back in the registry")
 	}
 	h2, err := New(context.Background(), okHandler, c, name)
@@ -176,7 +176,7 @@ func TestBusyMiddlewareKeepsZone(t *testing.T) {
 	z := h.(*Middleware).zone
 	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		serve(h, "203.0.113.7:1", nil)
-		if z.Asleep() || !registeredZone(name) {
+		if z.Stats().Asleep || !registeredZone(name) {
 			t.Fatal("a zone in use slept")
 		}
 	}

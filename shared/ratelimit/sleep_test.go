@@ -34,7 +34,7 @@ func TestZoneSleepsAndWakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer z.Close()
-	if !waitFor(z.Asleep) {
+	if !waitFor(z.asleepNow) {
 		t.Fatal("an empty zone does not sleep")
 	}
 	if !waitFor(func() bool { return runtime.NumGoroutine() <= before }) {
@@ -48,7 +48,7 @@ func TestZoneSleepsAndWakes(t *testing.T) {
 	if TakeAt(z, "a", now.UnixNano()).Allowed {
 		t.Fatal("a woken zone lost its count")
 	}
-	if z.Asleep() || !waitFor(func() bool { return atomic.LoadInt32(&woken) == 1 }) {
+	if z.Stats().Asleep || !waitFor(func() bool { return atomic.LoadInt32(&woken) == 1 }) {
 		t.Fatal("a new key did not wake the zone")
 	}
 	// Keys in other shards wake nothing more.
@@ -58,11 +58,11 @@ func TestZoneSleepsAndWakes(t *testing.T) {
 	// Kept busy, it stays awake; left alone, it sleeps again.
 	for end := time.Now().Add(700 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		TakeAt(z, "busy", time.Now().UnixNano())
-		if z.Asleep() {
+		if z.Stats().Asleep {
 			t.Fatal("a zone in use went to sleep")
 		}
 	}
-	if !waitFor(z.Asleep) || atomic.LoadInt32(&woken) != 1 {
+	if !waitFor(z.asleepNow) || atomic.LoadInt32(&woken) != 1 {
 		t.Fatalf("the zone did not sleep again (woken %d times)", woken)
 	}
 	if !waitFor(func() bool { return runtime.NumGoroutine() <= before }) {
@@ -82,8 +82,8 @@ func TestZoneSleepRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer z.Close()
-	if !waitFor(z.Asleep) || atomic.LoadInt32(&asked) != 4 {
-		t.Fatalf("asked %d times, asleep %v", asked, z.Asleep())
+	if !waitFor(z.asleepNow) || atomic.LoadInt32(&asked) != 4 {
+		t.Fatalf("asked %d times, asleep %v", asked, z.Stats().Asleep)
 	}
 }
 

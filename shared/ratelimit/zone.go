@@ -326,11 +326,13 @@ type ZoneStats struct {
 	// keys that came back, and new keys that share the summary's cells
 	// with evicted ones.
 	Estimated uint64
+	// Asleep reports whether the zone sleeps (see Options.SleepAfter).
+	Asleep bool
 }
 
 // Stats returns the zone's counters.
 func (z *Zone) Stats() ZoneStats {
-	var st ZoneStats
+	st := ZoneStats{Asleep: z.asleepNow()}
 	for i := range z.shards {
 		s := &z.shards[i]
 		s.Lock()
@@ -342,7 +344,7 @@ func (z *Zone) Stats() ZoneStats {
 	return st
 }
 
-// Sweep deletes the keys whose window holds no counted request at now and
+// sweepAll deletes the keys whose window holds no counted request at now and
 // returns how many it deleted. The sweeper calls it; tests may too.
 func (z *Zone) sweepAll(now time.Time) int {
 	t := now.UnixNano()
@@ -457,5 +459,5 @@ func (z *Zone) wake() {
 	go z.sweepEvery()
 }
 
-// Asleep reports whether the zone sleeps (see Options.SleepAfter).
-func (z *Zone) Asleep() bool { return atomic.LoadInt32(&z.asleep) == 1 }
+// asleepNow reports whether the zone sleeps (see Options.SleepAfter).
+func (z *Zone) asleepNow() bool { return atomic.LoadInt32(&z.asleep) == 1 }
