@@ -27,9 +27,10 @@ func countStatus(list []string) (*ratelimit.StatusSet, error) {
 	return set, nil
 }
 
-// serveCounted reserves the request's count, passes it on if the key had
-// room for it, and gives the count back once the response's status is
-// settled and not one countStatus lists. Anything else keeps the count: a
+// serveCounted serves a request of a countStatus middleware. It reserves
+// the request's count, passes it on if the key had room for it, and gives
+// the count back once the response's status is settled and not one
+// countStatus lists. Anything else keeps the count: a
 // panic (http.ErrAbortHandler, a client gone mid-body), a client that
 // left, a timeout, a hijack without status. A rejection (ours) counts
 // nothing.
@@ -76,10 +77,11 @@ func serveCountedStore(m *Middleware, w http.ResponseWriter, r *http.Request, ke
 	}
 }
 
-// passCounted writes the headers of d, the decision that reserved the
-// request's count (the budget with this request in it), passes the
-// request on through a statusRecorder, and reports whether the count goes
-// back: the response's status is settled and not one countStatus lists.
+// passCounted passes a counted request on and reports whether its count
+// goes back. It writes the headers of d, the decision that reserved the
+// count (the budget with this request in it), passes the request on
+// through a statusRecorder, and answers true when the response's status
+// is settled and not one countStatus lists.
 func passCounted(m *Middleware, w http.ResponseWriter, r *http.Request, d ratelimit.Decision) bool {
 	writeAllowed(m, w, d)
 	rec := &statusRecorder{ResponseWriter: w}

@@ -36,8 +36,8 @@ var tSuffixes = func() []string {
 }()
 
 // allowedHeaders writes the headers of an allowed d under the rule's
-// limit, with one function per mode, so that a request pays for its
-// mode's values only (see Performance under yaegi).
+// limit. Each mode has a function of its own, so that a request pays for
+// its mode's values only (see Performance under yaegi).
 func allowedHeaders(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) {
 	switch m.headerMode {
 	case httplimit.HeadersLegacy:

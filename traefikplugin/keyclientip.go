@@ -11,9 +11,9 @@ import (
 	"github.com/windowlimit/windowlimit/shared/httplimit"
 )
 
-// maxForwardedHops bounds how many X-Forwarded-For entries an ipStrategy
-// with excluded IPs examines, so that a header of thousands of excluded
-// addresses costs no more than a few dozen.
+// maxForwardedHops bounds the X-Forwarded-For entries an ipStrategy with
+// excluded IPs examines. A header of thousands of excluded addresses then
+// costs no more than a few dozen.
 const maxForwardedHops = 64
 
 const headerXFF = "X-Forwarded-For"
@@ -120,9 +120,9 @@ func clientIP(s *ipStrategy, r *http.Request) string {
 	return ip
 }
 
-// pickIP returns the client address of r as the strategy picks it, before
-// any grouping, or "" when it finds none (X-Forwarded-For shorter than the
-// depth, or every entry excluded). Malformed entries are returned as they
+// pickIP returns the client address of r as the strategy picks it. It is
+// taken before any grouping; "" means none (X-Forwarded-For shorter than
+// the depth, or every entry excluded). Malformed entries are returned as they
 // are, trimmed of spaces.
 func pickIP(s *ipStrategy, r *http.Request) string {
 	if s.depth > 0 {
@@ -167,8 +167,8 @@ func addrKeyRest(addr string, v6Bits int) string {
 	return p.String()
 }
 
-// remoteHost returns the host part of a remote address, or the address
-// itself when it has no port, without the brackets of an IPv6 address
+// remoteHost returns the host part of a remote address. An address with
+// no port is returned as it is, without the brackets of an IPv6 address
 // ("[2001:db8::1]"), so that it is grouped as one with a port.
 func remoteHost(addr string) string {
 	host, _, err := net.SplitHostPort(addr)
@@ -203,9 +203,9 @@ func forwardedAt(lines []string, depth int) string {
 	return ""
 }
 
-// firstNotExcluded returns the rightmost non-empty entry of the header
-// lines that is not in an excluded range, or "" when there is none among
-// the last maxForwardedHops entries (empty ones included).
+// firstNotExcluded returns the rightmost entry not in an excluded range.
+// Empty entries are skipped; "" means none among the last
+// maxForwardedHops entries of the header lines (empty ones included).
 func firstNotExcluded(s *ipStrategy, lines []string) string {
 	hops := 0
 	for i := len(lines) - 1; i >= 0; i-- {

@@ -24,10 +24,11 @@ type leased struct {
 	table *lease.Table
 }
 
-// leaseTableFor returns the lease table of the middleware name over zone
-// z and guard g, with z's call kc, reusing the name's table when z and g are those it was
-// made for, or nil when on is false or g is nil: then every request is
-// decided per request. A table it replaces (a changed rule, redis block
+// leaseTableFor returns the lease table of the middleware name, or nil.
+// The table is over zone z and guard g, with z's call kc; the name's
+// table is reused when z and g are those it was made for. With on false
+// or g nil there is none, and every request is decided per request. A
+// table it replaces (a changed rule, redis block
 // or lease setting) is closed, giving back what its leases left, in a
 // goroutine of its own (New never blocks); the handlers of the previous
 // configuration that still serve then decide per request.

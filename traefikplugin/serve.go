@@ -74,9 +74,9 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.next.ServeHTTP(w, r)
 }
 
-// reject rejects a request of the memory path whose legacy headers h
-// already holds, as httplimit.WriteRejection would with every value from
-// a table, and logs it (see logRejection). In dry-run mode deny lets the
+// reject rejects a request of the memory path and logs it. Its legacy
+// headers are in h already; the rest is written as httplimit.WriteRejection
+// would, every value from a table (see logRejection). In dry-run mode deny lets the
 // request through.
 func reject(m *Middleware, w http.ResponseWriter, r *http.Request, h http.Header, d ratelimit.Decision, key string) {
 	if m.dryRun {

@@ -75,9 +75,9 @@ func (e *Event) Line(spell *ratelimit.Spelling) string {
 	return line
 }
 
-// NewLogged returns the Guard a host puts in front of remote, with its
-// failures and recoveries going to log as events, at most one failure of
-// each kind per ErrorInterval. opts.Probe nil means remote's Ping, when
+// NewLogged returns a Guard in front of remote that logs its events.
+// Failures and recoveries go to log, at most one failure of each kind per
+// ErrorInterval. opts.Probe nil means remote's Ping, when
 // it has one; opts.LogError and opts.LogRecovered are set from log. Call
 // Close to stop its probe.
 func NewLogged(remote ratelimit.Store, opts Options, log func(Event)) (*Guard, error) {

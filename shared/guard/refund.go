@@ -54,13 +54,13 @@ func givenBack(g *Guard, ctx context.Context, err error) {
 	}
 }
 
-// GiveBack returns the unspent units of a lease, use telling what became
-// of the units Redis counted for the caller in d's sub-window, d being a
-// decision Take returned for an Item with Lease set. They come off that
+// GiveBack returns the unspent units of a lease to the store. d is a
+// decision Take returned for an Item with Lease set, and use tells what
+// became of the units the store counted for it. They come off that
 // sub-window, if the key still holds them there in d's life; with the
 // breaker open they stay counted (the safe side). If an operator reset
 // the key since, they come off the fresh count that carried them. If
-// Redis lost the key (another life, see ratelimit.Receipt), the units spent
+// the store lost the key (another life, see ratelimit.Receipt), the units spent
 // since the life was last confirmed are counted in the new life instead,
 // if their sub-window still counts at now, so that a loss adds to a fresh
 // budget as little of what a lease spent after it as can be known. A

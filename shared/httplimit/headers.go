@@ -52,9 +52,9 @@ func ParseHeaderMode(s string) (HeaderMode, error) {
 	return 0, errors.New("unknown headers mode " + quote(s) + " (want legacy, ietf, both or none)")
 }
 
-// Header names in the canonical form http.Header uses, so that the
-// per-request path can assign to the map without canonicalizing, and the
-// fixed values of a rejection.
+// Header names in the canonical form http.Header uses, and the fixed
+// values of a rejection. The per-request path assigns to the map without
+// canonicalizing.
 const (
 	HeaderLimit         = "X-Ratelimit-Limit"
 	HeaderRemaining     = "X-Ratelimit-Remaining"

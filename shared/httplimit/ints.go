@@ -8,8 +8,8 @@ import (
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
-// A decimals table holds at index i the decimal form of the number i, so
-// that the counts and delays written on every response need no
+// A decimals table holds at index i the decimal form of the number i.
+// The counts and delays written on every response then need no
 // formatting and no allocation. The Traefik plugin's inline path indexes
 // one without even checking a bound, which under yaegi saves several
 // microseconds a request. Tables come in two sizes, built once when first

@@ -35,10 +35,10 @@ func (s *ResponseStatus) Body() {
 // Code returns the status recorded, or 0 when nothing was written.
 func (s *ResponseStatus) Code() int { return s.code }
 
-// Settled reports whether status, the final status a host recorded for a
-// response (0 for none), is what the client got, so that a request a
-// count_status zone reserved may be refunded when its zone does not
-// count that status. A client that left (clientGone: its request's
+// Settled reports whether status is what the client got. status is the
+// final status a host recorded for a response (0 for none); a request a
+// count_status zone reserved may be refunded only when it is settled and
+// its zone does not count it. A client that left (clientGone: its request's
 // context ended, by a reset, an HTTP/2 stream reset or giving up) has no
 // settled status, nor has a response that wrote none (a panic, a hijack),
 // nor a timeout (408, 504) or Caddy's 499 (the client closed the

@@ -42,11 +42,11 @@ func ended(t *Table, s *slot) giveBack {
 	return b
 }
 
-// relived ends the lease s (locked) holds on key when d, Redis's reply to
-// a lease call on key, names another life of the key than the lease was
-// granted in (see lifeOf): an operator reset the key or
-// Redis lost it, so the units in hand are counted nowhere and must not
-// be spent. It returns the lease, to be given back: the script then
+// relived ends the lease s (locked) holds on key if the key was reset.
+// That is when d, Redis's reply to a lease call on key, names another
+// life of the key than the lease was granted in (see lifeOf): an operator
+// reset the key or Redis lost it, so the units in hand are counted
+// nowhere and must not be spent. It returns the lease, to be given back: the script then
 // counts what the lease spent in the key's new life, the units spent
 // after the reset among them. A lease spent to the last unit is returned
 // too, for that count.

@@ -86,9 +86,9 @@ func renew(t *Table, ctx context.Context, s *slot, key string, limit int64, now 
 	return d
 }
 
-// held returns the Remaining of the request d decided with a lease, as a
-// per-request decision reports it and as the requests that spend the
-// lease will: what Redis has left, plus the units this instance holds for
+// held returns the Remaining of the request d decided with a lease. It
+// is what a per-request decision reports, and what the requests that
+// spend the lease will: what Redis has left, plus the units this instance holds for
 // the key in s (locked), the new ones and any it held before.
 func held(s *slot, key string, limit int64, d ratelimit.Decision) int64 {
 	if s.key == key && s.limit == limit && s.units > 0 {
@@ -278,10 +278,9 @@ func install(t *Table, s *slot, key string, limit int64, mono int64, d ratelimit
 			use: ratelimit.LeaseUse{Granted: d.Leased, Unspent: d.Leased}}
 	}
 	var back giveBack
-	// What s granted before in d's sub-window and life stays in its
-	// account (granted, and confirmed as relived left it), so that a
-	// reset's give-back returns every unit spent before the last reply
-	// that found the key in that life, not only the last lease's.
+	// A grant in the same sub-window and life adds to the slot's account.
+	// So a reset's give-back returns every unit spent before the last
+	// reply that found the key in that life, not only the last lease's.
 	same := s.granted > 0 && lifeOf(&s.grant) == lifeOf(&d) && leasedAt(&s.grant)/t.spanMicros == leasedAt(&d)/t.spanMicros
 	if s.units > 0 {
 		if current < s.expires && same {

@@ -48,9 +48,9 @@ return out
 
 var redisReadSHA = scriptSHA(redisReadScript)
 
-// Inspect returns the state of key in zone z as the limiter script would
-// compute it at the server's time (the caller's, in tests), reading the
-// key without writing anything.
+// Inspect returns the state of key in zone z, writing nothing. It is what
+// the limiter script would compute at the server's time (the caller's, in
+// tests).
 func (s *Store) Inspect(ctx context.Context, z *ratelimit.Zone, key string, now time.Time) (ratelimit.KeyState, error) {
 	if err := CheckRule(z.Name(), z.Rule()); err != nil {
 		return ratelimit.KeyState{}, err

@@ -139,10 +139,10 @@ func takeOneOther(s *Store, ctx context.Context, now time.Time, items []ratelimi
 	return false, fmt.Errorf("redis limiter script: got %d integers for %d keys", len(res), 1)
 }
 
-// preparedFor returns z's prepared call, made once per zone and kept by
-// the zone's serial number, which no other zone of the process has, so
-// that the cache holds no zone alive; nil when z's rule cannot be kept in Redis.
-// The cache is bounded as ruleArgs's is.
+// preparedFor returns z's prepared call, or nil when z's rule cannot be
+// kept in Redis. It is made once per zone and kept by the zone's serial
+// number, which no other zone of the process has, so that the cache
+// holds no zone alive. The cache is bounded as ruleArgs's is.
 func preparedFor(s *Store, z *ratelimit.Zone) *preparedCall {
 	key := ratelimit.Serial(z)
 	calls := s.calls.Load().(*sync.Map)

@@ -21,10 +21,11 @@ type zoneRule struct {
 // maxCachedRules bounds Store's cache of script arguments.
 const maxCachedRules = 1024
 
-// CheckRule reports whether a normalized rule can be kept in Redis,
-// whose script counts time in whole microseconds, and whether zone is a
-// usable name in a Redis key; the error is a *FieldError. Normalize has bounded the window by
-// MaxWindow, whose microseconds Lua's doubles hold exactly.
+// CheckRule reports whether Redis can keep the zone of a normalized rule.
+// The script counts time in whole microseconds, and zone must be a usable
+// name in a Redis key; the error is a *ratelimit.FieldError. Normalize has
+// bounded the window by MaxWindow, whose microseconds Lua's doubles hold
+// exactly.
 func CheckRule(zone string, r ratelimit.Rule) error {
 	if strings.ContainsAny(zone, "{}") {
 		return fieldError(ratelimit.FieldName, strconv.Quote(zone)+" must not have braces to be kept in redis")
@@ -98,9 +99,9 @@ func withInt(s string, x int64) string {
 	return string(b)
 }
 
-// shapeField is the shape at the head of a bucket rule's key (and the
+// shapeField is the shape at the head of a bucket rule's key. It was the
 // name of the hash field that held the newest sub-window index in the
-// script's previous version, whose keys the script converts). It encodes
+// script's previous version, whose keys the script converts. It encodes
 // the sub-window T and the count k = W/T, so
 // counters written with another sub-window or window are never misread,
 // while sliding, strict and fixed (k = 1), which count the same

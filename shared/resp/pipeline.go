@@ -175,10 +175,9 @@ func wakeWriter(m *muxConn) {
 	}
 }
 
-// sharedIntsDial is sharedInts through onShared, which dials a new
+// sharedIntsDial is sharedInts through onShared. onShared dials a new
 // connection when there is none or the last one broke, and retries once
-// on a new connection as onShared's callers do (fresh is set for that
-// retry).
+// on a new connection as its callers do (fresh is set for that retry).
 func sharedIntsDial(ctx context.Context, p *pool, cmd string, fresh bool) ([]int64, error) {
 	rep, err, retry := onShared(ctx, p, false, true, cmd, fresh)
 	if retry {
@@ -198,9 +197,9 @@ func await(ctx context.Context, m *muxConn, cl *call) error {
 	}
 }
 
-// writeLoop writes the queued commands in batches for as long as the
-// queue is not empty, once a caller handed it the write side (wake), then
-// gives the write side up.
+// writeLoop writes the queued commands in batches until the queue is
+// empty, then gives the write side up. A caller hands it the write side
+// (wake).
 func (m *muxConn) writeLoop() {
 	// Every variable is declared once, out of the loop: under yaegi a
 	// declaration allocates each time it runs.
