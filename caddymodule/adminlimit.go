@@ -70,9 +70,10 @@ type keyLimit struct {
 	note      string
 }
 
-// limitOf returns the limit of the requests counted under l, as the
-// zone's handlers would give it (see Handler.limitOf), or the zone's own
-// limit with a note when that cannot be known outside a request.
+// limitOf returns the limit of the requests counted under l. It is the
+// limit the zone's handlers would give them (see Handler.limitOf), or
+// the zone's own limit with a note when that cannot be known outside a
+// request.
 func (u *zoneUse) limitOf(l lookup) keyLimit {
 	zoneLimit := u.zone.Rule().Limit
 	var found []keyLimit

@@ -162,9 +162,9 @@ func (h *Handler) limitOf(z *zoneState, r *http.Request, key string, client *net
 // client IP being a trusted proxy.
 const proxyHopEvery = time.Minute
 
-// warnProxyHop logs, at most once a minute per zone, that a CIDR override
-// did not lift the limit of the client IP client of r, a trusted proxy
-// (see limitOf): its requests, and those of every client behind it, are
+// warnProxyHop logs that a CIDR override did not lift a proxy's limit. It
+// logs at most once a minute per zone, when the client IP client of r is
+// a trusted proxy (see limitOf): its requests, and those of every client behind it, are
 // held to the rule's limit under that proxy's key until trusted_proxies
 // covers it as written.
 func (h *Handler) warnProxyHop(z *zoneState, r *http.Request, client netip.Addr) {

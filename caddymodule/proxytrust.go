@@ -15,9 +15,10 @@ import (
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
-// warnSpoofableClientIP warns, once per provision, when zones of h tell
-// clients apart by a client IP the client can choose, or match it against
-// CIDR overrides: their server takes it from the leftmost X-Forwarded-For
+// warnSpoofableClientIP warns when zones of h key on a client IP the
+// client can choose. It warns once per provision, for zones that tell
+// clients apart by that IP or match it against CIDR overrides: their
+// server takes it from the leftmost X-Forwarded-For
 // entry (see takesLeftmostClientIP), which the client writes itself, so
 // one that sends a new fake address with every request gets a fresh
 // budget every time, and one that sends an address inside an override
@@ -46,10 +47,11 @@ func (h *Handler) warnSpoofableClientIP(ctx caddy.Context) {
 		zap.String("server", srv.Name()), zap.Strings("zones", zones), zap.Strings("client_ip_headers", srv.ClientIPHeaders))
 }
 
-// takesLeftmostClientIP reports whether srv takes the client IP of a
-// request from a trusted proxy from the leftmost valid address of its
-// client IP headers (X-Forwarded-For by default), which the client may
-// have sent already filled in: it trusts proxies (trusted_proxies, or
+// takesLeftmostClientIP reports whether srv takes a client IP the client
+// may have written itself. That is the leftmost valid address of the
+// client IP headers (X-Forwarded-For by default) of a request from a
+// trusted proxy, which the client may have sent already filled in: srv
+// trusts proxies (trusted_proxies, or
 // trusted_proxies_unix) without trusted_proxies_strict, which reads
 // them from the right, past the trusted proxies' own entries.
 func takesLeftmostClientIP(srv *caddyhttp.Server) bool {
@@ -270,8 +272,8 @@ func overridePrefix(s string) (netip.Prefix, bool) {
 	return p, err == nil
 }
 
-// prefixesOverlap reports whether a and b hold an address in common,
-// either as written or through the IPv4 addresses their IPv4-mapped parts
+// prefixesOverlap reports whether a and b hold an address in common. They
+// may, as written or through the IPv4 addresses their IPv4-mapped parts
 // stand for (::ffff:10.0.0.0/104 and 10.0.0.0/8 overlap).
 func prefixesOverlap(a, b netip.Prefix) bool {
 	return a.Masked().Overlaps(b.Masked()) || ipv4Part(a).Overlaps(ipv4Part(b))

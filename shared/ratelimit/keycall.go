@@ -2,8 +2,8 @@ package ratelimit
 
 import "context"
 
-// KeyCall is a remote store's decision of one request on a key of one
-// zone, at the zone's rule's limit, encoded once for every key. A host
+// KeyCall is a remote store's call for one zone, encoded once for every
+// key: it decides one request on a key at the zone's rule's limit. A host
 // makes it on its common request without a call into the store's own
 // code, which under yaegi would cost as much as the call itself.
 type KeyCall struct {
