@@ -23,11 +23,14 @@
 #                               minutes): run it before publishing a figure;
 #                               it lists the slow figures without running
 #                               them
-#   scripts/figures.sh -slow    the slow figures alone: the bench-*.sh
-#                               scripts' tables (real Caddy and Traefik
-#                               under wrk, the Redis script's costs and its
-#                               callgrind counts; about 25 minutes, and
-#                               the first Traefik build)
+#   scripts/figures.sh -slow [NAME...]
+#                               the slow figures alone (of the commands
+#                               NAME... only): the compiled benchmarks'
+#                               times and the bench-*.sh scripts' tables
+#                               (real Caddy and Traefik under wrk, the
+#                               Redis script's costs and its callgrind
+#                               counts; about 35 minutes, and the first
+#                               Caddy and Traefik builds)
 #   scripts/figures.sh -all     everything
 #
 # Times, rates and ratios are checked against a tolerance the doc states
@@ -366,6 +369,25 @@ for policy in volatile-ttl allkeys-random; do
 		evict "$evict" "^\\s*redis_sizing_test.go:\\d+: $policy\\s+victim admitted\\s+(\\d+) of 10"
 done
 
+
+# Redis's used_memory per key (docs/redis.md's sizing table): bytes, exact.
+sizing='WINDOWLIMIT_REDIS_SIZING=1 go test -count=1 -v -run TestRedisSizing ./shared/ratelimit'
+while IFS='|' read -r col label out; do
+	fig exact "redis.md: sizing, $out" docs/redis.md "^\\| $label \\| $col \\|" \
+		sizing "$sizing" "redis_sizing_test.go:\\d+: $out\\s+MEMORY USAGE.*= (\\d+) B/key"
+done <<'END'
+(\d+) / \d+ / \d+|sliding, 10 sub-windows, IPv4, one request / every sub-window written / 50 in every sub-window|sliding 10 sub-windows, IPv4, 1 request
+\d+ / (\d+) / \d+|sliding, 10 sub-windows, IPv4, one request / every sub-window written / 50 in every sub-window|sliding 10 sub-windows, IPv4, every sub-window
+\d+ / \d+ / (\d+)|sliding, 10 sub-windows, IPv4, one request / every sub-window written / 50 in every sub-window|sliding 10 sub-windows, IPv4, 50 in every sub-window
+(\d+) / \d+ / \d+|sliding, 10 sub-windows, IPv6 /64, one request / every sub-window written / 50 in every sub-window|sliding 10 sub-windows, IPv6 /64, 1 request
+\d+ / (\d+) / \d+|sliding, 10 sub-windows, IPv6 /64, one request / every sub-window written / 50 in every sub-window|sliding 10 sub-windows, IPv6 /64, every sub-window
+\d+ / \d+ / (\d+)|sliding, 10 sub-windows, IPv6 /64, one request / every sub-window written / 50 in every sub-window|sliding 10 sub-windows, IPv6 /64, 50 in every sub-window
+(\d+)|sliding, 10 sub-windows, 40-byte API key, every sub-window written|sliding 10 sub-windows, 40-byte API key, every sub-window
+(\d+) / \d+|log, 10 requests, IPv4 / IPv6 /64|log, IPv4, 10 entries
+\d+ / (\d+)|log, 10 requests, IPv4 / IPv6 /64|log, IPv6 /64, 10 entries
+END
+fig exact "redis.md: sizing example, bytes a key" docs/redis.md 'about\s+1\.1\s+M\s+keys\s+x\s+(\d+)\s+B' \
+	sizing "$sizing" 'IPv4, 50 in every sub-window\s+MEMORY USAGE.*= (\d+) B/key'
 
 # --- the interpreter's allocations and times (the default) -------------
 
@@ -787,11 +809,11 @@ fig exact "benchmarks.md: Redis, MEMORY USAGE, log key" $bm '(\d+)\s+for\s+a\s+`
 	redisbench "$redisbench" '^rl:login:\{alice@example.com\} \(log, 10 timestamps\): (\d+) bytes'
 fig exact "benchmarks.md: Redis, MEMORY USAGE, IPv4 key (bench-redis.sh)" $bm '45-byte\s+string\):\s+(\d+)\s+bytes\s+for\s+an\s+IPv4' \
 	redisbench "$redisbench" '^rl:api:\{203\.0\.113\.77\}: \d+-byte string, (\d+) bytes'
-fig range "README.md: a Redis decision, µs of Redis CPU" README.md 'one\s+script\s+call\s+of\s+(\S+\s+to\s+\S+)\s+µs' \
+fig tol:25 "README.md: a Redis decision, µs of Redis CPU" README.md 'one\s+script\s+call\s+of\s+(\S+\s+to\s+\S+)\s+µs' \
 	redisbench "$redisbench" '^(?:busy|fresh)\s+ours\s+median\s+(\S+) µs'
-fig range "README.md: a Redis decision through Caddy, µs of Redis CPU" README.md 'one\s+script\s+call\s+of\s+(\S+\s+to\s+\S+)\s+µs' \
+fig tol:25 "README.md: a Redis decision through Caddy, µs of Redis CPU" README.md 'one\s+script\s+call\s+of\s+(\S+\s+to\s+\S+)\s+µs' \
 	caddy "$caddy" 'EVALSHA (\S+) µs per call'
-fig range "why.md: a Redis decision, µs of Redis CPU" docs/why.md 'one\s+script\s+call\s+of\s+(\S+\s+to\s+\S+)\s+µs' \
+fig tol:25 "why.md: a Redis decision, µs of Redis CPU" docs/why.md 'one\s+script\s+call\s+of\s+(\S+\s+to\s+\S+)\s+µs' \
 	redisbench "$redisbench" '^(?:busy|fresh)\s+ours\s+median\s+(\S+) µs'
 
 # scripts/bench-lease.sh: the four parts' tables and the summary.
@@ -911,8 +933,12 @@ Traefik plugin, saturating|traefik|saturating
 Traefik built-in, fresh|builtin|fresh
 Traefik built-in, saturating|builtin|saturating
 END
-fig range "README.md: flood size, times max_keys" README.md 'Floods\s+of\s+(\S+\s+to\s+\S+)\s+times\s+`max_keys`' \
+fig tol:25 "README.md: flood size, times max_keys" README.md 'Floods\s+of\s+(\S+\s+to\s+\S+)\s+times\s+`max_keys`' \
 	flood_sh "$flood_sh" '^\S*\s*(?:caddy|traefik) \S+: slipped .*?, flood \d+ keys \((\d+)x max_keys'
+fig tol:25 "why.md: flood size, times max_keys" docs/why.md 'floods\s+of\s+(\S+\s+to\s+\S+)\s+times\s+`max_keys`' \
+	flood_sh "$flood_sh" '^\S*\s*(?:caddy|traefik) \S+: slipped .*?, flood \d+ keys \((\d+)x max_keys'
+fig exact "why.md: flood, the limited client got through" docs/why.md 'at\s+its\s+limit\s+got\s+through\s+(\d+)\s+times\s+under' \
+	flood_sh "$flood_sh" '^\S*\s*(?:caddy|traefik) \S+: slipped (\d+)/'
 fig exact "README.md: flood, the limited client got through" README.md 'at\s+its\s+limit\s+got\s+through\s+(\d+)\s+times' \
 	flood_sh "$flood_sh" '^\S*\s*(?:caddy|traefik) \S+: slipped (\d+)/'
 
