@@ -403,7 +403,7 @@ fig abs:1 "benchmarks.md: naive window under yaegi, allocs" $bm '^\| under yaegi
 	coreyaegi "$coreyaegi" '^BenchmarkTakeInterpreted/naive-\d+\s.*?(\S+) interp-allocs/op'
 
 # The interpreter's allocations per request, and its times.
-perreq="cd scripts/yaegitest && go test -run '^\$' -bench 'PluginInterpreted|^Pieces\$|TrivialPlugin|TakeInterpreted' -benchtime 20000x -count 2 ."
+perreq="cd scripts/yaegitest && go test -run '^\$' -bench 'PluginInterpreted|^BenchmarkPieces\$|TrivialPlugin|TakeInterpreted' -benchtime 20000x -count 2 ."
 # second BENCH prints a regex that skips the first of two runs of BENCH
 # (a denied run's log lines come between its name and its figures).
 second() { printf '(?s)^Benchmark%s-\\d+\\s.*?allocs/op.*?^Benchmark%s-\\d+\\s.*?' "$1" "$1"; }
