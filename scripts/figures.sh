@@ -9,6 +9,8 @@
 #   range   the doc gives a range from repeated runs ("4–12%", "0.914 to
 #           1.000") or the values a run may print ("0 or 5"): every printed
 #           value lies in it
+#   max     a bound the doc gives ("within 0.11 s"): every printed value
+#           at most the doc's
 #   abs:N   a count that moves between runs by a few (the interpreter's
 #           allocations): every printed value within N of the doc's, the
 #           N the doc states
@@ -125,6 +127,10 @@ servehttp_above() {
 }
 export -f servehttp_above
 
+# godur_s rewrites Go's durations (1.5ms, 2.033µs, 0.2s) in seconds.
+godur_s() { perl -pe 's/(\d+(?:\.\d+)?)(µs|ms|s)\b/sprintf("%.6gs", $1 * {"µs" => 1e-6, "ms" => 1e-3, "s" => 1}->{$2})/ge'; }
+export -f godur_s
+
 # fig KIND NAME DOC DOC_REGEX CMD_NAME CMD OUT_REGEX checks one figure:
 # the first match of DOC_REGEX in the file DOC against every match of
 # OUT_REGEX in what CMD prints. KIND: exact, range or tol:N.
@@ -183,6 +189,7 @@ fig() {
 					'BEGIN {exit !(v >= lo && v <= hi)}' || verdict=DIFFERS
 			fi
 			;;
+		max) awk -v v="$(num "$v")" -v w="$(num "$want")" 'BEGIN {exit !(v <= w)}' || verdict=DIFFERS ;;
 		abs:*)
 			awk -v v="$(num "$v")" -v w="$(num "$want")" -v t="${kind#abs:}" \
 				'BEGIN {d = v - w; if (d < 0) d = -d; exit !(d <= t)}' || verdict=DIFFERS
@@ -389,6 +396,29 @@ done <<'END'
 END
 fig abs:2 "redis.md: sizing example, bytes a key" docs/redis.md 'about\s+1\.1\s+M\s+keys\s+x\s+(\d+)\s+B' \
 	sizing "$sizing" 'IPv4, 50 in every sub-window\s+MEMORY USAGE.*= (\d+) B/key'
+
+# The chaos tests (docs/redis.md): Redis killed, restarted, asleep.
+chaos='set -o pipefail; go test -race -count=1 -run Chaos -v ./shared/ratelimit | godur_s'
+fig range "redis.md: chaos, requests that tried the dead Redis" docs/redis.md 'no\s+denial;\s+(\d+\s+to\s+\d+)\s+requests' \
+	chaos "$chaos" 'redis_chaos_test.go:\d+: \d+ calls;.*?; (\d+) tried dead Redis'
+fig tol:25/0.001 "redis.md: chaos, slowest request during the outage, ms" docs/redis.md 'slowest\s+request\s+during\s+the\s+outage\s+(\S+)\s+ms' \
+	chaos "$chaos" 'redis_chaos_test.go:\d+: \d+ calls;.*?during outage (\S+)s,'
+fig tol:25 "redis.md: chaos, the breaker closed after the restart, s" docs/redis.md 'breaker\s+closed\s+(\S+\s+to\s+\S+)\s+s\s+after\s+the\s+restart' \
+	chaos "$chaos" 'redis_chaos_test.go:\d+: \d+ calls;.*?recovered (\S+)s after restart'
+fig exact "redis.md: chaos, requests timed out while Redis slept" docs/redis.md 'SLEEP\s+1`\s+\(read\s+timeout\s+100\s+ms\)\s+\|\s+(\d+)\s+requests' \
+	chaos "$chaos" 'slowest request while Redis slept: .*?; (\d+) timed out'
+fig max "redis.md: chaos, closed after Redis woke, s" docs/redis.md 'closed\s+within\s+(\S+)\s+s\s+of\s+Redis\s+waking' \
+	chaos "$chaos" 'slowest request while Redis slept: .*?closed (\S+)s after it woke'
+
+# Memory figures of docs/caddy.md, docs/security.md and docs/redis.md.
+sketchmem='go test -count=1 -run TestSketchMemory -v ./shared/ratelimit'
+fig exact "caddy.md: the summary of evicted keys, B a key of max_keys" docs/caddy.md 'evicted\s+keys\s+at\s+(\S+)\s+B\s+a\s+key' \
+	sketchmem "$sketchmem" 'max_keys 100000: .*?: (\S+) bytes per key'
+oom='go test -race -count=1 -run TestRedisOOM -v ./shared/ratelimit'
+fig tol:10 "redis.md: OOM, fresh keys that fill 3 MB" docs/redis.md 'fills\s+a\s+3\s+MB\s+Redis\s+with\s+about\s+([\d,]+)' \
+	oom "$oom" 'redis over maxmemory after (\d+) fresh keys'
+fig exact "redis.md: OOM, the client at its limit admitted (of 20)" docs/redis.md 'at\s+its\s+limit\s+is\s+then\s+admitted\s+(\d+)\s+times\s+of\s+20' \
+	oom "$oom" 'the client at its limit admitted (\d+) times of 20'
 
 # --- the interpreter's allocations and times (the default) -------------
 
