@@ -260,6 +260,20 @@ for alg in 'log' 'fixed' 'sliding k=5' 'sliding k=10' 'sliding k=30' 'strict k=5
 	re="^\\s*(${alg// /\\ }\\s+\\|.*?)\\s*$"
 	fig exact "algorithms.md: accuracy table, $alg" docs/algorithms.md "$re" accuracy "$accuracy" "$re"
 done
+# The prose drawn from the table: sliding and strict at 1.5x (column 3:
+# Poisson, 7: on/off, 11: clumps).
+acc() { printf '^\\s*%s\\s+\\|(?:[^|]*\\|){%d}\\s*(\\d\\.\\d\\d) / (\\d\\.\\d\\d)' "$1" $(($2 - 1)); }
+fig exact/0.01 "algorithms.md: sliding, 1.5x Poisson, % of the ideal" docs/algorithms.md 'within\s+5%\s+of\s+`N`\s+with\s+(\d+)%\s+of\s+the\s+ideal' \
+	accuracy "$accuracy" "$(acc 'sliding k=10' 3 | sed 's/(\\d\\.\\d\\d) \//\\d\\.\\d\\d \//')"
+fig exact "algorithms.md: sliding, 1.5x on/off, peak" docs/algorithms.md 'up\s+to\s+(\S+)\s+on/off' \
+	accuracy "$accuracy" "$(acc 'sliding k=10' 7)"
+fig exact "algorithms.md: sliding, 1.5x clumps, peak" docs/algorithms.md 'on/off\s+and\s+(\S+)\s+with\s+clumps' \
+	accuracy "$accuracy" "$(acc 'sliding k=10' 11)"
+fig exact "algorithms.md: strict k=10, 1.5x Poisson, thr" docs/algorithms.md 'throughput\s+\((\S+)\s+at\s+1\.5x\s+Poisson' \
+	accuracy "$accuracy" "$(acc 'strict k=10' 3 | sed 's/(\\d\\.\\d\\d) \//\\d\\.\\d\\d \//')"
+fig exact "algorithms.md: strict k=30, 1.5x Poisson, thr" docs/algorithms.md 'sub-windows,\s+(\S+)\s+with\s+30\)' \
+	accuracy "$accuracy" "$(acc 'strict k=30' 3 | sed 's/(\\d\\.\\d\\d) \//\\d\\.\\d\\d \//')"
+
 # The prose's range: log's throughput on bursty traffic (the on/off and
 # clumps columns).
 for col in 4 5 6 7 8 9 10 11; do
@@ -414,6 +428,8 @@ fig max "redis.md: chaos, closed after Redis woke, s" docs/redis.md 'closed\s+wi
 sketchmem='go test -count=1 -run TestSketchMemory -v ./shared/ratelimit'
 fig exact "caddy.md: the summary of evicted keys, B a key of max_keys" docs/caddy.md 'evicted\s+keys\s+at\s+(\S+)\s+B\s+a\s+key' \
 	sketchmem "$sketchmem" 'max_keys 100000: .*?: (\S+) bytes per key'
+fig range "security.md: the summary, B a key of max_keys" docs/security.md '(\d+\s+to\s+\d+)\s+bytes\s+per\s+key\s+of\s+`max_keys`' \
+	sketchmem "$sketchmem" 'max_keys 100000: .*?: (\S+) bytes per key'
 oom='go test -race -count=1 -run TestRedisOOM -v ./shared/ratelimit'
 fig tol:10 "redis.md: OOM, fresh keys that fill 3 MB" docs/redis.md 'fills\s+a\s+3\s+MB\s+Redis\s+with\s+about\s+([\d,]+)' \
 	oom "$oom" 'redis over maxmemory after (\d+) fresh keys'
@@ -545,6 +561,10 @@ fig abs:1 "benchmarks.md: heap per tracked key, B" $bm '^\| heap per tracked key
 	core "$core" '^BenchmarkBytesPerKey-\d+\s.*?(\S+) B/key'
 fig abs:1 "caddy.md: heap per tracked key, B" docs/caddy.md 'sub-windows,\s+(\d+)\s+B\s+a\s+key' \
 	core "$core" '^BenchmarkBytesPerKey-\d+\s.*?(\S+) B/key'
+fig abs:1 "security.md: a key, B" docs/security.md 'a\s+key\s+costs\s+(\d+)\s+bytes,\s+plus\s+the\s+summary' \
+	core "$core" '^BenchmarkBytesPerKey-\d+\s.*?(\S+) B/key'
+fig range "security.md: the summary at a full zone, B a key of max_keys" docs/security.md '(\d+\s+to\s+\d+)\s+bytes\s+per\s+key\s+of\s+`max_keys`' \
+	core "$core" '^BenchmarkBytesPerKey-\d+\s.*?(\S+) sketch-B/max_key'
 fig tol:25/1000 "benchmarks.md: TakeFlood, sliding, µs" $bm 'full\s+zone\s+[^)]*\)\s+costs\s+(\S+)\s+µs' \
 	core "$core" '^BenchmarkTakeFlood/sliding-\d+\s+\d+\s+(\S+) ns/op'
 fig tol:25/1000 "benchmarks.md: TakeFlood, log, µs" $bm 'µs\s+compiled,\s+(\S+)\s+µs\s+for\s+a\s+`log`' \
