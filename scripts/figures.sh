@@ -105,6 +105,9 @@ num() { sed 's/,//g; s/[%x]$//' <<<"$1"; }
 
 row() { printf '%-66s %-14s %-14s %s\n' "$@"; }
 
+# qre TEXT prints TEXT as a regular expression that matches it literally.
+qre() { perl -e 'print quotemeta($ARGV[0])' "$1"; }
+
 # servehttp_above reads go test -bench ServeHTTP's lines of Caddy's handler
 # and prints, per case, its median ns/op minus the baseline case's median
 # in µs, and its allocations and bytes above the baseline's, as
@@ -658,19 +661,19 @@ fig tol:25/1000 "redis.md: count_status, latency, one call" docs/redis.md 'on\s+
 fig tol:25/1000 "redis.md: count_status, latency, two calls" docs/redis.md 'for\s+one\s+call\s+and\s+(\S+)\s+µs\s+for\s+two' \
 	countstatus "$countstatus" '^BenchmarkRedisCountStatus/refunded-\d+\s+\d+\s+(\S+) ns/op'
 
-# qre TEXT prints TEXT as a regular expression that matches it literally.
-qre() { perl -e 'print quotemeta($ARGV[0])' "$1"; }
 
 # scripts/bench-caddy.sh: its table, as the doc's text block shows it.
+# caddycol LABEL I: a regex of the table line of LABEL (four columns, on
+# one line), capturing its column I (0: req/s, 1: vs base, 2: CPU, 3:
+# efficiency).
+caddycol() { printf '^%s(?:[ \t]+\S+){%d}[ \t]+(\S+)(?:[ \t]+\S+){%d}[ \t]*$' "$(qre "$1")" "$2" $((3 - $2)); }
 caddy='scripts/bench-caddy.sh'
 for label in 'plain Caddy (base)' 'rate_limit, all allowed' '  the same, headers none' 'rate_limit, denial-heavy (429)' \
 	'plain Caddy, random X-Key (base)' 'rate_limit, store redis, X-Key'; do
-	q=$(qre "$label")
 	i=0
 	for what in 'req/s:25' 'req/s vs base:5' 'Caddy CPU µs/request:25' 'efficiency vs base:5'; do
-		pre=$(printf '(?:\\s+\\S+){%d}' $i)
-		fig "tol:${what##*:}" "benchmarks.md: Caddy, ${label# *}, ${what%:*}" $bm "^$q$pre\\s+(\\S+)" \
-			caddy "$caddy" "^$q$pre\\s+(\\S+)"
+		re=$(caddycol "$label" $i)
+		fig "tol:${what##*:}" "benchmarks.md: Caddy, ${label# *}, ${what%:*}" $bm "$re" caddy "$caddy" "$re"
 		i=$((i + 1))
 	done
 done
@@ -683,25 +686,25 @@ fig tol:25 "benchmarks.md: Caddy, calls per read" $bm 'EVALSHA \S+ µs per call,
 	caddy "$caddy" 'EVALSHA \S+ µs per call, (\S+) calls per read\)$'
 for label in 'rate_limit, all allowed' '  the same, headers none' 'rate_limit, denial-heavy (429)' 'rate_limit, store redis, X-Key'; do
 	q=$(qre "$label")
-	fig tol:25 "benchmarks.md: Caddy, pprof share, ${label# *}" $bm "(?s)Share of Caddy CPU.*?^$q\\s+(\\S+)%\$" \
-		caddy "$caddy" "(?s)Share of Caddy CPU.*?^$q\\s+(\\S+)%\$"
+	fig tol:25 "benchmarks.md: Caddy, pprof share, ${label# *}" $bm "(?s)Share of Caddy CPU.*?^$q[ \\t]+(\\S+)%\$" \
+		caddy "$caddy" "(?s)Share of Caddy CPU.*?^$q[ \\t]+(\\S+)%\$"
 done
 fig tol:5 "benchmarks.md: prose, all allowed vs plain" $bm 'which\s+puts\s+an\s+all-allowed\s+site\s+at\s+(\S+)\s+of\s+plain' \
-	caddy "$caddy" '^rate_limit, all allowed\s+\S+\s+(\S+)'
+	caddy "$caddy" "$(caddycol 'rate_limit, all allowed' 1)"
 fig tol:5 "benchmarks.md: prose, headers none vs plain" $bm 'default\s+headers\s+and\s+(\S+)\s+with\s+`headers\s+none`' \
-	caddy "$caddy" '^  the same, headers none\s+\S+\s+(\S+)'
+	caddy "$caddy" "$(caddycol '  the same, headers none' 1)"
 fig tol:5 "benchmarks.md: prose, the Redis site vs plain" $bm "site's\\s+(\\S+)\\s+of\\s+plain\\s+pays" \
-	caddy "$caddy" '^rate_limit, store redis, X-Key\s+\S+\s+(\S+)'
+	caddy "$caddy" "$(caddycol 'rate_limit, store redis, X-Key' 1)"
 fig tol:25 "benchmarks.md: prose, redis-server µs" $bm 'keyed\s+plain\s+site,\s+redis-server\s+(\S+)\s+µs' \
 	caddy "$caddy" '^\s+redis-server CPU µs/request\s+(\S+)$'
 fig tol:5 "benchmarks.md: prose, Caddy's efficiency with Redis" $bm "Caddy's\\s+efficiency\\s+\\((\\S+)\\)" \
-	caddy "$caddy" '^rate_limit, store redis, X-Key(?:\s+\S+){3}\s+(\S+)'
+	caddy "$caddy" "$(caddycol 'rate_limit, store redis, X-Key' 3)"
 fig tol:5 "README.md: all-allowed Caddy site vs plain" README.md 'all-allowed\s+Caddy\s+site\s+serves\s+(\S+)\s+of' \
-	caddy "$caddy" '^rate_limit, all allowed\s+\S+\s+(\S+)'
+	caddy "$caddy" "$(caddycol 'rate_limit, all allowed' 1)"
 fig tol:5 "why.md: all-allowed Caddy site vs plain" docs/why.md 'all-allowed\s+site\s+serves\s+(\S+)\s+of' \
-	caddy "$caddy" '^rate_limit, all allowed\s+\S+\s+(\S+)'
+	caddy "$caddy" "$(caddycol 'rate_limit, all allowed' 1)"
 fig tol:5 "why.md: headers none vs plain" docs/why.md "requests,\\s+(\\S+)\\s+with\\s+\`headers\\s+none\`" \
-	caddy "$caddy" '^  the same, headers none\s+\S+\s+(\S+)'
+	caddy "$caddy" "$(caddycol '  the same, headers none' 1)"
 
 # scripts/bench-traefik.sh: the doc's table row by row (doc label, then
 # the script's label).
@@ -710,14 +713,14 @@ while IFS='|' read -r dlabel slabel; do
 	dq=$(qre "$dlabel")
 	sq=$(qre "$slabel")
 	fig tol:25 "benchmarks.md: Traefik, $slabel, req/s" $bm "^\\| $dq \\| (\\S+) \\|" \
-		traefik "$traefik" "^$sq\\s+(\\S+)\\s+\\S+x\\s"
+		traefik "$traefik" "^$sq[ \\t]+(\\S+)[ \\t]+\\S+x\\s"
 	fig tol:25 "benchmarks.md: Traefik, $slabel, CPU µs" $bm "^\\| $dq \\| \\S+ \\| (\\S+) \\|" \
-		traefik "$traefik" "^$sq\\s+\\S+\\s+\\S+x\\s+(\\S+)"
+		traefik "$traefik" "^$sq[ \\t]+\\S+[ \\t]+\\S+x[ \\t]+(\\S+)"
 	if [[ $slabel == windowlimit* && $slabel != *denial* || $slabel == trivial* || $slabel == least* ]]; then
 		fig tol:10 "benchmarks.md: Traefik, $slabel, vs built-in" $bm "^\\| $dq \\| \\S+ \\| \\S+ \\| (\\S+) \\|" \
-			traefik "$traefik" "^$sq\\s+\\S+\\s+\\S+x\\s+\\S+\\s+(\\S+)"
+			traefik "$traefik" "^$sq[ \\t]+\\S+[ \\t]+\\S+x[ \\t]+\\S+[ \\t]+(\\S+)"
 		fig tol:10 "benchmarks.md: Traefik, $slabel, by CPU" $bm "^\\| $dq \\| \\S+ \\| \\S+ \\| \\S+ \\| (\\S+) \\|" \
-			traefik "$traefik" "^$sq\\s+\\S+\\s+\\S+x\\s+\\S+\\s+\\S+\\s+(\\S+)"
+			traefik "$traefik" "^$sq[ \\t]+\\S+[ \\t]+\\S+x[ \\t]+\\S+[ \\t]+\\S+[ \\t]+(\\S+)"
 	fi
 done <<'END'
 plain router|plain router
@@ -748,8 +751,8 @@ least sliding window, yaegi (`scripts/floorplugin`)|least sliding window, yaegi 
 windowlimit, denial-heavy (429)|windowlimit, denial-heavy (429)
 END
 # The prose and the README: the same run's ratios.
-vsref() { printf '^%s\\s+\\S+\\s+\\S+x\\s+\\S+\\s+(\\S+)' "$(qre "$1")"; }
-bycpu() { printf '^%s\\s+\\S+\\s+\\S+x\\s+\\S+\\s+\\S+\\s+(\\S+)' "$(qre "$1")"; }
+vsref() { printf '^%s[ \\t]+\\S+[ \\t]+\\S+x[ \\t]+\\S+[ \\t]+(\\S+)' "$(qre "$1")"; }
+bycpu() { printf '^%s[ \\t]+\\S+[ \\t]+\\S+x[ \\t]+\\S+[ \\t]+\\S+[ \\t]+(\\S+)' "$(qre "$1")"; }
 fig tol:10 "benchmarks.md: prose, countStatus vs built-in" $bm '(\S+)\s+with\s+`countStatus`\s+and\s+\S+\s+with\s+`overrides`' \
 	traefik "$traefik" "$(vsref 'windowlimit, countStatus')"
 fig tol:10 "benchmarks.md: prose, overrides vs built-in" $bm '\S+\s+with\s+`countStatus`\s+and\s+(\S+)\s+with\s+`overrides`' \
@@ -764,7 +767,7 @@ fig tol:10 "benchmarks.md: prose, least window by CPU" $bm 'remote\s+address\)\s
 	traefik "$traefik" "$(bycpu 'least sliding window, yaegi (its floor)')"
 fig tol:10 "README.md: Traefik plugin, defaults, vs built-in" README.md 'Traefik\s+plugin\s+serves\s+(\S+)\s+of' \
 	traefik "$traefik" "$(vsref 'windowlimit, defaults (remote address, legacy)')"
-fig tol:10 "why.md: Traefik plugin, defaults, vs built-in" docs/why.md "serves\\s+(\\S+)\\s+of\\s+the\\s+built-in's\\s+requests\\s+with" \
+fig tol:10 "why.md: Traefik plugin, defaults, vs built-in" docs/why.md "serves[ \\t]+(\\S+)[ \\t]+of[ \\t]+the[ \\t]+built-in's[ \\t]+requests[ \\t]+with" \
 	traefik "$traefik" "$(vsref 'windowlimit, defaults (remote address, legacy)')"
 fig tol:10 "why.md: Traefik plugin, depth 1, vs built-in" docs/why.md 'defaults\s+and\s+(\S+)\s+behind\s+a\s+load\s+balancer' \
 	traefik "$traefik" "$(vsref 'windowlimit, ipStrategy depth 1')"
