@@ -245,16 +245,24 @@ go test -run '^$' -bench 'BenchmarkRedisStore' -benchtime "${n}x" ./shared/ratel
 echo
 echo "== memory per key at 10 sub-windows, 50 requests in each (MEMORY USAGE)"
 t0=1760000000000000
+# evalok REPLY stops the run on a script call that did not admit (an error
+# reply, or a denial): the key's size would not be the one measured.
+evalok() {
+	[[ $(head -1 <<<"$1") == 1 ]] || {
+		echo "the script's reply: $1" >&2
+		exit 1
+	}
+}
 packrule "$dir/rule50" 0 60000000 6000000 1073741824 50 -6186 # cost 50: 50 requests in one call
 for key in 'rl:api:{203.0.113.77}' 'rl:api:{2001:db8:1234:5678::/64}'; do
 	for i in $(seq 0 10); do
-		cli -x evalsha "$sha" 1 "$key" $((t0 + i * 6000000)) 0 <"$dir/rule50" >/dev/null
+		evalok "$(cli -x evalsha "$sha" 1 "$key" $((t0 + i * 6000000)) 0 <"$dir/rule50")"
 	done
 	echo "$key: $(cli strlen "$key")-byte $(cli type "$key"), $(cli memory usage "$key") bytes ($(cli object encoding "$key"))"
 done
 key='rl:login:{alice@example.com}'
 packrule "$dir/log" 3 60000000 60000000 10 1 0
 for i in $(seq 1 10); do
-	cli -x evalsha "$sha" 1 "$key" $((t0 + i * 1000)) 0 <"$dir/log" >/dev/null
+	evalok "$(cli -x evalsha "$sha" 1 "$key" $((t0 + i * 1000)) 0 <"$dir/log")"
 done
 echo "$key (log, 10 timestamps): $(cli memory usage "$key") bytes"
