@@ -914,8 +914,8 @@ fig tol:5 "benchmarks.md: leases, cold keys, auto / off by rate" $bm 'ratios:\s+
 	lease "$lease" '^req/s, lease auto / lease off: (\S+)'
 fig tol:5 "benchmarks.md: leases, cold keys, auto / off by CPU" $bm 'by\s+rate,\s+(\S+)\s+by\s+CPU\s+\(the' \
 	lease "$lease" '^by CPU \(lease off CPU per request / lease auto\): (\S+)'
-fig range "benchmarks.md: leases, cold keys, the rounds' ratios" $bm 'by\s+CPU\s+\(the\s+rounds\s+ranged\s+from\s+(\S+\s+to\s+\S+)\)' \
-	lease "$lease" '(?s)^req/s, lease auto / lease off: \S+ \(each round:\s*((?:\S+\s*)+?)\)' 
+fig tol:5 "benchmarks.md: leases, cold keys, the rounds' ratios" $bm 'by\s+CPU\s+\(the\s+rounds\s+ranged\s+from\s+(\S+\s+to\s+\S+)\)' \
+	lease "$lease" '(?:lease auto / lease off: \S+ \(each round:|\G(?<!^)) ([\d.]+)(?=[ )])' 
 while IFS='|' read -r dlabel slabel; do
 	dq=$(qre "$dlabel")
 	sq="(?s)^4\\. Traefik.*?^$(qre "$slabel")"
@@ -957,8 +957,8 @@ fig tol:5 "benchmarks.md: leases, prose, strict auto / off" $bm 'and\s+admitted\
 	lease "$lease" '^2\. strict, over the limit: admitted, lease auto / lease off\s+(\S+)'
 fig tol:5 "benchmarks.md: leases, prose, cold keys" $bm 'one\s+call\s+each,\s+at\s+(\S+)\s+of\s+`lease\s+off`' \
 	lease "$lease" '^req/s, lease auto / lease off: (\S+)'
-fig range "benchmarks.md: leases, prose, cold keys' rounds" $bm 'the\s+rounds\s+ranged\s+from\s+(\S+\s+to\s+\S+)\);\s+two' \
-	lease "$lease" '(?s)^req/s, lease auto / lease off: \S+ \(each round:\s*((?:\S+\s*)+?)\)'
+fig tol:5 "benchmarks.md: leases, prose, cold keys' rounds" $bm 'the\s+rounds\s+ranged\s+from\s+(\S+\s+to\s+\S+)\);\s+two' \
+	lease "$lease" '(?:lease auto / lease off: \S+ \(each round:|\G(?<!^)) ([\d.]+)(?=[ )])'
 fig tol:5 "benchmarks.md: leases, prose, Traefik vs built-in" $bm 'with\s+`redis`\s+\((\S+)\s+by\s+CPU\)' \
 	lease "$lease" '^4\. Traefik: req/s, plugin lease auto / built-in \(redis\)\s+\S+\s+goal.*?by CPU (\S+);'
 fig tol:5 "benchmarks.md: leases, prose, Traefik by CPU" $bm 'serve\s+(\S+)\s+of\s+Traefik.s\s+built-in' \
