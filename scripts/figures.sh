@@ -20,9 +20,10 @@
 #   scripts/figures.sh -fast    the deterministic counts only (under 2
 #                               minutes): scripts/test.sh runs it
 #   scripts/figures.sh          those, the counts that vary between runs,
-#                               the interpreter's allocations and the
-#                               timings of the go benchmarks (about 3
-#                               minutes): run it before publishing a figure;
+#                               the interpreter's tables and Redis's
+#                               sizing, chaos and OOM figures (2.5
+#                               minutes once built): run it before
+#                               publishing a figure;
 #                               it lists the slow figures without running
 #                               them
 #   scripts/figures.sh -slow [NAME...]
@@ -31,8 +32,8 @@
 #                               times and the bench-*.sh scripts' tables
 #                               (real Caddy and Traefik under wrk, the
 #                               Redis script's costs and its callgrind
-#                               counts; about 35 minutes, and the first
-#                               Caddy and Traefik builds)
+#                               counts; 22 minutes once Caddy and
+#                               Traefik are built)
 #   scripts/figures.sh -all     everything
 #
 # Times, rates and ratios are checked against a tolerance the doc states
