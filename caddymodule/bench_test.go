@@ -81,18 +81,29 @@ func BenchmarkServeHTTPRedis(b *testing.B) {
 	addr := redistest.BenchAddr(b)
 	for _, mode := range []string{"off", "auto"} {
 		b.Run("lease_"+mode, func(b *testing.B) {
-			h, _ := newHandler(b, `{"rate_limits":{"bl`+mode+`":{"window":"1m","limit":1000000000}},`+
+			// on_store_error deny: a store that fails denies, so that a
+			// failure cannot pass for a decision; every request must reach
+			// the next handler.
+			h, _ := newHandler(b, `{"rate_limits":{"bl`+mode+`":{"window":"1m","limit":1000000000}},"on_store_error":"deny",`+
 				`"redis":{"address":"`+addr+`","key_prefix":"bench:","lease":"`+mode+`"}}`)
 			base := httptest.NewRequest(http.MethodGet, "http://example.com/api/x", nil)
 			vars := map[string]any{caddyhttp.ClientIPVarKey: "203.0.113.7"}
 			ctx := context.WithValue(base.Context(), caddyhttp.VarsCtxKey, vars)
 			ctx = context.WithValue(ctx, caddyhttp.ServerCtxKey, &caddyhttp.Server{})
 			w := &nopWriter{h: make(http.Header)}
+			passed, n := 0, 0
+			next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { passed++; return nil })
 			b.ReportAllocs()
 			for b.Loop() {
 				repl := caddy.NewReplacer()
 				r := base.WithContext(context.WithValue(ctx, caddy.ReplacerCtxKey, repl))
-				h.ServeHTTP(w, r, nopNext)
+				if err := h.ServeHTTP(w, r, next); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			if passed != n {
+				b.Fatalf("%d of %d requests reached the next handler: the store failed (on_store_error deny), so this is no measure of a decision", passed, n)
 			}
 		})
 	}

@@ -262,6 +262,7 @@ flood() {
 			if (keys == "" || rps == "") { print "ERROR wrk printed no flood summary"; exit }
 			distinct = (host == "caddy") ? dk : da
 			if (distinct != keys) { printf "ERROR %d keys but %d distinct\n", keys, distinct; exit }
+			if (probe ~ /(^| )(other|new_other) [1-9]/) { printf "ERROR the probes got answers other than 200 and 429: %s\n", probe; exit }
 			n = split(probe, p, " ")
 			for (i = 1; i < n; i += 2) v[p[i]] = p[i + 1]
 			mib = 1048576

@@ -109,7 +109,9 @@ EOF
 # reverse_proxy to the backend, which records the admissions.
 site() {
 	local port=$1 zone=$2 store=$3 key=$4 limit=$5 algorithm=${6:-sliding} redis= upstream='respond "ok"'
-	[[ $store == mem ]] || redis=$(printf '\t\tstore redis {\n\t\t\taddress 127.0.0.1:%s\n\t\t\tlease %s\n\t\t}' "$WL_REDIS_PORT" "$store")
+	# on_store_error deny: a failing store denies (parts 1 and 3 stop on a
+	# 429), and no_fallbacks checks part 2's instances' metrics.
+	[[ $store == mem ]] || redis=$(printf '\t\tstore redis {\n\t\t\taddress 127.0.0.1:%s\n\t\t\tlease %s\n\t\t}\n\t\ton_store_error deny' "$WL_REDIS_PORT" "$store")
 	[[ $algorithm != strict ]] || upstream="reverse_proxy 127.0.0.1:$WL_BACKEND_PORT"
 	cat <<-EOF
 		:$port {
@@ -127,6 +129,17 @@ site() {
 			$upstream
 		}
 	EOF
+}
+
+# no_fallbacks ADMIN... stops the run if a Caddy instance (by its admin
+# port) decided a request by on_store_error: its store failed, and a
+# figure would measure the failure.
+no_fallbacks() {
+	local a n
+	for a in "$@"; do
+		n=$(curl -s --max-time 5 "http://127.0.0.1:$a/metrics" | awk '/^caddy_http_rate_limit_store_fallbacks_total/ {s += $NF} END {print s + 0}')
+		[[ $n == 0 ]] || wl_die "Caddy (admin port $a) decided $n requests by on_store_error: the store failed"
+	done
 }
 
 # caddy_instance FILE ADMIN SITE... writes a Caddyfile of those sites and
@@ -342,6 +355,7 @@ if part 2; then
 			res=$(measure "$STRICT_SECONDS" "" "${u[@]}")
 			read -r rate reqs non2xx errs calls _ <<<"$res"
 			((errs == 0)) || wl_die "strict $mode: $errs socket errors"
+			no_fallbacks "${STRICT_ADMIN[@]}"
 			res=$(arrivals "$mode-$round")
 			read -r tot[$mode] most <<<"$res"
 			[[ ${tot[$mode]} =~ ^[0-9]+$ && $most =~ ^[0-9]+$ ]] || wl_die "the backend's report of $mode-$round: '$res'"
@@ -431,8 +445,8 @@ if part 4; then
 			wt_router plugin-off /plugin-off plugin-off
 			wt_router builtin /builtin builtin-redis
 		)" "$(
-			wt_plugin plugin-auto "window: 1s" "subWindow: 100ms" "limit: 60000" "redis: {$redis, keyPrefix: \"lease-auto:\", lease: auto}"
-			wt_plugin plugin-off "window: 1s" "subWindow: 100ms" "limit: 60000" "redis: {$redis, keyPrefix: \"lease-off:\", lease: off}"
+			wt_plugin plugin-auto "window: 1s" "subWindow: 100ms" "limit: 60000" "redis: {$redis, keyPrefix: \"lease-auto:\", lease: auto}" "onStoreError: deny"
+			wt_plugin plugin-off "window: 1s" "subWindow: 100ms" "limit: 60000" "redis: {$redis, keyPrefix: \"lease-off:\", lease: off}" "onStoreError: deny"
 			printf "    builtin-redis:\n      rateLimit:\n        $huge\n        redis:\n          $redis\n"
 		)"
 		WL_TRAEFIK_LOG_LEVEL=ERROR wt_start_traefik "${T_WEB[i]}" "${T_PING[i]}" "$dir"

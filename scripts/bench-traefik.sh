@@ -136,7 +136,8 @@ wt_dynamic "$WL_WORK/dynamic.yml" "$(
 	wt_plugin plugin-countstatus "${allow[@]}" 'countStatus: ["500-599"]'
 	wt_plugin plugin-overrides "${allow[@]}" 'overrides: ["198.51.100.0/24=10", "partner=unlimited"]'
 	builtin builtin-redis "redis: {endpoints: [\"127.0.0.1:$REDIS\"]}"
-	wt_plugin plugin-redis "${allow[@]}" "redis: {endpoints: [\"127.0.0.1:$REDIS\"]}"
+	# onStoreError deny: a failing store answers 429, which the run stops on.
+	wt_plugin plugin-redis "${allow[@]}" "redis: {endpoints: [\"127.0.0.1:$REDIS\"]}" 'onStoreError: deny'
 	printf '    trivial:\n      plugin:\n        floor: {}\n'
 	printf '    window-floor:\n      plugin:\n        floor: {window: true}\n'
 	wt_plugin deny "window: 1m" "limit: 1"

@@ -39,8 +39,10 @@ func Decisions(b *testing.B, addr string, store ratelimit.Store) {
 		items := []ratelimit.Item{{Zone: z}}
 		for pb.Next() {
 			items[0].Key = keys[rng.Intn(len(keys))]
-			if _, err := store.Take(context.Background(), time.Now(), items, out); err != nil {
-				b.Error(err)
+			allowed, err := store.Take(context.Background(), time.Now(), items, out)
+			if err != nil || !allowed {
+				// A failed test prints no figure.
+				b.Errorf("a decision of the store: allowed %v, error %v; every decision must be an admission", allowed, err)
 				return
 			}
 		}
@@ -51,6 +53,9 @@ func Decisions(b *testing.B, addr string, store ratelimit.Store) {
 	// The client sends EVALSHA (EVAL after a NOSCRIPT); the script's own
 	// commands run inside the server and cost no round trip.
 	trips := after["evalsha"] - before["evalsha"] + after["eval"] - before["eval"]
+	if trips < int64(b.N) {
+		b.Fatalf("%d script calls for %d decisions: not every decision reached Redis", trips, b.N)
+	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "decisions/s")
 	b.ReportMetric(float64(trips)/float64(b.N), "roundtrips/decision")
 }

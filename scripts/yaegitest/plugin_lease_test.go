@@ -121,6 +121,9 @@ func BenchmarkRedisLeaseInterpreted(b *testing.B) {
 				p, _ := loadPlugin(b)
 				config := leaseConfig(addr, bc.limit, lease)
 				config["window"] = bc.window
+				// A store that fails denies: with the default (allow) a
+				// failing store would pass for a decision below.
+				config["onStoreError"] = "deny"
 				h := p.build(b, config, "bench-lease-"+bc.name+"-"+lease+"@file")
 				reqs := make([]*http.Request, bc.keys)
 				for i := range reqs {

@@ -347,11 +347,17 @@ func BenchmarkPluginInterpreted(b *testing.B) {
 					reqs[i].RemoteAddr = "[2001:db8:" + strconv.FormatInt(int64(i), 16) + "::1]:4711"
 				}
 			}
-			w := &discard{h: http.Header{}}
+			w := &okWriter{h: http.Header{}}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				h.ServeHTTP(w, reqs[i%len(reqs)])
+			}
+			b.StopTimer()
+			// What the case measures: admissions, or (limit 1) rejections
+			// after the first request.
+			if bc.name == "denied" && w.denied < b.N-1 || bc.name != "denied" && w.denied != 0 {
+				b.Fatalf("%s: %d of %d requests denied", bc.name, w.denied, b.N)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "µs/op")
 		})

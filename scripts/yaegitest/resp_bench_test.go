@@ -15,6 +15,7 @@ const respSource = `package respbench
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/windowlimit/windowlimit/shared/resp"
@@ -30,8 +31,14 @@ func Loop(addr string, pipelined bool, n int) (time.Duration, error) {
 	sha := "0123456789abcdef0123456789abcdef01234567"
 	keys := []string{"bench:{throughput:203.0.113.7}"}
 	args := []string{"0", "0", "60000000", "0", "9007199254740991", "1", "-61441024", "0"}
-	if _, err := c.EvalSha(ctx, sha, keys, args); err != nil {
+	// The reply every call below gets: an admission of four integers, as
+	// the store would read it.
+	res, err := c.EvalSha(ctx, sha, keys, args)
+	if err != nil {
 		return 0, err
+	}
+	if len(res) != 4 || res[0] != 1 {
+		return 0, errors.New("the script's reply is no admission of four integers")
 	}
 	start := time.Now()
 	for k := 0; k < n; k++ {

@@ -281,7 +281,9 @@ func Layer(addr, layer string, pipelined bool, n int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	g, err := guard.New(store, guard.Options{Probe: store.Ping})
+	// Deny on a store error, so that a failure cannot pass for a decision
+	// (the guard's Take returns no error: its policy answers instead).
+	g, err := guard.New(store, guard.Options{Probe: store.Ping, OnError: guard.FailDeny})
 	if err != nil {
 		return 0, err
 	}
@@ -302,8 +304,16 @@ func Layer(addr, layer string, pipelined bool, n int) (time.Duration, error) {
 	sha := "0123456789abcdef0123456789abcdef01234567"
 	keys := []string{redisstore.Key("yaegi-bench:", "layer", "203.0.113.7")}
 	args := []string{"0", "0", "60000000", "6000000", "9007199254740991", "1", "-61441024", "0"}
-	if _, err := s.Take(ctx, time.Now(), items, out); err != nil {
-		return 0, err
+	if ok, err := s.Take(ctx, time.Now(), items, out); err != nil || !ok {
+		return 0, fmt.Errorf("the first decision: allowed %v, error %v", ok, err)
+	}
+	if layer == "client" {
+		// The reply the loop below gets, as the store would read it: an
+		// admission of four integers.
+		res, err := c.EvalSha(ctx, sha, keys, args)
+		if err != nil || len(res) != 4 || res[0] != 1 {
+			return 0, fmt.Errorf("client: the script's reply %v, error %v: no admission", res, err)
+		}
 	}
 	start := time.Now()
 	switch layer {
@@ -328,5 +338,14 @@ func Layer(addr, layer string, pipelined bool, n int) (time.Duration, error) {
 	default:
 		return 0, errors.New("unknown layer " + layer)
 	}
-	return time.Since(start), nil
+	d := time.Since(start)
+	// Every decision the store's: none answered by the guard's policy, and
+	// the last one an admission.
+	if st := g.Stats(); st.Failures != 0 || st.Fallbacks != 0 {
+		return 0, fmt.Errorf("%s: %d store errors, %d decisions by the failure policy", layer, st.Failures, st.Fallbacks)
+	}
+	if layer != "client" && layer != "remote" && !out[0].Allowed {
+		return 0, errors.New(layer + ": the last decision denied")
+	}
+	return d, nil
 }
