@@ -10,8 +10,14 @@ import (
 	"testing"
 )
 
-// decisionServer answers every command with the reply of a one-item decision,
-// so that BenchmarkEvalSha measures the client rather than redis-server.
+// benchSHA is the one script the decision server knows.
+const benchSHA = "0123456789abcdef0123456789abcdef01234567"
+
+// decisionServer answers an EVALSHA of benchSHA with the reply of a
+// one-item decision, so that BenchmarkEvalSha measures the client rather
+// than redis-server. Any other command gets the error a real server would
+// give a script it does not hold, so a benchmark that sent something else
+// fails rather than measure it.
 func decisionServer(tb testing.TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -20,6 +26,7 @@ func decisionServer(tb testing.TB) string {
 	var wg sync.WaitGroup
 	tb.Cleanup(func() { l.Close(); wg.Wait() })
 	reply := []byte("*4\r\n:1\r\n:9007199254740990\r\n:0\r\n:59999874\r\n")
+	noScript := []byte("-NOSCRIPT No matching script. Please use EVAL.\r\n")
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -32,10 +39,15 @@ func decisionServer(tb testing.TB) string {
 				defer nc.Close()
 				br, bw := bufio.NewReader(nc), bufio.NewWriter(nc)
 				for {
-					if _, err := readReply(br); err != nil {
+					cmd, err := readReply(br)
+					if err != nil {
 						return
 					}
-					bw.Write(reply)
+					if len(cmd.Elems) > 1 && cmd.Elems[0].Str == "EVALSHA" && cmd.Elems[1].Str == benchSHA {
+						bw.Write(reply)
+					} else {
+						bw.Write(noScript)
+					}
 					if br.Buffered() == 0 && bw.Flush() != nil {
 						return
 					}
@@ -50,7 +62,7 @@ func decisionServer(tb testing.TB) string {
 // one goroutine and from 50.
 func BenchmarkEvalSha(b *testing.B) {
 	addr := decisionServer(b)
-	sha := "0123456789abcdef0123456789abcdef01234567"
+	sha := benchSHA
 	keys := []string{"bench:{throughput:203.0.113.7}"}
 	args := []string{"0", "0", "60000000", "0", "9007199254740991", "1", "-61441024", "0"}
 	for _, pipelined := range []bool{false, true} {
@@ -97,7 +109,7 @@ func BenchmarkEvalSha(b *testing.B) {
 // once (the limiter's call), pipelined, from one goroutine and from 50.
 func BenchmarkEvalShaPrepared(b *testing.B) {
 	addr := decisionServer(b)
-	sha := "0123456789abcdef0123456789abcdef01234567"
+	sha := benchSHA
 	key := "bench:{throughput:203.0.113.7}"
 	args := []string{"0", "0", "60000000", "0", "9007199254740991", "1", "-61441024", "0"}
 	for _, callers := range []int{1, 50} {
