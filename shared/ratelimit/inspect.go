@@ -43,9 +43,19 @@ func (z *Zone) Inspect(key string, now time.Time) KeyState {
 	slot, known := s.index[k]
 	if !known {
 		st := KeyState{Remaining: z.rule.Limit}
+		sk := k
+		if z.persist != nil {
+			sk = z.persist.id(key)
+		}
 		if t < s.evicted.live {
-			if e, until := s.evicted.estimate(k, t); e > 0 {
+			if e, until := s.evicted.estimate(sk, t); e > 0 {
 				st.Count, st.ResetAfter = int64(e), time.Duration(until-t)
+				st.Remaining = remainingOf(z.rule.Limit, st.Count)
+			}
+		}
+		if z.persist != nil && t < z.persist.restoredLive() {
+			if e, until := z.persist.inspect(z, sk, t); e > st.Count {
+				st.Count, st.ResetAfter = e, time.Duration(until-t)
 				st.Remaining = remainingOf(z.rule.Limit, st.Count)
 			}
 		}
