@@ -138,7 +138,11 @@ func (p *persistState) claim(z *Zone, s *shard, i uint32, id uint64, t int64, li
 
 // dropRestored forgets what a restore left. The caller holds p.mu.
 func (p *persistState) dropRestored() {
-	p.pending, p.from, p.sketch = nil, nil, nil
+	// One assignment each: yaegi v0.16 panics (reflect: New(nil)) on
+	// nil, nil, nil assigned to typed fields at once.
+	p.pending = nil
+	p.from = nil
+	p.sketch = nil
 	atomic.StoreInt64(&p.live, 0)
 }
 

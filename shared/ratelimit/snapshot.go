@@ -101,9 +101,11 @@ func (z *Zone) Snapshot(now time.Time) (*Snapshot, error) {
 	n += n/16 + 16
 	sn.ids = make([]uint64, 0, n)
 	if z.log {
-		sn.off, sn.cnt = make([]int, 0, n), make([]int, 0, n)
+		sn.off = make([]int, 0, n)
+		sn.cnt = make([]int, 0, n)
 	} else {
-		sn.newest, sn.cells = make([]int64, 0, n), make([]uint32, 0, n*int(z.m))
+		sn.newest = make([]int64, 0, n)
+		sn.cells = make([]uint32, 0, n*int(z.m))
 	}
 	var cp shardCopy
 	for si := range z.shards {
@@ -311,13 +313,15 @@ func foldInto(dst, src *sketch) *sketch {
 			continue // never written
 		}
 		row, col := c/src.width, c%src.width
-		lo, hi := col, col+1 // the cells of dst that col covers
+		lo := col // the cells of dst that col covers: [lo, hi)
+		hi := col + 1
 		if src.width > dst.width {
 			lo = col / (src.width / dst.width)
 			hi = lo + 1
 		} else if src.width < dst.width {
 			f := dst.width / src.width
-			lo, hi = col*f, (col+1)*f
+			lo = col * f
+			hi = (col + 1) * f
 		}
 		for d := lo; d < hi; d++ {
 			dst.raise(row*dst.width+d, src.counts[c], src.until[c], math.MinInt64)
@@ -342,7 +346,8 @@ func (sn *Snapshot) merge(j, j2 int) {
 		if len(all) > MaxLogLimit {
 			all = all[len(all)-MaxLogLimit:]
 		}
-		sn.off[j], sn.cnt[j] = len(sn.ts), len(all)
+		sn.off[j] = len(sn.ts)
+		sn.cnt[j] = len(all)
 		sn.ts = append(sn.ts, all...)
 		return
 	}
@@ -425,7 +430,9 @@ func (z *Zone) Restore(sn *Snapshot, now time.Time) (int, error) {
 	}
 	p.mu.Lock()
 	p.salt = sn.salt
-	p.pending, p.from, p.sketch = pending, sn, sk
+	p.pending = pending
+	p.from = sn
+	p.sketch = sk
 	p.claimed = 0
 	p.restored = PersistEvent{At: now, Keys: restored}
 	atomic.StoreInt64(&p.live, live)

@@ -205,9 +205,11 @@ func UnmarshalSnapshot(data []byte) (*Snapshot, error) {
 	n := int(keys)
 	sn.ids = make([]uint64, n)
 	if sn.algorithm == Log {
-		sn.off, sn.cnt = make([]int, n), make([]int, n)
+		sn.off = make([]int, n)
+		sn.cnt = make([]int, n)
 	} else {
-		sn.newest, sn.cells = make([]int64, n), make([]uint32, n*m)
+		sn.newest = make([]int64, n)
+		sn.cells = make([]uint32, n*m)
 	}
 	k := int64(m - 1)
 	for j := 0; j < n && r.err == nil; j++ {
@@ -217,7 +219,10 @@ func UnmarshalSnapshot(data []byte) (*Snapshot, error) {
 			if r.err == nil && (cnt == 0 || cnt > MaxLogLimit || cnt > uint64(len(r.b))) {
 				r.fail("bad timestamp count")
 			}
-			sn.off[j], sn.cnt[j] = len(sn.ts), int(cnt)
+			// One assignment each: yaegi v0.16 gets a, b = x, y wrong
+			// for indexed operands.
+			sn.off[j] = len(sn.ts)
+			sn.cnt[j] = int(cnt)
 			prev := uint64(0)
 			for i := uint64(0); i < cnt && r.err == nil; i++ {
 				gap := r.uvarint("timestamp")
@@ -263,7 +268,8 @@ func UnmarshalSnapshot(data []byte) (*Snapshot, error) {
 				r.fail("more sketch cells than bytes")
 			}
 			if r.err == nil && live > 0 {
-				sk.counts, sk.until = make([]uint32, cells), make([]int64, cells)
+				sk.counts = make([]uint32, cells)
+				sk.until = make([]int64, cells)
 			}
 			prev := int64(-1)
 			for i := uint64(0); i < live && r.err == nil; i++ {
@@ -279,7 +285,8 @@ func UnmarshalSnapshot(data []byte) (*Snapshot, error) {
 					break
 				}
 				prev += int64(gap)
-				sk.counts[prev], sk.until[prev] = uint32(cnt), int64(until)
+				sk.counts[prev] = uint32(cnt)
+				sk.until[prev] = int64(until)
 				if int64(until) > sk.live {
 					sk.live = int64(until)
 				}
