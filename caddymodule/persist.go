@@ -284,11 +284,15 @@ func (sv *zoneSaver) save() {
 }
 
 // release stops the saver of a zone released for good and writes its last
-// snapshot, unless a newer zone of its name and shape owns the file.
+// snapshot, unless a newer zone of its name and shape owns the file, or
+// the zone never took a key (caddy validate, a config replaced before it
+// served): its file already holds all it has.
 func (sv *zoneSaver) release() {
 	close(sv.stop)
 	<-sv.done
-	sv.save() // nothing if a newer zone owns the file
+	if sv.zone.Used() {
+		sv.save() // nothing if a newer zone owns the file
+	}
 	savers.Lock()
 	if savers.byPath[sv.path] == sv {
 		delete(savers.byPath, sv.path)

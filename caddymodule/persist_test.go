@@ -140,3 +140,13 @@ func TestPersistCaddyfile(t *testing.T) {
 		}
 	}
 }
+
+// TestPersistUnusedZoneWritesNothing: a zone provisioned and released
+// without a request (caddy validate does that) writes no file.
+func TestPersistUnusedZoneWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	cleanupHandler(t, provisionRaw(t, persistConfig(dir, "unused", 2)))
+	if files, _ := filepath.Glob(filepath.Join(dir, "*")); len(files) != 0 {
+		t.Fatalf("files %v, want none", files)
+	}
+}

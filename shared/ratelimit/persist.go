@@ -173,6 +173,23 @@ func (z *Zone) PersistStats() (PersistStats, bool) {
 	return PersistStats{Saved: p.saved, Restored: p.restored, Pending: len(p.pending)}, true
 }
 
+// Used reports whether the zone ever took a key in this process. A zone
+// that did not holds only what it restored: saving it would only rewrite
+// its file (caddy validate provisions and releases zones that never
+// serve).
+func (z *Zone) Used() bool {
+	for i := range z.shards {
+		s := &z.shards[i]
+		s.Lock()
+		born := s.born
+		s.Unlock()
+		if born != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Persisted reports whether the zone keeps what snapshots need
 // (Options.Persist).
 func (z *Zone) Persisted() bool { return z.persist != nil }
