@@ -134,6 +134,9 @@ func (z *Zone) Forget(key string) bool {
 	defer s.Unlock()
 	_, known := s.index[k]
 	s.remove(k)
+	if z.persist != nil && z.persist.forget(z.persist.id(key)) {
+		known = true // restored, not seen since: a reset must not bring it back
+	}
 	return known
 }
 

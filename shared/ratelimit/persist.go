@@ -146,6 +146,18 @@ func (p *persistState) dropRestored() {
 	atomic.StoreInt64(&p.live, 0)
 }
 
+// forget drops the restored entry of the key of id, if it waits to be
+// claimed, and reports whether it did.
+func (p *persistState) forget(id uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.pending[id]; !ok {
+		return false
+	}
+	delete(p.pending, id)
+	return true
+}
+
 // inspect returns what a restore left for the key of id at t: the count
 // it would start with and when that stops counting, or 0.
 func (p *persistState) inspect(z *Zone, id uint64, t int64) (int64, int64) {

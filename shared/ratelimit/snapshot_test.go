@@ -310,3 +310,25 @@ func TestSnapshotConcurrent(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// TestForgetRestoredKey: an operator's reset of a restored key not seen
+// since the restart is a reset: the key's next request starts afresh.
+func TestForgetRestoredKey(t *testing.T) {
+	rule := Rule{Window: time.Minute, Limit: 2}
+	at := time.Unix(1_800_000_000, 0)
+	z := persistZone(t, "z", rule, 0)
+	TakeAt(z, "a", at.UnixNano())
+	TakeAt(z, "a", at.UnixNano())
+	sn, _ := z.Snapshot(at)
+	z2 := persistZone(t, "z", rule, 0)
+	z2.Restore(roundTrip(t, sn), at)
+	if st := z2.Inspect("a", at); st.Count != 2 {
+		t.Fatalf("restored key before its first request: %+v, want count 2", st)
+	}
+	if !z2.Forget("a") {
+		t.Fatal("Forget of a restored key reported nothing")
+	}
+	if d := TakeAt(z2, "a", at.UnixNano()); !d.Allowed || d.Remaining != 1 {
+		t.Fatalf("after the reset: %+v, want a fresh budget", d)
+	}
+}
