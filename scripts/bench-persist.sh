@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What snapshotting costs requests, through a real Caddy (built by
 # ./xcaddy.sh) on loopback: two Caddy processes, each with one zone keyed
-# by X-Key (window 1h, a limit no run reaches, max_keys 100000), one
+# by X-Key (window 1h, a limit no run reaches, max_keys twice the keys,
+# so that no shard of the zone fills up and evicts), one
 # persisted every second (`persist { interval 1s }`), the other with
 # `persist off`. Each is first filled with 100,000 keys (wrk sending X-Key
 # k0..k99999 in turn, checked through the keys metric), then the rounds
@@ -46,7 +47,7 @@ config() {
 					window     1h
 					limit      1000000000
 				}
-				max_keys $KEYS
+				max_keys $((2 * KEYS))
 				$3
 			}
 			respond "ok"
@@ -76,10 +77,11 @@ keys() { curl -s "http://127.0.0.1:$1/metrics" | awk '/^caddy_http_rate_limit_ke
 
 # fill WEB ADMIN sends requests until the zone holds every key.
 fill() {
-	local i n
-	for i in $(seq 0 9); do
-		# Each run starts its keys where the previous one may have stopped.
-		wrk -t1 -c1 -d10s --timeout 5s -s "$WL_WORK/fill.lua" "http://127.0.0.1:$1/" -- $((i * KEYS / 4)) >/dev/null
+	local i n sent=0 out
+	for i in $(seq 20); do
+		# Each run starts its keys where the previous one stopped.
+		out=$(wrk -t1 -c8 -d5s --timeout 5s -s "$WL_WORK/fill.lua" "http://127.0.0.1:$1/" -- "$sent")
+		sent=$((sent + $(awk '/requests in/ {print $1}' <<<"$out")))
 		n=$(keys "$2")
 		[[ ${n%.*} -ge $KEYS ]] && return 0
 	done

@@ -332,3 +332,33 @@ func TestForgetRestoredKey(t *testing.T) {
 		t.Fatalf("after the reset: %+v, want a fresh budget", d)
 	}
 }
+
+// TestFoldSketchWidths: a summary of evicted keys folded into one of
+// another width never says less for any key it held.
+func TestFoldSketchWidths(t *testing.T) {
+	rnd := rand.New(rand.NewSource(1))
+	const now = int64(1_000)
+	for _, widths := range [][2]int{{32, 16}, {16, 64}, {64, 64}} {
+		src := &sketch{}
+		src.width, src.shift = sketchWidth(widths[0] / 2)
+		src.counts = make([]uint32, sketchRows*src.width)
+		src.until = make([]int64, sketchRows*src.width)
+		keys := make([]uint64, 40)
+		for i := range keys {
+			keys[i] = rnd.Uint64()
+			src.add(0, keys[i], uint32(1+rnd.Intn(9)), now+int64(1+rnd.Intn(100)), now)
+		}
+		dst := &sketch{}
+		dst.width, dst.shift = sketchWidth(widths[1] / 2)
+		dst.counts = make([]uint32, sketchRows*dst.width)
+		dst.until = make([]int64, sketchRows*dst.width)
+		dst = foldInto(dst, src)
+		for _, k := range keys {
+			c1, u1 := src.estimate(k, now)
+			c2, u2 := dst.estimate(k, now)
+			if c2 < c1 || u2 < u1 {
+				t.Fatalf("widths %v: key %x: folded %d until %d < %d until %d", widths, k, c2, u2, c1, u1)
+			}
+		}
+	}
+}
