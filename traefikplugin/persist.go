@@ -102,12 +102,13 @@ type saver struct {
 	path    string
 	every   time.Duration
 	stop    chan struct{}
+	done    chan struct{} // closed when loop returns
 	lastErr string
 	lastLog time.Time
 }
 
 func newSaver(name string, z *ratelimit.Zone, p *persistSettings) *saver {
-	return &saver{name: name, zone: z, every: p.interval, stop: make(chan struct{}),
+	return &saver{name: name, zone: z, every: p.interval, stop: make(chan struct{}), done: make(chan struct{}),
 		path: filepath.Join(p.dir, ratelimit.SnapshotFileName(name, z.Rule()))}
 }
 
@@ -139,6 +140,7 @@ func (sv *saver) restore(prev *saver, maxKeys int) {
 
 // loop saves the zone every interval until stop is closed.
 func (sv *saver) loop() {
+	defer close(sv.done)
 	tick := time.NewTicker(sv.every)
 	defer tick.Stop()
 	for {
@@ -180,11 +182,14 @@ func (sv *saver) save() {
 
 // halt stops the saver's loop, and saves a last time if final: its zone
 // left the registry idle, and no other zone of its name owns the file.
-// It runs on a goroutine of its own: its caller may hold the zone's
-// shards (see zoneSleeps).
+// The last save runs on a goroutine of its own, once the loop has
+// returned: the caller may hold the zone's shards (see zoneSleeps).
 func (sv *saver) halt(final bool) {
 	close(sv.stop)
 	if final {
-		go sv.save()
+		go func() {
+			<-sv.done
+			sv.save()
+		}()
 	}
 }

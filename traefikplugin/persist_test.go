@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func persistedConfig(dir string) *Config {
@@ -81,4 +82,31 @@ func TestPersistConfigErrors(t *testing.T) {
 		t.Errorf("persist with redis: %v", err)
 	}
 	forget("bad")
+}
+
+// TestPersistIdleLeavesSaved: a persisted middleware that goes idle and
+// leaves the registry writes its snapshot once more, and stops saving.
+func TestPersistIdleLeavesSaved(t *testing.T) {
+	minimum := idleMinimum
+	idleMinimum = 300 * time.Millisecond
+	t.Cleanup(func() { idleMinimum = minimum })
+	dir := t.TempDir()
+	const name = "idle-persist@file"
+	cfg := &Config{Window: "1s", Limit: 5, Persist: &PersistConfig{Directory: dir, Interval: "1h"}}
+	h := newMiddleware(t, cfg, name)
+	serve(h, "203.0.113.7:4711", nil)
+	for deadline := time.Now().Add(15 * time.Second); registeredZone(name) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if registeredZone(name) {
+		t.Fatal("the idle middleware never left the registry")
+	}
+	var files []string
+	for deadline := time.Now().Add(5 * time.Second); len(files) == 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		files, _ = filepath.Glob(filepath.Join(dir, "*.wlsnap"))
+	}
+	if len(files) != 1 {
+		t.Fatalf("files %v: no snapshot when the middleware left the registry (the interval is an hour)", files)
+	}
 }
