@@ -70,8 +70,8 @@ func TestSnapshotFigures(t *testing.T) {
 			TakeAt(z2, k, at.Add(time.Second).UnixNano())
 		}
 		claimed := time.Since(start)
-		t.Logf("%d keys: snapshot %v (shards locked one at a time, the longest %v), write+fsync %v, file %d bytes (%.1f B/key), read+restore %v (%d keys), first request of every key %v (%v when the zone was filled, key strings built too)",
-			n, took.Round(time.Millisecond), longest.Round(time.Microsecond), wrote.Round(time.Millisecond), st.Size(), float64(st.Size())/float64(n), loaded.Round(time.Millisecond), restored, claimed.Round(time.Millisecond), filled.Round(time.Millisecond))
+		t.Logf("%d keys (max_keys %[1]d; %d tracked, the rest evicted into the summary): snapshot %v (shards locked one at a time, the longest %v), write+fsync %v, file %d bytes (%.1f B/key), read+restore %v (%d keys), first request of every key %v (%v when the zone was filled, key strings built too)",
+			n, sn.Len(), took.Round(time.Millisecond), longest.Round(time.Microsecond), wrote.Round(time.Millisecond), st.Size(), float64(st.Size())/float64(n), loaded.Round(time.Millisecond), restored, claimed.Round(time.Millisecond), filled.Round(time.Millisecond))
 
 		base, baseP99 := requestsUnder(z, keys, nil)
 		var stop atomic.Bool
