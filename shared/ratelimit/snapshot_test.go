@@ -63,6 +63,7 @@ func TestRestoreDecidesAsIfNoRestart(t *testing.T) {
 			{"gap20s", 20 * time.Second, 0, 40},
 			{"stepback", -7 * time.Second, 0, 40},
 			{"evictions", time.Second, 64, 400},
+			{"evictions-stepback", -7 * time.Second, 64, 400},
 		} {
 			t.Run(rule.Algorithm.String()+strconv.Itoa(ri)+"/"+sc.name, func(t *testing.T) {
 				for seed := int64(1); seed <= 20; seed++ {
