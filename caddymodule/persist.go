@@ -168,6 +168,10 @@ type zoneSaver struct {
 	logger  *zap.Logger
 	stop    chan struct{}
 	done    chan struct{}
+	// inherited is set when the zone took its counts from the live zone
+	// it replaces, which no longer writes the file: the counts are newer
+	// than the file's.
+	inherited bool
 	// lastErr and lastLog keep a failing disk to a log line a minute.
 	lastErr string
 	lastLog time.Time
@@ -227,6 +231,7 @@ func startSaver(z *ratelimit.Zone, plan *persistPlan, maxKeys int, logger *zap.L
 		var sn *ratelimit.Snapshot
 		if sn, err = prev.zone.Snapshot(now); err == nil {
 			n, err = z.Restore(sn, now)
+			sv.inherited = err == nil
 		}
 	} else {
 		n, err = ratelimit.LoadSnapshot(z, sv.path, maxKeys, now)
@@ -285,12 +290,13 @@ func (sv *zoneSaver) save() {
 
 // release stops the saver of a zone released for good and writes its last
 // snapshot, unless a newer zone of its name and shape owns the file, or
-// the zone never took a key (caddy validate, a config replaced before it
-// served): its file already holds all it has.
+// the zone never took a key and read its counts from the file (caddy
+// validate, a config replaced before it served): the file holds all it
+// has.
 func (sv *zoneSaver) release() {
 	close(sv.stop)
 	<-sv.done
-	if sv.zone.Used() {
+	if sv.inherited || sv.zone.Used() {
 		sv.save() // nothing if a newer zone owns the file
 	}
 	savers.Lock()

@@ -9,8 +9,9 @@
 # alternate between them, the idle one stopped (SIGSTOP) so that it takes
 # no CPU: wrk sends a random X-Key of the 100,000 per request, and prints
 # requests per second and the 99th percentile latency. It prints each
-# round, then the medians and the ratios persisted / not persisted, and
-# the snapshots the persisted Caddy wrote meanwhile (its metrics).
+# round, then the medians, the ratios persisted / not persisted of the
+# medians and the median of the rounds' own ratios, and the snapshots the
+# persisted Caddy wrote meanwhile (its metrics).
 #
 #   WC_BENCH_KEYS      keys per zone (default 100000)
 #   WC_BENCH_SECONDS   length of each measured run (default 10)
@@ -73,17 +74,17 @@ end
 EOF
 
 # keys ADMIN prints the keys the zone holds.
-keys() { curl -s "http://127.0.0.1:$1/metrics" | awk '/^caddy_http_rate_limit_keys\{zone="bench"\}/ {print $2}'; }
+keys() { curl -s "http://127.0.0.1:$1/metrics" | awk '/^caddy_http_rate_limit_keys\{zone="bench"\}/ {printf "%d\n", $2}'; }
 
 # fill WEB ADMIN sends requests until the zone holds every key.
 fill() {
 	local i n sent=0 out
-	for i in $(seq 20); do
+	for i in $(seq $((KEYS / 20000 + 10))); do
 		# Each run starts its keys where the previous one stopped.
 		out=$(wrk -t1 -c8 -d5s --timeout 5s -s "$WL_WORK/fill.lua" "http://127.0.0.1:$1/" -- "$sent")
 		sent=$((sent + $(awk '/requests in/ {print $1}' <<<"$out")))
 		n=$(keys "$2")
-		[[ ${n%.*} -ge $KEYS ]] && return 0
+		((n >= KEYS)) && return 0
 	done
 	wl_die "the zone on :$1 holds $n keys after the fill, want $KEYS"
 }
@@ -110,7 +111,7 @@ run() {
 }
 
 on=() off=()
-written0=$(curl -s "http://127.0.0.1:$ADMIN_ON/metrics" | awk '/^caddy_http_rate_limit_snapshots_written_total/ {print $2}')
+written0=$(curl -s "http://127.0.0.1:$ADMIN_ON/metrics" | awk '/^caddy_http_rate_limit_snapshots_written_total/ {printf "%d", $2}')
 for r in $(seq "$ROUNDS"); do
 	kill -STOP "$PID_OFF"
 	kill -CONT "$PID_ON"
@@ -125,8 +126,8 @@ for r in $(seq "$ROUNDS"); do
 	printf 'round %d: persisted every 1s: %s req/s, p99 %s µs; persist off: %s req/s, p99 %s µs\n' "$r" ${a} ${b}
 done
 kill -CONT "$PID_ON"
-written=$(curl -s "http://127.0.0.1:$ADMIN_ON/metrics" | awk '/^caddy_http_rate_limit_snapshots_written_total/ {print $2}')
-failed=$(curl -s "http://127.0.0.1:$ADMIN_ON/metrics" | awk '/^caddy_http_rate_limit_snapshot_failures_total/ {print $2}')
+written=$(curl -s "http://127.0.0.1:$ADMIN_ON/metrics" | awk '/^caddy_http_rate_limit_snapshots_written_total/ {printf "%d", $2}')
+failed=$(curl -s "http://127.0.0.1:$ADMIN_ON/metrics" | awk '/^caddy_http_rate_limit_snapshot_failures_total/ {printf "%d", $2}')
 
 median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 rps_on=$(printf '%s\n' "${on[@]}" | cut -d' ' -f1 | median)
@@ -137,5 +138,8 @@ size=$(stat -c %s "$WL_WORK"/snapshots/*.wlsnap)
 printf 'medians of %d rounds, %d keys: persisted every 1s %s req/s p99 %s µs; persist off %s req/s p99 %s µs\n' \
 	"$ROUNDS" "$KEYS" "$rps_on" "$p99_on" "$rps_off" "$p99_off"
 awk -v a="$rps_on" -v b="$rps_off" -v c="$p99_on" -v d="$p99_off" \
-	'BEGIN {printf "throughput ratio (persisted / off) %.3f, p99 ratio %.2f\n", a / b, c / d}'
-printf 'snapshots written during the runs: %s (failures %s); the file: %s bytes\n' "$((${written%.*} - ${written0%.*}))" "${failed:-0}" "$size"
+	'BEGIN {printf "ratios of the medians (persisted / off): throughput %.3f, p99 %.2f\n", a / b, c / d}'
+tr=$(for i in "${!on[@]}"; do awk -v a="${on[$i]% *}" -v b="${off[$i]% *}" 'BEGIN {print a / b}'; done | median)
+pr=$(for i in "${!on[@]}"; do awk -v a="${on[$i]#* }" -v b="${off[$i]#* }" 'BEGIN {print a / b}'; done | median)
+printf 'medians of the rounds'"'"' ratios (persisted / off): throughput %.3f, p99 %.2f\n' "$tr" "$pr"
+printf 'snapshots written during the runs: %s (failures %s); the file: %s bytes\n' "$((written - written0))" "${failed:-0}" "$size"
