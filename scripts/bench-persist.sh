@@ -8,7 +8,10 @@
 # k0..k99999 in turn, checked through the keys metric), then the rounds
 # alternate between them, the idle one stopped (SIGSTOP) so that it takes
 # no CPU: wrk sends a random X-Key of the 100,000 per request, and prints
-# requests per second and the 99th percentile latency. It prints each
+# requests per second, the 99th percentile latency, and Caddy's CPU time
+# per request (from /proc: on a machine shared with other work the rates
+# and latencies swing with the neighbours' load, CPU per request much
+# less, and it includes the snapshots' work). It prints each
 # round, then the medians, the ratios persisted / not persisted of the
 # medians and the median of the rounds' own ratios, and the snapshots the
 # persisted Caddy wrote meanwhile (its metrics).
@@ -100,14 +103,21 @@ fill "$WEB_ON" "$ADMIN_ON"
 fill "$WEB_OFF" "$ADMIN_OFF"
 wl_log "both zones hold $KEYS keys"
 
-# run WEB prints "requests/s p99-in-µs" of one wrk run.
+# cpu PID prints the CPU time PID used so far, in clock ticks.
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# run WEB PID prints "requests/s p99-in-µs CPU-µs-per-request" of one wrk
+# run against the Caddy PID.
 run() {
-	local out
+	local out c0 c1
+	c0=$(cpu "$2")
 	out=$(wrk -t"$THREADS" -c"$CONNS" -d"${SECS}s" --timeout 5s --latency -s "$WL_WORK/random.lua" "http://127.0.0.1:$1/")
-	awk '/Requests\/sec/ {rps = $2}
+	c1=$(cpu "$2")
+	awk -v ticks=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" '/Requests\/sec/ {rps = $2}
+		/requests in/ {n = $1}
 		$1 == "99%" {v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v)
 			p = v * (u == "ms" ? 1000 : u == "s" ? 1000000 : 1)}
-		END {printf "%.0f %.0f\n", rps, p}' <<<"$out"
+		END {printf "%.0f %.0f %.2f\n", rps, p, ticks * 1000000 / hz / n}' <<<"$out"
 }
 
 on=() off=()
@@ -116,14 +126,14 @@ for r in $(seq "$ROUNDS"); do
 	kill -STOP "$PID_OFF"
 	kill -CONT "$PID_ON"
 	sleep 1
-	a=$(run "$WEB_ON")
+	a=$(run "$WEB_ON" "$PID_ON")
 	kill -STOP "$PID_ON"
 	kill -CONT "$PID_OFF"
 	sleep 1
-	b=$(run "$WEB_OFF")
+	b=$(run "$WEB_OFF" "$PID_OFF")
 	on+=("$a")
 	off+=("$b")
-	printf 'round %d: persisted every 1s: %s req/s, p99 %s µs; persist off: %s req/s, p99 %s µs\n' "$r" ${a} ${b}
+	printf 'round %d: persisted every 1s: %s req/s, p99 %s µs, %s µs CPU a request; persist off: %s req/s, p99 %s µs, %s µs CPU a request\n' "$r" ${a} ${b}
 done
 kill -CONT "$PID_ON"
 written=$(curl -s "http://127.0.0.1:$ADMIN_ON/metrics" | awk '/^caddy_http_rate_limit_snapshots_written_total/ {printf "%d", $2}')
@@ -139,7 +149,15 @@ printf 'medians of %d rounds, %d keys: persisted every 1s %s req/s p99 %s µs; p
 	"$ROUNDS" "$KEYS" "$rps_on" "$p99_on" "$rps_off" "$p99_off"
 awk -v a="$rps_on" -v b="$rps_off" -v c="$p99_on" -v d="$p99_off" \
 	'BEGIN {printf "ratios of the medians (persisted / off): throughput %.3f, p99 %.2f\n", a / b, c / d}'
-tr=$(for i in "${!on[@]}"; do awk -v a="${on[$i]% *}" -v b="${off[$i]% *}" 'BEGIN {print a / b}'; done | median)
-pr=$(for i in "${!on[@]}"; do awk -v a="${on[$i]#* }" -v b="${off[$i]#* }" 'BEGIN {print a / b}'; done | median)
-printf 'medians of the rounds'"'"' ratios (persisted / off): throughput %.3f, p99 %.2f\n' "$tr" "$pr"
+cpu_on=$(printf '%s\n' "${on[@]}" | cut -d' ' -f3 | median)
+cpu_off=$(printf '%s\n' "${off[@]}" | cut -d' ' -f3 | median)
+printf 'Caddy CPU a request, medians: persisted %s µs, off %s µs: ratio %s\n' "$cpu_on" "$cpu_off" "$(awk -v a="$cpu_on" -v b="$cpu_off" 'BEGIN {printf "%.3f", a / b}')"
+# ratio I: the median over the rounds of field I's ratio.
+ratio() {
+	local i
+	for i in "${!on[@]}"; do
+		awk -v a="$(cut -d' ' -f"$1" <<<"${on[$i]}")" -v b="$(cut -d' ' -f"$1" <<<"${off[$i]}")" 'BEGIN {print a / b}'
+	done | median
+}
+printf 'medians of the rounds'"'"' ratios (persisted / off): throughput %.3f, p99 %.2f, CPU a request %.3f\n' "$(ratio 1)" "$(ratio 2)" "$(ratio 3)"
 printf 'snapshots written during the runs: %s (failures %s); the file: %s bytes\n' "$((written - written0))" "${failed:-0}" "$size"
