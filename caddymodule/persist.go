@@ -320,13 +320,23 @@ func saverOf(z *ratelimit.Zone) *zoneSaver {
 
 // persistInfo is a zone's persistence in the admin API's zone view.
 type persistInfo struct {
-	File         string `json:"file"`
-	Interval     string `json:"interval"`
-	SavedAt      string `json:"saved_at,omitempty"`
-	SavedKeys    int    `json:"saved_keys"`
-	RestoredAt   string `json:"restored_at,omitempty"`
-	RestoredKeys int    `json:"restored_keys"`
-	// Pending is how many restored keys have not been seen since.
+	// File is the zone's snapshot file.
+	File string `json:"file"`
+	// Interval is how often the zone is saved.
+	Interval string `json:"interval"`
+	// SavedAt is when the zone was last saved, in RFC 3339; absent if
+	// never in this process.
+	SavedAt string `json:"saved_at,omitempty"`
+	// SavedKeys is how many keys that snapshot held.
+	SavedKeys int `json:"saved_keys"`
+	// RestoredAt is when the zone was restored, in RFC 3339; absent if
+	// it started empty.
+	RestoredAt string `json:"restored_at,omitempty"`
+	// RestoredKeys is how many keys it restored: those whose window was
+	// not over.
+	RestoredKeys int `json:"restored_keys"`
+	// Pending is how many restored keys have not been seen since: each
+	// is put back on its first request.
 	Pending int `json:"restored_pending"`
 }
 
