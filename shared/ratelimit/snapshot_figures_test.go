@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"sync"
@@ -72,6 +73,14 @@ func TestSnapshotFigures(t *testing.T) {
 		claimed := time.Since(start)
 		t.Logf("%d keys (max_keys %[1]d; %d tracked, the rest evicted into the summary): snapshot %v (shards locked one at a time, the longest %v), write+fsync %v, file %d bytes (%.1f B/key), read+restore %v (%d keys), first request of every key %v (%v when the zone was filled, key strings built too)",
 			n, sn.Len(), took.Round(time.Millisecond), longest.Round(time.Microsecond), wrote.Round(time.Millisecond), st.Size(), float64(st.Size())/float64(n), loaded.Round(time.Millisecond), restored, claimed.Round(time.Millisecond), filled.Round(time.Millisecond))
+
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		if _, err := SaveSnapshot(z, path, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&m1)
+		t.Logf("%d keys: one SaveSnapshot allocates %.1f MB", n, float64(m1.TotalAlloc-m0.TotalAlloc)/1e6)
 
 		base, baseP99 := requestsUnder(z, keys, nil)
 		var stop atomic.Bool

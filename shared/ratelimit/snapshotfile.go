@@ -47,7 +47,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // MarshalBinary encodes the snapshot in the file format above.
 func (sn *Snapshot) MarshalBinary() ([]byte, error) {
 	m := sn.ring()
-	size := 64 + len(sn.name) + len(sn.ids)*(8+10+5*m) + len(sn.ts)*10
+	// The usual size (a byte a small count), not the largest: append
+	// grows the rest.
+	size := 64 + len(sn.name) + len(sn.ids)*(8+5+m) + len(sn.ts)*4
 	if sn.sk != nil {
 		size += 16 + len(sn.sk.counts)*20
 	}
