@@ -135,6 +135,9 @@ type zoneInfo struct {
 	SweepInterval string      `json:"sweep_interval,omitempty"`
 	Keys          int         `json:"keys"`
 	Stores        []storeInfo `json:"stores"`
+	// Persist says where the memory zone is saved, and when it was last
+	// saved and restored; absent when it is not persisted.
+	Persist *persistInfo `json:"persist,omitempty"`
 }
 
 // grouping is how a zone groups addresses in keys.
@@ -164,6 +167,7 @@ func describeZones(uses []*zoneUse) []zoneInfo {
 			MaxKeys:   u.maxKeys,
 			Keys:      u.zone.Len(),
 			Stores:    stores(u),
+			Persist:   persistInfoOf(u.zone),
 		}
 		if info.MaxKeys == 0 {
 			info.MaxKeys = ratelimit.DefaultMaxKeys

@@ -82,6 +82,11 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    max_keys       <n>
 //	    sweep_interval <duration>
 //	    jitter         <fraction>
+//	    persist        off                    # or:
+//	    persist {
+//	        directory <absolute path>         # default: rate_limit in Caddy's data directory
+//	        interval  <duration>              # default 10s, at least 1s
+//	    }
 //	    dry_run
 //	    log_key
 //	}
@@ -151,6 +156,8 @@ func (h *Handler) unmarshalDirective(d *caddyfile.Dispenser) error {
 				}
 				h.Jitter = j
 			}
+		case "persist":
+			err = h.unmarshalPersist(d)
 		case "dry_run":
 			err = noArgs(d)
 			h.DryRun = true

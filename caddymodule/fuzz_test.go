@@ -54,11 +54,17 @@ func FuzzJSON(f *testing.F) {
 
 // provisionOnce provisions h as Caddy would, then releases it. A Redis
 // store is only checked, never connected: the fuzzer must not reach a
-// server, least of all one on the default port.
+// server, least of all one on the default port; persist is only checked.
 func provisionOnce(t *testing.T, h *Handler) {
 	if h.Redis != nil {
 		h.Redis.check()
 		h.Redis, h.OnStoreError = nil, ""
+	}
+	if h.Persist != nil {
+		// Checked, never used: the fuzzer must not read or write
+		// snapshots in a directory it made up.
+		h.Persist.plan(true)
+		h.Persist = nil
 	}
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()

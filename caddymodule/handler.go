@@ -108,6 +108,12 @@ type Handler struct {
 	// in-memory zones. It requires Redis.
 	OnStoreError string `json:"on_store_error,omitempty"`
 
+	// Persist says whether and where memory zones are saved, so that their
+	// counts survive a restart. Unset, they are saved every 10s, and when
+	// released for good, into Caddy's data directory; {"off": true}
+	// disables it. Zones counted in Redis are not saved.
+	Persist *Persist `json:"persist,omitempty"`
+
 	// storeGiven is set by a store subdirective in the Caddyfile, even
 	// store memory: the global option's store then does not apply.
 	storeGiven bool
@@ -176,6 +182,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 	opts := ratelimit.Options{MaxKeys: h.MaxKeys, SweepInterval: time.Duration(h.SweepInterval)}
+	persist, err := h.Persist.plan(h.Redis == nil || h.OnStoreError == "local")
+	if err != nil {
+		return err
+	}
+	opts.Persist = persist != nil
 
 	names := make([]string, 0, len(h.RateLimits))
 	for name := range h.RateLimits {
@@ -183,7 +194,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		z, err := h.provisionZone(ctx, name, h.RateLimits[name], opts, mode, counters)
+		z, err := h.provisionZone(ctx, name, h.RateLimits[name], opts, persist, mode, counters)
 		if err != nil {
 			return fmt.Errorf("zone %q: %w", name, err)
 		}
@@ -245,7 +256,7 @@ func (h *Handler) provisionLeases(g *guard.Guard) error {
 
 // provisionZone builds the runtime of one zone and takes its state from
 // the pool.
-func (h *Handler) provisionZone(ctx caddy.Context, name string, cfg *Zone, opts ratelimit.Options, mode httplimit.HeaderMode, counters *requestCounters) (*zoneState, error) {
+func (h *Handler) provisionZone(ctx caddy.Context, name string, cfg *Zone, opts ratelimit.Options, persist *persistPlan, mode httplimit.HeaderMode, counters *requestCounters) (*zoneState, error) {
 	if name == "" {
 		return nil, errors.New("zone name must not be empty")
 	}
@@ -289,7 +300,7 @@ func (h *Handler) provisionZone(ctx caddy.Context, name string, cfg *Zone, opts 
 			return nil, err
 		}
 	}
-	poolKey, zone, err := acquireZone(name, rule, opts)
+	poolKey, zone, err := acquireZone(name, rule, opts, persist)
 	if err != nil {
 		return nil, err
 	}

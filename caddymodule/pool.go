@@ -18,25 +18,36 @@ var zones = caddy.NewUsagePool()
 // pooledZone lets the pool close a zone when its last user goes.
 type pooledZone struct {
 	*ratelimit.Zone
+	// saver, when the zone is persisted, saves it (persist.go).
+	saver *zoneSaver
 }
 
-// Destruct stops the zone's sweeper.
+// Destruct stops the zone's sweeper, and saves a persisted zone a last
+// time: its last user went (a graceful stop, a reload that drops it).
 func (p pooledZone) Destruct() error {
+	if p.saver != nil {
+		p.saver.release()
+	}
 	p.Close()
 	return nil
 }
 
 // acquireZone returns the zone of this name and settings, creating it if no
 // loaded config has it, and its pool key for releaseZone.
-func acquireZone(name string, rule ratelimit.Rule, opts ratelimit.Options) (string, *ratelimit.Zone, error) {
-	key := ratelimit.ZoneID(name, rule, opts)
+func acquireZone(name string, rule ratelimit.Rule, opts ratelimit.Options, persist *persistPlan) (string, *ratelimit.Zone, error) {
+	key := ratelimit.ZoneID(name, rule, opts) + persist.poolSuffix()
 	v, _, err := zones.LoadOrNew(key, func() (caddy.Destructor, error) {
-		opts.Evicting = fullZoneLog(caddy.Log().Named("http.handlers.rate_limit"), name, opts.MaxKeys)
+		logger := caddy.Log().Named("http.handlers.rate_limit")
+		opts.Evicting = fullZoneLog(logger, name, opts.MaxKeys)
 		z, err := ratelimit.NewZone(name, rule, opts)
 		if err != nil {
 			return nil, spelling.Error(err)
 		}
-		return pooledZone{z}, nil
+		p := pooledZone{Zone: z}
+		if persist != nil {
+			p.saver = startSaver(z, persist, opts.MaxKeys, logger)
+		}
+		return p, nil
 	})
 	if err != nil {
 		return "", nil, err

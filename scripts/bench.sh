@@ -5,7 +5,9 @@
 # the same run), and the accuracy table. Pass -all to run the proxy and
 # Redis benchmarks too (wrk against real Caddy and Traefik, a throwaway
 # redis-server), leases included (bench-lease.sh: fleets of instances on
-# one Redis), and the key floods through both hosts (bench-flood.sh).
+# one Redis), the key floods through both hosts (bench-flood.sh), and the
+# snapshots of memory zones (their in-process figures, and bench-persist.sh:
+# a real Caddy with and without snapshots every second).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,4 +26,6 @@ if [[ ${1:-} == -all ]]; then
 	scripts/bench-redis.sh
 	scripts/bench-lease.sh
 	scripts/bench-flood.sh
+	WL_SNAPSHOT_FIGURES=1 go test -count=1 -run TestSnapshotFigures -v ./shared/ratelimit
+	scripts/bench-persist.sh
 fi

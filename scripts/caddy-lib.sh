@@ -47,9 +47,13 @@ wc_free_ports() {
 
 # wc_start CONFIG ADMIN_PORT starts `caddy run` on CONFIG and waits until
 # its admin endpoint answers; its log is $WL_WORK/caddy-ADMIN_PORT.log.
+# Each start gets a data directory of its own, where Caddy
+# persists its memory zones, so that a part that starts Caddy again starts
+# it afresh; set WC_DATA to one directory to keep the zones across starts.
 wc_start() {
-	local config=$1 admin=$2 i
-	"$WC_CADDY" run --config "$config" >"$WL_WORK/caddy-$admin.log" 2>&1 &
+	local config=$1 admin=$2 i data=${WC_DATA:-}
+	[[ -n $data ]] || data=$(mktemp -d "$WL_WORK/xdg-data.XXXXXX")
+	XDG_DATA_HOME=$data "$WC_CADDY" run --config "$config" >"$WL_WORK/caddy-$admin.log" 2>&1 &
 	WL_PIDS+=($!)
 	for i in $(seq 100); do
 		curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$admin/config/" && return 0

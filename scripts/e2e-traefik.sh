@@ -85,10 +85,18 @@
 # next five 401s get 429 (their refunds give nothing back to the new
 # count).
 #
+#
+# Counts survive a restart (persist): a middleware of limit 5 a minute with
+# persist { directory, interval: 1s }: 5 requests and a 429, two
+# intervals, SIGKILL, a start: the next request is 429, its Retry-After
+# no later than before, and earlier by no more than the time since then,
+# and Traefik's log says what was restored. Garbage written over the
+# snapshot: Traefik starts, the route serves 200, and the log says why.
+#
 # WL_PARTS=attack runs the attack part alone; WL_PARTS=fallback the
 # fallback part, WL_PARTS=quickstart the quickstart part, WL_PARTS=options
 # the misspelled options, WL_PARTS=logs the logs, WL_PARTS=reset the reset
-# part.
+# part, WL_PARTS=persist the persist part.
 set -euo pipefail
 source "$(dirname "$0")/traefik-lib.sh"
 source "$(dirname "$0")/redis-e2e.sh"
@@ -266,6 +274,62 @@ quickstart_part() {
 		{ cat "$QS_LOG" >&2; wl_die "quickstart: a v2 traefik on PATH: '$line'"; }
 	wl_pass "quickstart: a v2 traefik on PATH does not run: $line"
 	quickstart_stop
+}
+
+# persist_part is the persist part, on an instance of its own, started
+# three times on one snapshot directory.
+persist_part() {
+	local dir=$WL_WORK/persist web ping n got ra1 ra2 t0 took file
+	read -r web ping < <(wt_free_ports 2 | paste -sd' ')
+	mkdir -p "$dir"
+	cp -r "$WL_WORK/plugins-local" "$dir/"
+	wt_dynamic "$dir/dynamic.yml" "$(
+		wt_router ready /plain
+		wt_router login /login/ persist-limit
+	)" "$(
+		wt_plugin persist-limit "window: 1m" "limit: 5" "persist: {directory: \"$dir/snapshots\", interval: 1s}"
+	)"
+	wt_start_traefik "$web" "$ping" "$dir"
+	wt_wait_status "http://127.0.0.1:$web/plain" 200 || wl_die "instance persist never loaded its routers"
+	for n in 1 2 3 4 5; do
+		got=$(wl_fetch "http://127.0.0.1:$web/login/")
+		[[ $got == 200 ]] || wl_die "persist: request $n: $got, want 200"
+	done
+	got=$(wl_fetch "http://127.0.0.1:$web/login/")
+	ra1=$(wl_header Retry-After)
+	[[ $got == 429 && -n $ra1 ]] || wl_die "persist: 6th request: $got (Retry-After '$ra1'), want 429"
+	t0=$(date +%s.%N)
+	sleep 2.2 # two intervals
+	kill -9 "$WT_TRAEFIK_PID"
+	wait "$WT_TRAEFIK_PID" 2>/dev/null || true
+	cp "$dir/traefik.log" "$dir/traefik-1.log"
+	wt_start_traefik "$web" "$ping" "$dir"
+	wt_wait_status "http://127.0.0.1:$web/plain" 200 || wl_die "instance persist never loaded its routers again"
+	got=$(wl_fetch "http://127.0.0.1:$web/login/")
+	ra2=$(wl_header Retry-After)
+	took=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN {printf "%.1f", a - b}')
+	[[ $got == 429 ]] || wl_die "persist: after SIGKILL two intervals after the 5th request: $got, want 429"
+	(((ra1 - ra2) <= 1 + ${took%.*} && ra2 <= ra1)) ||
+		wl_die "persist: Retry-After $ra2 after the restart, $ra1 before it, ${took}s earlier"
+	grep -q 'windowlimit: middleware \"persist-limit@file\": restored 1 keys from' "$dir/traefik.log" ||
+		wl_die "persist: Traefik's log says nothing restored: $(grep -i windowlimit "$dir/traefik.log" | head -5)"
+	wl_pass "persist: 5 x 200, 429 (Retry-After $ra1), two intervals, SIGKILL, start: 429 (Retry-After $ra2, ${took}s after the first 429); logged"
+	file=$(ls "$dir"/snapshots/*.wlsnap)
+	[[ $(stat -c %a "$file") == 600 && $(stat -c %a "$dir/snapshots") == 700 ]] ||
+		wl_die "persist: modes $(stat -c %a "$file") and $(stat -c %a "$dir/snapshots"), want 600 and 700"
+	kill "$WT_TRAEFIK_PID"
+	wait "$WT_TRAEFIK_PID" 2>/dev/null || true
+	head -c 3000 /dev/urandom >"$file"
+	cp "$dir/traefik.log" "$dir/traefik-2.log"
+	wt_start_traefik "$web" "$ping" "$dir"
+	wt_wait_status "http://127.0.0.1:$web/plain" 200 || wl_die "instance persist never loaded its routers a third time"
+	got=$(wl_fetch "http://127.0.0.1:$web/login/")
+	[[ $got == 200 ]] || wl_die "persist: after garbage over the snapshot: $got, want 200"
+	grep -q 'persist-limit@file\": starts empty, its snapshot could not be restored: snapshot file .*not a windowlimit snapshot' "$dir/traefik.log" ||
+		wl_die "persist: no log line says why the zone starts empty: $(grep -i windowlimit "$dir/traefik.log" | head -5)"
+	wl_pass "persist: garbage over the snapshot: Traefik starts, the route serves 200, the log says why"
+	kill "$WT_TRAEFIK_PID"
+	wait "$WT_TRAEFIK_PID" 2>/dev/null || true
 }
 
 # fallback_part is the part of a source that finds nothing, on an instance
@@ -458,12 +522,12 @@ logs_part() {
 }
 case ${WL_PARTS:-all} in
 all) ;;
-attack | fallback | quickstart | options | logs | reset)
+attack | fallback | quickstart | options | logs | reset | persist)
 	"${WL_PARTS}_part"
 	echo "e2e-traefik: $WL_CHECKS passed, 0 failed"
 	exit 0
 	;;
-*) wl_die "WL_PARTS '$WL_PARTS': want all, attack, fallback, quickstart, options, logs or reset" ;;
+*) wl_die "WL_PARTS '$WL_PARTS': want all, attack, fallback, quickstart, options, logs, reset or persist" ;;
 esac
 
 # dynamic MESSAGE [ROUTER...] writes the file provider's configuration.
@@ -664,6 +728,9 @@ attack_part
 
 # A reset is a reset.
 reset_part
+
+# Counts survive a restart.
+persist_part
 
 # The README's quickstart.
 quickstart_part

@@ -84,6 +84,7 @@ done <<'EOF'
 ./shared/resp FuzzReadReply
 ./shared/resp FuzzReadInts
 ./shared/resp FuzzPipelinedInts
+./shared/ratelimit FuzzReadSnapshot
 EOF
 rm -f "$fuzz_log"
 

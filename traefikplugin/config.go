@@ -84,6 +84,10 @@ type Config struct {
 	// (the default) admits them, deny rejects them, local decides them with
 	// this instance's in-memory limiter. It requires Redis.
 	OnStoreError string `json:"onStoreError,omitempty" yaml:"onStoreError,omitempty" mapstructure:"onStoreError"`
+	// Persist, when its directory is set, saves the in-memory counts to
+	// disk every interval, so that they survive a restart of Traefik. Nil
+	// keeps them in memory only.
+	Persist *PersistConfig `json:"persist,omitempty" yaml:"persist,omitempty" mapstructure:"persist"`
 
 	// Unknown holds the options of this block that Traefik's decoder
 	// matched to no field (mapstructure's remain). New refuses them: a

@@ -22,6 +22,9 @@ func forget(name string) {
 	defer registryMu.Unlock()
 	if r := registry[name]; r != nil {
 		r.zone.Close()
+		if r.saver != nil {
+			r.saver.halt(false)
+		}
 		delete(registry, name)
 	}
 }

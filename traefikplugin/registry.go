@@ -49,34 +49,64 @@ type registered struct {
 	zone *ratelimit.Zone
 	// lastNew is when New last asked for the zone.
 	lastNew time.Time
+	// saver, when the middleware has persist, saves the zone (persist.go).
+	saver   *saver
+	persist *persistSettings
 }
 
-// zoneFor returns the zone of the middleware name for rule and maxKeys,
-// reusing the registered one when they match.
-func zoneFor(name string, rule ratelimit.Rule, maxKeys int) (*ratelimit.Zone, error) {
-	opts := ratelimit.Options{MaxKeys: maxKeys}
-	id := ratelimit.ZoneID(name, rule, opts)
+// zoneFor returns the zone of the middleware name for rule, maxKeys and
+// persist (nil: none), reusing the registered one when they match. A new
+// persisted zone is restored before anyone gets it: from the zone of the
+// name it replaces, or from its snapshot file. That happens without
+// registryMu, whose lock order comes after a zone's shards.
+func zoneFor(name string, rule ratelimit.Rule, maxKeys int, persist *persistSettings) (*ratelimit.Zone, error) {
+	opts := ratelimit.Options{MaxKeys: maxKeys, Persist: persist != nil}
+	id := ratelimit.ZoneID(name, rule, opts) + persist.idSuffix()
 	registryMu.Lock()
-	defer registryMu.Unlock()
+	var prev *saver
 	if r := registry[name]; r != nil {
 		if r.id == id {
 			r.lastNew = time.Now()
+			registryMu.Unlock()
 			return r.zone, nil
 		}
-		// Handlers of the previous configuration may still be serving:
-		// a closed zone keeps answering, it only stops sweeping.
-		r.zone.Close()
-		delete(registry, name)
+		prev = r.saver
 	}
+	registryMu.Unlock()
 	opts.Evicting = fullZoneLog(name, maxKeys)
 	opts.SleepAfter = idleAfter(rule.Window)
 	opts.Sleep = func(z *ratelimit.Zone) bool { return zoneSleeps(name, z, opts.SleepAfter) }
-	opts.Woken = func(z *ratelimit.Zone) { zoneWoken(name, id, z) }
+	opts.Woken = func(z *ratelimit.Zone) { zoneWoken(name, id, z, persist) }
 	z, err := ratelimit.NewZone(name, rule, opts)
 	if err != nil {
 		return nil, err
 	}
-	registry[name] = &registered{id: id, zone: z, lastNew: time.Now()}
+	var sv *saver
+	if persist != nil {
+		sv = newSaver(name, z, persist)
+		sv.restore(prev, maxKeys)
+	}
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if r := registry[name]; r != nil {
+		if r.id == id { // another New made it meanwhile
+			z.Close()
+			r.lastNew = time.Now()
+			return r.zone, nil
+		}
+		// Handlers of the previous configuration may still be serving:
+		// a closed zone keeps answering, it only stops sweeping. The new
+		// zone owns the snapshot file now.
+		r.zone.Close()
+		if r.saver != nil {
+			r.saver.halt(false)
+		}
+		delete(registry, name)
+	}
+	registry[name] = &registered{id: id, zone: z, lastNew: time.Now(), saver: sv, persist: persist}
+	if sv != nil {
+		go sv.loop()
+	}
 	return z, nil
 }
 
@@ -96,6 +126,9 @@ func zoneSleeps(name string, z *ratelimit.Zone, idle time.Duration) bool {
 		return false
 	}
 	delete(registry, name)
+	if r.saver != nil {
+		r.saver.halt(true) // saved once the zone's shards are unlocked
+	}
 	redisMu.Lock()
 	releaseIdleRedis(name)
 	redisMu.Unlock()
@@ -108,11 +141,16 @@ func zoneSleeps(name string, z *ratelimit.Zone, idle time.Duration) bool {
 // order is a zone's shards, then registryMu, as in zoneSleeps).
 // If the name has another zone by now (a reload made one while z slept),
 // that one stays: z serves only handlers Traefik is dropping.
-func zoneWoken(name, id string, z *ratelimit.Zone) {
+func zoneWoken(name, id string, z *ratelimit.Zone, persist *persistSettings) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if registry[name] == nil {
-		registry[name] = &registered{id: id, zone: z, lastNew: time.Now()}
+		r := &registered{id: id, zone: z, lastNew: time.Now(), persist: persist}
+		if persist != nil {
+			r.saver = newSaver(name, z, persist)
+			go r.saver.loop()
+		}
+		registry[name] = r
 	}
 }
 

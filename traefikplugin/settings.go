@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/httplimit"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
@@ -30,6 +31,8 @@ type settings struct {
 	countStatus *ratelimit.StatusSet
 	// overrides is nil when no key has a limit of its own.
 	overrides *ratelimit.Overrides
+	// persist is nil when the zone is not saved to disk.
+	persist *persistSettings
 }
 
 // validate checks every value of c and returns the settings, or an error
@@ -115,6 +118,9 @@ func (c *Config) validate() (settings, error) {
 		if s.overrides, err = overrides(c.Overrides, s.rule); err != nil {
 			return s, err
 		}
+	}
+	if s.persist, err = c.persistSettings(s.redis != nil, s.redis != nil && s.redis.policy == guard.FailLocal); err != nil {
+		return s, err
 	}
 	return s, nil
 }

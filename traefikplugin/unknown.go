@@ -13,7 +13,7 @@ import (
 var (
 	topOptions = []string{"window", "subWindow", "limit", "algorithm", "cost", "sourceCriterion",
 		"headers", "maxKeys", "dryRun", "logKey", "statusCode", "message", "redis", "countStatus",
-		"overrides", "onStoreError"}
+		"overrides", "onStoreError", "persist"}
 	sourceOptions     = []string{"ipStrategy", "requestHeaderName", "requestHost"}
 	ipStrategyOptions = []string{"depth", "excludedIPs", "ipv6Subnet"}
 	redisOptions      = []string{"endpoints", "username", "password", "db", "tls", "dialTimeout",

@@ -27,7 +27,8 @@ import (
 //
 // A block whose first line is "# error: <text>" must fail with an error
 // that contains <text>. A path under /certs/ (ca.pem, client.pem,
-// client-key.pem) is replaced by a certificate the test writes.
+// client-key.pem) is replaced by a certificate the test writes, and a
+// path under /data/ (a persist directory) by a temporary directory.
 func TestDocExamples(t *testing.T) {
 	b, _ := loadPlugin(t)
 	certs := redistest.WriteCerts(t)
@@ -184,6 +185,10 @@ func replaceCerts(t *testing.T, v any, files map[string]string) any {
 		}
 		return out
 	case string:
+		if strings.HasPrefix(v, "/data/") {
+			// A persist directory: the test's own, not the machine's.
+			return t.TempDir()
+		}
 		if strings.HasPrefix(v, "/certs/") {
 			f, ok := files[v]
 			if !ok {

@@ -25,7 +25,7 @@ type head struct {
 	leaving float64 // Sliding: requests of sub-window c-k; otherwise 0
 }
 
-// take decides on the key hashed to key at t (nanoseconds) in the locked
+// take decides on the key name, hashed to key, at t (nanoseconds) in the locked
 // shard s and, when the request is allowed and commit is set, counts it.
 // TakeAt has a copy of its common case.
 //
@@ -35,7 +35,7 @@ type head struct {
 // back counts there.
 //
 // limit is the key's N for this request: the rule's, or its override.
-func take(z *Zone, s *shard, key uint64, t int64, limit int64, commit bool) Decision {
+func take(z *Zone, s *shard, name string, key uint64, t int64, limit int64, commit bool) Decision {
 	// Keep t where the sub-window arithmetic holds (see MaxWindow).
 	if t < z.window {
 		t = z.window
@@ -43,11 +43,11 @@ func take(z *Zone, s *shard, key uint64, t int64, limit int64, commit bool) Deci
 		t = z.maxTime
 	}
 	if z.log {
-		return takeLog(z, s, key, t, int(limit), commit)
+		return takeLog(z, s, name, key, t, int(limit), commit)
 	}
 	slot, known := s.index[key]
 	if !known {
-		slot = newSlot(z, s, key, t, limit)
+		slot = newSlot(z, s, name, key, t, limit)
 	}
 	h := &s.heads[slot]
 	t = headTime(z, h, t)

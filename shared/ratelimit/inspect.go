@@ -45,9 +45,19 @@ func (z *Zone) Inspect(key string, now time.Time) KeyState {
 	slot, known := s.index[k]
 	if !known {
 		st := KeyState{Remaining: z.rule.Limit}
+		sk := k
+		if z.persist != nil {
+			sk = z.persist.id(key)
+		}
 		if t < s.evicted.live {
-			if e, until := s.evicted.estimate(k, t); e > 0 {
+			if e, until := s.evicted.estimate(sk, t); e > 0 {
 				st.Count, st.ResetAfter = int64(e), time.Duration(until-t)
+				st.Remaining = remainingOf(z.rule.Limit, st.Count)
+			}
+		}
+		if z.persist != nil && t < z.persist.restoredLive() {
+			if e, until := z.persist.inspect(z, sk, t); e > st.Count {
+				st.Count, st.ResetAfter = e, time.Duration(until-t)
 				st.Remaining = remainingOf(z.rule.Limit, st.Count)
 			}
 		}
@@ -126,5 +136,8 @@ func (z *Zone) Forget(key string) bool {
 	defer s.Unlock()
 	_, known := s.index[k]
 	s.remove(k)
+	if z.persist != nil && z.persist.forget(z.persist.id(key)) {
+		known = true // restored, not seen since: a reset must not bring it back
+	}
 	return known
 }

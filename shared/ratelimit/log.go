@@ -86,10 +86,10 @@ func logAt(z *Zone, r *logRing, t int64) (int64, int) {
 
 // takeLog implements Log: a request at t counts the admitted timestamps in
 // (t-W, t] against limit, the key's N.
-func takeLog(z *Zone, s *shard, key uint64, t int64, limit int, commit bool) Decision {
+func takeLog(z *Zone, s *shard, name string, key uint64, t int64, limit int, commit bool) Decision {
 	slot, ok := s.index[key]
 	if !ok {
-		slot = newSlot(z, s, key, t, int64(limit))
+		slot = newSlot(z, s, name, key, t, int64(limit))
 	}
 	r := &s.logs[slot]
 	// Only an admission removes the timestamps that left the window: a

@@ -56,16 +56,16 @@ func TakeReservedAt(z *Zone, key string, t int64, limit int64) Decision {
 			return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(left + z.resetTail), Receipt: r}
 		}
 	}
-	return takeReserved(z, s, k, t, limit)
+	return takeReserved(z, s, key, k, t, limit)
 }
 
 // takeReserved is TakeReservedAt's every other case, with the shard s of
-// the key hashed to k locked; it unlocks s.
-func takeReserved(z *Zone, s *shard, k uint64, t int64, limit int64) Decision {
+// key, hashed to k, locked; it unlocks s.
+func takeReserved(z *Zone, s *shard, key string, k uint64, t int64, limit int64) Decision {
 	if limit <= 0 {
 		limit = z.rule.Limit
 	}
-	d := take(z, s, k, t, limit, true)
+	d := take(z, s, key, k, t, limit, true)
 	if d.Allowed {
 		d.Receipt = countedAt(z, s, k)
 	}

@@ -59,6 +59,10 @@ type shard struct {
 	evicted sketch
 	// evictions and estimated are the shard's part of ZoneStats.
 	evictions, estimated uint64
+	// ids holds, per slot, the key's portable id (see persistState.id),
+	// by which snapshots name it and the summary of evicted keys indexes
+	// it; nil unless the zone has Options.Persist.
+	ids []uint64
 }
 
 // denyUntil is a cached denied decision, as absolute times in nanoseconds,
@@ -78,10 +82,11 @@ type denyUntil struct {
 // evictSample is how many keys a full shard looks at to choose a victim.
 const evictSample = 8
 
-// newSlot creates the slot of a new key at t, whose limit is limit,
-// evicting another key first if the shard is full, and seeds it from the
-// sketch of evicted keys. The caller holds s locked.
-func newSlot(z *Zone, s *shard, key uint64, t int64, limit int64) uint32 {
+// newSlot creates the slot of the new key name, hashed to key, at t, whose
+// limit is limit, evicting another key first if the shard is full, and
+// seeds it from the sketch of evicted keys, or from a restored snapshot
+// (see persistState.claim). The caller holds s locked.
+func newSlot(z *Zone, s *shard, name string, key uint64, t int64, limit int64) uint32 {
 	if len(s.index) >= s.room {
 		s.makeRoom(z, t)
 	}
@@ -104,11 +109,19 @@ func newSlot(z *Zone, s *shard, key uint64, t int64, limit int64) uint32 {
 		s.born = 1 // 0 is the life of no key (slot 0)
 	}
 	s.lives[i] = s.born
+	sk := key // the key's index in the sketch
+	if z.persist != nil {
+		sk = z.persist.id(name)
+		s.ids[i] = sk
+	}
 	if t < s.evicted.live {
-		if e, until := s.evicted.estimate(key, t); e > 0 {
+		if e, until := s.evicted.estimate(sk, t); e > 0 {
 			s.seed(z, i, e, until, limit)
 			s.estimated++
 		}
+	}
+	if z.persist != nil && t < z.persist.restoredLive() {
+		z.persist.claim(z, s, i, sk, t, limit)
 	}
 	return i
 }
@@ -139,6 +152,9 @@ func (s *shard) grow(z *Zone) uint32 {
 	i := uint32(len(s.heads))
 	s.heads = append(s.heads, head{inside: math.Inf(1)})
 	s.lives = append(s.lives, 0)
+	if z.persist != nil {
+		s.ids = append(s.ids, 0)
+	}
 	if z.log {
 		s.logs = append(s.logs, logRing{})
 	} else {
@@ -246,7 +262,7 @@ func (s *shard) evict(z *Zone, t int64) {
 	var until, active int64
 	for key, i := range s.index {
 		c, u := s.load(z, i, t)
-		if c == 0 || s.covered(key, c, u, t) {
+		if c == 0 || s.covered(s.sketchKey(key, i), c, u, t) {
 			victim, count = key, 0
 			if c > 0 {
 				s.evictions++
@@ -263,7 +279,7 @@ func (s *shard) evict(z *Zone, t int64) {
 		}
 	}
 	if count > 0 {
-		s.evicted.add(z.perShard, victim, count, until, t)
+		s.evicted.add(z.perShard, s.sketchKey(victim, s.index[victim]), count, until, t)
 		s.evictions++
 	}
 	s.remove(victim)
@@ -278,6 +294,16 @@ func (s *shard) covered(key uint64, count uint32, until, t int64) bool {
 	}
 	e, u := s.evicted.estimate(key, t)
 	return e >= count && u >= until
+}
+
+// sketchKey returns the index in the sketch of the key hashed to key, in
+// slot i: its hash, or its portable id in a zone with Options.Persist, so
+// that a snapshot's sketch means the same in the next process.
+func (s *shard) sketchKey(key uint64, i uint32) uint64 {
+	if s.ids != nil {
+		return s.ids[i]
+	}
+	return key
 }
 
 // remove deletes key and frees its slot.

@@ -106,14 +106,14 @@ func TakeAll(now time.Time, items []Item, out []Decision) bool {
 	allowed := true
 	for i := range items {
 		z := items[i].Zone
-		out[i] = take(z, &z.shards[hashes[i]&z.mask], hashes[i], t, items[i].limit(), false)
+		out[i] = take(z, &z.shards[hashes[i]&z.mask], items[i].Key, hashes[i], t, items[i].limit(), false)
 		allowed = allowed && out[i].Allowed
 	}
 	if allowed {
 		for i := range items {
 			z := items[i].Zone
 			s := &z.shards[hashes[i]&z.mask]
-			take(z, s, hashes[i], t, items[i].limit(), true)
+			take(z, s, items[i].Key, hashes[i], t, items[i].limit(), true)
 			if items[i].Refundable {
 				out[i].Receipt = countedAt(z, s, hashes[i])
 			}

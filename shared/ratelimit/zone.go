@@ -61,6 +61,10 @@ type Options struct {
 	// zone locked: it must not call the zone. The host drops its
 	// reference to the zone there (a registry entry) if it likes.
 	Sleep func(z *Zone) bool
+	// Persist makes the zone keep, per key, the portable id a snapshot
+	// names it by (8 bytes per key, and a SHA-256 per new key), so that
+	// Snapshot and Restore work; without it they refuse.
+	Persist bool
 	// Woken is told that a sleeping zone took a key again, by the request
 	// that woke it, before the request is decided, so that the host can
 	// take the zone back before anyone looks for it; a shard of the zone
@@ -132,6 +136,9 @@ type Zone struct {
 	// asleep is 1 while the zone sleeps: no sweeper runs, and every
 	// shard's room is 0.
 	asleep int32
+
+	// persist is set under Options.Persist (see persist.go).
+	persist *persistState
 }
 
 // NewZone validates rule and returns a zone with an empty store, or the
@@ -178,6 +185,9 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 	}
 	z.resetTail = (z.reach - 1) * z.span
 	z.maxTime = math.MaxInt64 - 2*(z.window+z.span)
+	if opts.Persist {
+		z.persist = newPersistState()
+	}
 
 	// Shards: a power of two, at most 64, with at least 1024 keys each so
 	// that an uneven hash does not evict early in small zones.
@@ -261,7 +271,7 @@ func TakeAt(z *Zone, key string, t int64) Decision {
 			return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(left + z.resetTail)}
 		}
 	}
-	return takeRest(z, s, k, t, 0, h)
+	return takeRest(z, s, key, k, t, 0, h)
 }
 
 // TakeLimitAt is TakeAt for a key whose N is limit instead of the rule's
@@ -270,11 +280,11 @@ func TakeLimitAt(z *Zone, key string, t int64, limit int64) Decision {
 	k := maphash.String(z.seed, key)
 	s := &z.shards[k&z.mask]
 	s.Lock()
-	return takeRest(z, s, k, t, limit, &s.heads[s.index[k]])
+	return takeRest(z, s, key, k, t, limit, &s.heads[s.index[k]])
 }
 
-// takeRest is TakeAt's every other case, with the shard s of the key
-// hashed to k locked, under limit (0: the rule's), h the key's head (slot
+// takeRest is TakeAt's every other case, with the shard s of key,
+// hashed to k, locked, under limit (0: the rule's), h the key's head (slot
 // 0's for an unknown key); it unlocks s. First the key's cached denial, if it
 // still holds: t is in [from, until) and the key's head is as the denial
 // found it, so not admitted since. (Before from, the start of the head's
@@ -284,7 +294,7 @@ func TakeLimitAt(z *Zone, key string, t int64, limit int64) Decision {
 // check is here rather than in take so that a denied flood under yaegi
 // does not pay for take's frame, and not in a function of its own, which
 // would cost every request that gets here one more call.
-func takeRest(z *Zone, s *shard, k uint64, t int64, limit int64, h *head) Decision {
+func takeRest(z *Zone, s *shard, key string, k uint64, t int64, limit int64, h *head) Decision {
 	if limit == 0 {
 		limit = z.rule.Limit // here, not in TakeAt's frame
 	}
@@ -292,7 +302,7 @@ func takeRest(z *Zone, s *shard, k uint64, t int64, limit int64, h *head) Decisi
 		s.Unlock()
 		return Decision{Limit: limit, RetryAfter: time.Duration(den.until - t), ResetAfter: time.Duration(den.resetAt - t)}
 	}
-	d := take(z, s, k, t, limit, true)
+	d := take(z, s, key, k, t, limit, true)
 	s.Unlock()
 	return d
 }

@@ -1,0 +1,392 @@
+package caddymodule
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
+)
+
+// Persist says whether and where the handler's memory zones are saved,
+// so that their counts survive a restart of Caddy. Zones counted in Redis
+// need none of it (Redis persists by its own configuration); a zone
+// behind Redis with on_store_error local is a memory zone while Redis
+// fails, and is persisted like one.
+type Persist struct {
+	// Off disables persistence: every restart starts every zone empty,
+	// as before persistence existed. Directory and Interval must then be
+	// unset.
+	Off bool `json:"off,omitempty"`
+
+	// Directory is where the snapshots are written, one file per zone;
+	// it must be an absolute path. It is created with mode 0700 if
+	// missing. The default is the folder rate_limit in Caddy's data
+	// directory (caddy.AppDataDir()).
+	Directory string `json:"directory,omitempty"`
+
+	// Interval is how often every zone is saved, so that a crash loses at
+	// most the requests of one interval; a zone is also saved when it is
+	// released for good (a graceful stop, a reload that drops it). It is
+	// at least 1s; the default is 10s.
+	Interval caddy.Duration `json:"interval,omitempty"`
+}
+
+// DefaultPersistInterval is how often zones are saved by default.
+const DefaultPersistInterval = 10 * time.Second
+
+// MinPersistInterval is the shortest Persist.Interval.
+const MinPersistInterval = time.Second
+
+// persistPlan is a handler's validated persistence: nil when off.
+type persistPlan struct {
+	dir      string
+	interval time.Duration
+}
+
+// persistByDefault is whether a handler without a persist setting
+// persists its memory zones; the package's tests turn it off, so that
+// zones of one name in different tests do not share counts through the
+// data directory.
+var persistByDefault = true
+
+// persistDir returns the default snapshot directory.
+func persistDir() string { return filepath.Join(caddy.AppDataDir(), "rate_limit") }
+
+// plan validates p for a handler whose zones are counted in memory
+// (memory) or not, and returns the plan, nil when nothing is persisted.
+func (p *Persist) plan(memory bool) (*persistPlan, error) {
+	if p != nil && p.Off {
+		if p.Directory != "" || p.Interval != 0 {
+			return nil, errors.New("persist: off takes no directory or interval")
+		}
+		return nil, nil
+	}
+	if p == nil && !persistByDefault {
+		return nil, nil
+	}
+	plan := &persistPlan{dir: persistDir(), interval: DefaultPersistInterval}
+	if p != nil {
+		if p.Directory != "" {
+			if !filepath.IsAbs(p.Directory) {
+				return nil, fmt.Errorf("persist: directory must be an absolute path, got %q", p.Directory)
+			}
+			plan.dir = filepath.Clean(p.Directory)
+		}
+		if p.Interval < 0 {
+			return nil, fmt.Errorf("persist: interval must be positive, got %v", time.Duration(p.Interval))
+		}
+		if p.Interval != 0 {
+			if time.Duration(p.Interval) < MinPersistInterval {
+				return nil, fmt.Errorf("persist: interval %v is too short (at least %v)", time.Duration(p.Interval), MinPersistInterval)
+			}
+			plan.interval = time.Duration(p.Interval)
+		}
+	}
+	if !memory {
+		return nil, nil // Redis holds the counts
+	}
+	return plan, nil
+}
+
+// poolSuffix tells zones apart in the pool by their persistence, so that
+// a zone persisted by one handler is never shared with one that is not.
+func (p *persistPlan) poolSuffix() string {
+	if p == nil {
+		return " persist=off"
+	}
+	return fmt.Sprintf(" persist=%q every %v", p.dir, p.interval)
+}
+
+// unmarshalPersist parses `persist off` or `persist { directory <dir>
+// interval <duration> }`, the dispenser being on "persist".
+func (h *Handler) unmarshalPersist(d *caddyfile.Dispenser) error {
+	p := new(Persist)
+	if d.NextArg() {
+		if d.Val() != "off" {
+			return d.Errf("persist: want off or a block { directory ... interval ... }, got %q", d.Val())
+		}
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+		if d.NextBlock(d.Nesting()) {
+			return d.Err("persist off takes no block")
+		}
+		p.Off = true
+		h.Persist = p
+		return nil
+	}
+	seen := make(map[string]bool)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		sub := d.Val()
+		if seen[sub] {
+			return d.Errf("persist: duplicate %s", sub)
+		}
+		seen[sub] = true
+		switch sub {
+		case "directory":
+			dir, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			if !filepath.IsAbs(dir) {
+				return d.Errf("persist: directory must be an absolute path, got %q", dir)
+			}
+			p.Directory = dir
+		case "interval":
+			dur, err := positiveDuration(d)
+			if err != nil {
+				return err
+			}
+			if time.Duration(dur) < MinPersistInterval {
+				return d.Errf("persist: interval %v is too short (at least %v)", time.Duration(dur), MinPersistInterval)
+			}
+			p.Interval = dur
+		default:
+			return d.Errf("persist: unknown subdirective %q (directory, interval)", sub)
+		}
+	}
+	h.Persist = p
+	return nil
+}
+
+// zoneSaver saves one pooled zone: every interval, and once more when
+// the zone is released for good.
+type zoneSaver struct {
+	zone    *ratelimit.Zone
+	path    string
+	maxKeys int
+	plan    *persistPlan
+	logger  *zap.Logger
+	stop    chan struct{}
+	done    chan struct{}
+	// inherited is set when the zone took its counts from the live zone
+	// it replaces, which no longer writes the file: the counts are newer
+	// than the file's.
+	inherited bool
+	// lastErr and lastLog keep a failing disk to a log line a minute.
+	lastErr string
+	lastLog time.Time
+}
+
+// savers maps a snapshot file to the saver that owns it: the newest zone
+// of its name and shape. A reload that changes a zone's limit makes a
+// new zone before it releases the old one; the new one restores from the
+// old one's memory, then owns the file, and the old one's release writes
+// nothing over it.
+var savers = struct {
+	sync.Mutex
+	byPath map[string]*zoneSaver
+}{byPath: make(map[string]*zoneSaver)}
+
+// persistCounts are the process's snapshot counters per zone name, for
+// metrics.
+var persistCounts = struct {
+	sync.Mutex
+	byName map[string]*persistCount
+}{byName: make(map[string]*persistCount)}
+
+type persistCount struct{ written, failed, restored uint64 }
+
+func countPersist(name string, f func(*persistCount)) {
+	persistCounts.Lock()
+	c := persistCounts.byName[name]
+	if c == nil {
+		c = new(persistCount)
+		persistCounts.byName[name] = c
+	}
+	f(c)
+	persistCounts.Unlock()
+}
+
+// startSaver restores the new zone z, made with Options.Persist, from the
+// zone of its name and shape still live in this process if any (a reload
+// that changed the zone), else from its snapshot file, then saves it
+// every interval. Every failure is one log line and an empty zone, or a
+// zone that runs without snapshots: never a failed config load.
+func startSaver(z *ratelimit.Zone, plan *persistPlan, maxKeys int, logger *zap.Logger) *zoneSaver {
+	sv := &zoneSaver{
+		zone: z, plan: plan, maxKeys: maxKeys, logger: logger,
+		path: filepath.Join(plan.dir, ratelimit.SnapshotFileName(z.Name(), z.Rule())),
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	savers.Lock()
+	prev := savers.byPath[sv.path]
+	savers.byPath[sv.path] = sv
+	savers.Unlock()
+	now := time.Now()
+	var n int
+	var err error
+	from := sv.path
+	if prev != nil {
+		from = "the zone it replaces"
+		var sn *ratelimit.Snapshot
+		if sn, err = prev.zone.Snapshot(now); err == nil {
+			n, err = z.Restore(sn, now)
+			sv.inherited = err == nil
+		}
+	} else {
+		n, err = ratelimit.LoadSnapshot(z, sv.path, maxKeys, now)
+	}
+	switch {
+	case err == nil:
+		countPersist(z.Name(), func(c *persistCount) { c.restored += uint64(n) })
+		logger.Info("rate_limit zone restored", zap.String("zone", z.Name()), zap.Int("keys", n), zap.String("from", from))
+	case errors.Is(err, os.ErrNotExist):
+		logger.Info("rate_limit zone starts empty: no snapshot yet", zap.String("zone", z.Name()), zap.String("file", sv.path))
+	default:
+		logger.Error("rate_limit zone starts empty: its snapshot could not be restored", zap.String("zone", z.Name()), zap.Error(err))
+	}
+	go sv.loop()
+	return sv
+}
+
+func (sv *zoneSaver) loop() {
+	defer close(sv.done)
+	tick := time.NewTicker(sv.plan.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-sv.stop:
+			return
+		case <-tick.C:
+			sv.save()
+		}
+	}
+}
+
+// save writes a snapshot of the zone, counting and logging a failure.
+func (sv *zoneSaver) save() {
+	savers.Lock()
+	owner := savers.byPath[sv.path] == sv
+	savers.Unlock()
+	if !owner {
+		return // a newer zone of this name and shape writes the file
+	}
+	name := sv.zone.Name()
+	if _, err := ratelimit.SaveSnapshot(sv.zone, sv.path, time.Now()); err != nil {
+		countPersist(name, func(c *persistCount) { c.failed++ })
+		now := time.Now()
+		if msg := err.Error(); msg != sv.lastErr || now.Sub(sv.lastLog) >= time.Minute {
+			sv.lastErr, sv.lastLog = msg, now
+			sv.logger.Error("rate_limit zone snapshot failed; the zone runs on without one", zap.String("zone", name), zap.Error(err))
+		}
+		return
+	}
+	countPersist(name, func(c *persistCount) { c.written++ })
+	if sv.lastErr != "" {
+		sv.lastErr = ""
+		sv.logger.Info("rate_limit zone snapshot written again", zap.String("zone", name))
+	}
+}
+
+// release stops the saver of a zone released for good and writes its last
+// snapshot, unless a newer zone of its name and shape owns the file, or
+// the zone never took a key and read its counts from the file (caddy
+// validate, a config replaced before it served): the file holds all it
+// has.
+func (sv *zoneSaver) release() {
+	close(sv.stop)
+	<-sv.done
+	if sv.inherited || sv.zone.Used() {
+		sv.save() // nothing if a newer zone owns the file
+	}
+	savers.Lock()
+	if savers.byPath[sv.path] == sv {
+		delete(savers.byPath, sv.path)
+	}
+	savers.Unlock()
+}
+
+// saverOf returns the saver of zone z, or nil.
+func saverOf(z *ratelimit.Zone) *zoneSaver {
+	savers.Lock()
+	defer savers.Unlock()
+	for _, sv := range savers.byPath {
+		if sv.zone == z {
+			return sv
+		}
+	}
+	return nil
+}
+
+// persistInfo is a zone's persistence in the admin API's zone view.
+type persistInfo struct {
+	// File is the zone's snapshot file.
+	File string `json:"file"`
+	// Interval is how often the zone is saved.
+	Interval string `json:"interval"`
+	// SavedAt is when the zone was last saved, in RFC 3339; absent if
+	// never in this process.
+	SavedAt string `json:"saved_at,omitempty"`
+	// SavedKeys is how many keys that snapshot held.
+	SavedKeys int `json:"saved_keys"`
+	// RestoredAt is when the zone was restored, in RFC 3339; absent if
+	// it started empty.
+	RestoredAt string `json:"restored_at,omitempty"`
+	// RestoredKeys is how many keys it restored: those whose window was
+	// not over.
+	RestoredKeys int `json:"restored_keys"`
+	// Pending is how many restored keys have not been seen since: each
+	// is put back on its first request.
+	Pending int `json:"restored_pending"`
+}
+
+// persistInfoOf returns z's persistence for the admin API, nil if none.
+func persistInfoOf(z *ratelimit.Zone) *persistInfo {
+	st, ok := z.PersistStats()
+	if !ok {
+		return nil
+	}
+	info := &persistInfo{SavedKeys: st.Saved.Keys, RestoredKeys: st.Restored.Keys, Pending: st.Pending}
+	if sv := saverOf(z); sv != nil {
+		info.File, info.Interval = sv.path, sv.plan.interval.String()
+	}
+	if !st.Saved.At.IsZero() {
+		info.SavedAt = st.Saved.At.UTC().Format(time.RFC3339Nano)
+	}
+	if !st.Restored.At.IsZero() {
+		info.RestoredAt = st.Restored.At.UTC().Format(time.RFC3339Nano)
+	}
+	return info
+}
+
+// persistCollector reports the snapshot counters per zone name.
+type persistCollector struct {
+	written, failed, restored *prometheus.Desc
+}
+
+var persistStats = &persistCollector{
+	written: prometheus.NewDesc("caddy_http_rate_limit_snapshots_written_total",
+		"Snapshots of memory zones written to disk, by zone.", []string{"zone"}, nil),
+	failed: prometheus.NewDesc("caddy_http_rate_limit_snapshot_failures_total",
+		"Snapshots of memory zones that could not be written (the zone runs on), by zone.", []string{"zone"}, nil),
+	restored: prometheus.NewDesc("caddy_http_rate_limit_snapshot_keys_restored_total",
+		"Keys restored into memory zones from snapshots, by zone.", []string{"zone"}, nil),
+}
+
+// Describe implements prometheus.Collector.
+func (c *persistCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.written
+	ch <- c.failed
+	ch <- c.restored
+}
+
+// Collect implements prometheus.Collector.
+func (c *persistCollector) Collect(ch chan<- prometheus.Metric) {
+	persistCounts.Lock()
+	defer persistCounts.Unlock()
+	for name, n := range persistCounts.byName {
+		ch <- prometheus.MustNewConstMetric(c.written, prometheus.CounterValue, float64(n.written), name)
+		ch <- prometheus.MustNewConstMetric(c.failed, prometheus.CounterValue, float64(n.failed), name)
+		ch <- prometheus.MustNewConstMetric(c.restored, prometheus.CounterValue, float64(n.restored), name)
+	}
+}

@@ -1,0 +1,207 @@
+package ratelimit
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// persistState is what a zone with Options.Persist keeps for snapshots:
+// the salt of its keys' portable ids, what a restore left to claim, and
+// when the zone was last saved and restored.
+//
+// A zone holds its keys as maphash hashes, whose seed, and the runtime's
+// hash key under it, are new in every process: a snapshot of them would
+// name no key in the next one. So a persisted zone also gives each key a
+// portable id, the first 8 bytes of SHA-256(salt || key), computed once
+// when the key is created (never on the path of a known key). The salt is
+// random per zone lineage and travels in the snapshot, so that a client
+// cannot aim its key at another's id, and a restored zone names its keys
+// as its predecessor did. A restored key cannot be put in its shard until
+// its first request (the shard is chosen by the new hash): until then it
+// waits in pending, keyed by id, and newSlot claims it.
+type persistState struct {
+	// salt prefixes every key hashed to an id. NewZone draws it; Restore
+	// replaces it, before the zone takes a request.
+	salt [16]byte
+	// live is the Unix nanosecond at which the last restored entry, or
+	// sketch cell, stops counting: from then on no new key looks at what a
+	// restore left. Read atomically on the new-key path; 0 when nothing
+	// restored is left.
+	live int64
+
+	mu sync.Mutex
+	// pending maps the id of a restored key not seen since to its entry
+	// in from.
+	pending map[uint64]int
+	from    *Snapshot
+	// sketch is the restored summary of evicted keys, every shard's folded
+	// into one, indexed by id; nil when none.
+	sketch *sketch
+	// saved and restored are the last snapshot written and read.
+	saved, restored PersistEvent
+	// claimed counts the restored keys seen again since the last restore.
+	claimed int
+}
+
+// PersistEvent is one snapshot written or read.
+type PersistEvent struct {
+	// At is when the snapshot was written or restored; zero if never.
+	At time.Time
+	// Keys is how many keys the snapshot held (written), or how many of
+	// its keys still counted and were restored (read).
+	Keys int
+}
+
+// PersistStats is what a zone's snapshots did, for operators.
+type PersistStats struct {
+	// Saved is the last snapshot of the zone written, as SaveSnapshot
+	// reported it.
+	Saved PersistEvent
+	// Restored is the last snapshot restored into the zone.
+	Restored PersistEvent
+	// Pending is how many restored keys have not been seen since, and
+	// still count: they are claimed on their first request.
+	Pending int
+}
+
+func newPersistState() *persistState {
+	p := &persistState{}
+	if _, err := rand.Read(p.salt[:]); err != nil {
+		// crypto/rand does not fail on supported systems; a fixed salt
+		// only makes ids guessable, never a count wrong.
+		binary.LittleEndian.PutUint64(p.salt[:], uint64(time.Now().UnixNano()))
+	}
+	return p
+}
+
+// id returns key's portable id: the first 8 bytes of SHA-256(salt || key).
+func (p *persistState) id(key string) uint64 {
+	b := make([]byte, len(p.salt)+len(key))
+	copy(b, p.salt[:])
+	copy(b[len(p.salt):], key)
+	sum := sha256.Sum256(b)
+	return binary.LittleEndian.Uint64(sum[:8])
+}
+
+// restoredLive returns the time until which something restored counts.
+func (p *persistState) restoredLive() int64 { return atomic.LoadInt64(&p.live) }
+
+// claim seeds slot i of shard s, just created for the key of id at t,
+// from what a restore left: its own entry, exactly as the previous
+// process held it, or else the restored summary of evicted keys, if that
+// says more than the slot holds. The caller holds s locked (the lock
+// order is a shard, then p.mu).
+func (p *persistState) claim(z *Zone, s *shard, i uint32, id uint64, t int64, limit int64) {
+	p.mu.Lock()
+	j, ok := p.pending[id]
+	if ok {
+		delete(p.pending, id)
+		p.claimed++
+	}
+	from := p.from
+	var e uint32
+	var until int64
+	if !ok && p.sketch != nil {
+		e, until = p.sketch.estimate(id, t)
+	}
+	if len(p.pending) == 0 && (p.sketch == nil || t >= p.sketch.live) {
+		p.dropRestored()
+	}
+	p.mu.Unlock()
+	if ok {
+		from.restoreEntry(z, s, i, j, t, limit)
+		return
+	}
+	if e == 0 {
+		return
+	}
+	c, u := s.load(z, i, t)
+	if e <= c && until <= u {
+		return
+	}
+	if c > e {
+		e = c
+	}
+	if u > until {
+		until = u
+	}
+	if z.log {
+		s.logs[i].reset(t)
+	}
+	s.seed(z, i, e, until, limit)
+	s.estimated++
+}
+
+// dropRestored forgets what a restore left. The caller holds p.mu.
+func (p *persistState) dropRestored() {
+	// One assignment each: yaegi v0.16 panics (reflect: New(nil)) on
+	// nil, nil, nil assigned to typed fields at once.
+	p.pending = nil
+	p.from = nil
+	p.sketch = nil
+	atomic.StoreInt64(&p.live, 0)
+}
+
+// forget drops the restored entry of the key of id, if it waits to be
+// claimed, and reports whether it did.
+func (p *persistState) forget(id uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.pending[id]; !ok {
+		return false
+	}
+	delete(p.pending, id)
+	return true
+}
+
+// inspect returns what a restore left for the key of id at t: the count
+// it would start with and when that stops counting, or 0.
+func (p *persistState) inspect(z *Zone, id uint64, t int64) (int64, int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if j, ok := p.pending[id]; ok {
+		return p.from.entryLoad(z, j, t)
+	}
+	if p.sketch != nil {
+		e, until := p.sketch.estimate(id, t)
+		return int64(e), until
+	}
+	return 0, 0
+}
+
+// PersistStats returns what the zone's snapshots did, and false for a
+// zone without Options.Persist.
+func (z *Zone) PersistStats() (PersistStats, bool) {
+	p := z.persist
+	if p == nil {
+		return PersistStats{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return PersistStats{Saved: p.saved, Restored: p.restored, Pending: len(p.pending)}, true
+}
+
+// Used reports whether the zone ever took a key in this process. A zone
+// that did not holds only what it restored: saving it would only rewrite
+// its file (caddy validate provisions and releases zones that never
+// serve).
+func (z *Zone) Used() bool {
+	for i := range z.shards {
+		s := &z.shards[i]
+		s.Lock()
+		born := s.born
+		s.Unlock()
+		if born != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Persisted reports whether the zone keeps what snapshots need
+// (Options.Persist).
+func (z *Zone) Persisted() bool { return z.persist != nil }

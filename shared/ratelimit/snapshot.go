@@ -1,0 +1,444 @@
+package ratelimit
+
+import (
+	"errors"
+	"math"
+	"sort"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Snapshot is the state of a zone's keys at one moment, in wall-clock
+// time: what Zone.Snapshot takes and Zone.Restore puts into the zone of
+// the next process. It holds, per key that still counts, its portable id
+// (see persistState) and its counts: for the bucket algorithms the k+1
+// sub-window counters of its ring, by absolute sub-window index (Unix
+// nanoseconds divided by the sub-window); for Log its admitted
+// timestamps. It also holds the zone's summary of evicted keys, every
+// shard's folded into one. A key's life, its cached denial and its
+// receipts do not survive: a restored key starts a new life.
+type Snapshot struct {
+	name      string
+	window    int64
+	subWindow int64
+	algorithm Algorithm
+	taken     int64
+	salt      [16]byte
+
+	ids []uint64
+	// Bucket algorithms: newest[j] is key j's newest sub-window c, and
+	// cells[j*m:(j+1)*m] its counts of sub-windows c-k..c.
+	newest []int64
+	cells  []uint32
+	// Log: key j's timestamps are ts[off[j]:off[j]+cnt[j]], oldest first.
+	off []int
+	cnt []int
+	ts  []int64
+	// sk is the summary of evicted keys, indexed by id; nil if empty.
+	sk *sketch
+}
+
+// Len returns the number of keys the snapshot holds.
+func (sn *Snapshot) Len() int { return len(sn.ids) }
+
+// Taken returns when the snapshot was taken, by the clock of the zone's
+// host.
+func (sn *Snapshot) Taken() time.Time { return time.Unix(0, sn.taken) }
+
+// Name returns the name of the zone the snapshot was taken of.
+func (sn *Snapshot) Name() string { return sn.name }
+
+// ring returns k+1, the counters per key of the snapshot's bucket
+// algorithm (0 for Log).
+func (sn *Snapshot) ring() int {
+	if sn.algorithm == Log || sn.subWindow <= 0 {
+		return 0
+	}
+	return int(sn.window/sn.subWindow) + 1
+}
+
+// reach returns how many sub-windows a count stays counted for.
+func (sn *Snapshot) reach() int64 {
+	if sn.algorithm == Fixed {
+		return 1
+	}
+	return int64(sn.ring())
+}
+
+// shape names the identity and the rule's shape, for errors.
+func shape(name string, window, subWindow int64, a Algorithm) string {
+	return strconv.Quote(name) + " (window " + time.Duration(window).String() +
+		", sub_window " + time.Duration(subWindow).String() + ", " + a.String() + ")"
+}
+
+// matches returns an error unless the snapshot is of a zone of z's name,
+// window, sub-window and algorithm: the limit, the cost and max_keys may
+// differ (counts never depend on them).
+func (sn *Snapshot) matches(z *Zone) error {
+	if sn.name != z.name || sn.window != z.window || sn.subWindow != z.span || sn.algorithm != z.rule.Algorithm {
+		return errors.New("snapshot is of zone " + shape(sn.name, sn.window, sn.subWindow, sn.algorithm) +
+			", not of " + shape(z.name, z.window, z.span, z.rule.Algorithm))
+	}
+	return nil
+}
+
+// Snapshot returns the state of every key of the zone that counts at
+// now, with its summary of evicted keys and what a restore left
+// unclaimed. It locks one shard at a time, never the whole zone, so
+// requests on other shards go on meanwhile; a request decided while it
+// runs is in the snapshot or not, whole. It fails only for a zone
+// without Options.Persist.
+func (z *Zone) Snapshot(now time.Time) (*Snapshot, error) {
+	p := z.persist
+	if p == nil {
+		return nil, errors.New("zone " + strconv.Quote(z.name) + " keeps no snapshots (Options.Persist is off)")
+	}
+	t := now.UnixNano()
+	sn := &Snapshot{name: z.name, window: z.window, subWindow: z.span, algorithm: z.rule.Algorithm, taken: t, salt: p.salt}
+	// Room for every key up front, so that no slab grows under a lock.
+	n := z.Len()
+	n += n/16 + 16
+	sn.ids = make([]uint64, 0, n)
+	if z.log {
+		sn.off = make([]int, 0, n)
+		sn.cnt = make([]int, 0, n)
+	} else {
+		sn.newest = make([]int64, 0, n)
+		sn.cells = make([]uint32, 0, n*int(z.m))
+	}
+	var cp shardCopy
+	for si := range z.shards {
+		s := &z.shards[si]
+		if !z.log {
+			cp.take(s, &sn.sk)
+			sn.appendCopy(z, &cp)
+			continue
+		}
+		s.Lock()
+		for _, i := range s.index {
+			sn.appendLog(&s.logs[i], s.ids[i])
+		}
+		if s.evicted.counts != nil {
+			sn.fold(&s.evicted)
+		}
+		s.Unlock()
+	}
+	p.mu.Lock()
+	if p.from != nil && t >= atomic.LoadInt64(&p.live) {
+		p.dropRestored() // everything restored has stopped counting
+	}
+	for _, j := range p.pending {
+		sn.appendFrom(p.from, j)
+	}
+	if p.sketch != nil {
+		sn.fold(p.sketch)
+	}
+	p.mu.Unlock()
+	return sn, nil
+}
+
+// shardCopy is a bucket shard's slabs, copied under its lock so that the
+// snapshot is built without it: a memmove of about 80 bytes per key
+// holds the lock, where walking the index map would hold it ten times
+// longer.
+type shardCopy struct {
+	heads  []head
+	counts []uint32
+	ids    []uint64
+	free   []uint32
+	isFree []bool
+}
+
+// take copies the slabs of s, and folds its summary of evicted keys into
+// *sk, under s's lock.
+func (cp *shardCopy) take(s *shard, sk **sketch) {
+	s.Lock()
+	cp.heads = append(cp.heads[:0], s.heads...)
+	cp.counts = append(cp.counts[:0], s.counts...)
+	cp.ids = append(cp.ids[:0], s.ids...)
+	cp.free = append(cp.free[:0], s.free...)
+	if s.evicted.counts != nil {
+		*sk = foldInto(*sk, &s.evicted)
+	}
+	s.Unlock()
+}
+
+// appendCopy adds every key of a shard's copy that holds a count. Slot 0
+// and the free slots (keys deleted: swept, evicted, reset) hold none.
+func (sn *Snapshot) appendCopy(z *Zone, cp *shardCopy) {
+	cp.isFree = append(cp.isFree[:0], make([]bool, len(cp.heads))...)
+	for _, i := range cp.free {
+		cp.isFree[i] = true
+	}
+	for i := 1; i < len(cp.heads); i++ {
+		if !cp.isFree[i] {
+			base := int64(i) * z.m
+			sn.appendBuckets(z, &cp.heads[i], cp.counts[base:base+z.m], cp.ids[i])
+		}
+	}
+}
+
+// appendBuckets adds a key of head h and ring, if it holds a count: its
+// ring as settle would write it. A key whose window is over is kept, as
+// the zone keeps it until its sweeper runs: a clock that steps back
+// across the restart finds what it would have found without one; Restore
+// drops what is over by its own clock.
+func (sn *Snapshot) appendBuckets(z *Zone, h *head, ring []uint32, id uint64) {
+	if h.inside == 0 && h.leaving == 0 {
+		return
+	}
+	c := h.end/z.span - 1
+	rest := 0.0
+	for b := c - z.k + 1; b < c; b++ {
+		rest += float64(ring[b%z.m])
+	}
+	if z.leavingWeight == 1 {
+		rest += float64(ring[(c+1)%z.m])
+	}
+	sn.ids = append(sn.ids, id)
+	sn.newest = append(sn.newest, c)
+	for b := c - z.k; b < c; b++ {
+		sn.cells = append(sn.cells, ring[b%z.m])
+	}
+	sn.cells = append(sn.cells, uint32(h.inside-rest))
+}
+
+// appendLog adds the log r of the key of id, if it holds a timestamp.
+func (sn *Snapshot) appendLog(r *logRing, id uint64) {
+	if r.n == 0 {
+		return
+	}
+	sn.ids = append(sn.ids, id)
+	sn.off = append(sn.off, len(sn.ts))
+	sn.cnt = append(sn.cnt, r.n)
+	for j := 0; j < r.n; j++ {
+		sn.ts = append(sn.ts, r.at(j))
+	}
+}
+
+// appendFrom adds entry j of from, a snapshot of the same shape.
+func (sn *Snapshot) appendFrom(from *Snapshot, j int) {
+	sn.ids = append(sn.ids, from.ids[j])
+	if sn.algorithm == Log {
+		sn.off = append(sn.off, len(sn.ts))
+		sn.cnt = append(sn.cnt, from.cnt[j])
+		sn.ts = append(sn.ts, from.ts[from.off[j]:from.off[j]+from.cnt[j]]...)
+		return
+	}
+	m := sn.ring()
+	sn.newest = append(sn.newest, from.newest[j])
+	sn.cells = append(sn.cells, from.cells[j*m:(j+1)*m]...)
+}
+
+// entryUntil returns when entry j stops counting.
+func (sn *Snapshot) entryUntil(j int) int64 {
+	if sn.algorithm == Log {
+		return sn.ts[sn.off[j]+sn.cnt[j]-1] + sn.window
+	}
+	return (sn.newest[j] + sn.reach()) * sn.subWindow
+}
+
+// entryLoad returns what entry j counts at t, with the sub-window leaving
+// the window counted whole, and when that stops counting.
+func (sn *Snapshot) entryLoad(z *Zone, j int, t int64) (int64, int64) {
+	until := sn.entryUntil(j)
+	if until <= t {
+		return 0, until
+	}
+	n := int64(0)
+	if sn.algorithm == Log {
+		for _, v := range sn.ts[sn.off[j] : sn.off[j]+sn.cnt[j]] {
+			if v > t-sn.window {
+				n++
+			}
+		}
+		return n, until
+	}
+	m := int64(sn.ring())
+	c := sn.newest[j]
+	for d := int64(0); d < m; d++ {
+		if b := c - m + 1 + d; b > t/sn.subWindow-sn.reach() {
+			n += int64(sn.cells[int64(j)*m+d])
+		}
+	}
+	return n, until
+}
+
+// restoreEntry writes entry j into slot i of the locked shard s, just
+// created at t for a key whose limit is limit: exactly the ring, or the
+// log, the previous process held.
+func (sn *Snapshot) restoreEntry(z *Zone, s *shard, i uint32, j int, t int64, limit int64) {
+	if z.log {
+		r := &s.logs[i]
+		r.reset(t)
+		n := sn.cnt[j]
+		lim := int(limit)
+		if lim < n {
+			lim = n
+		}
+		for _, v := range sn.ts[sn.off[j] : sn.off[j]+n] {
+			r.push(v, lim)
+		}
+		r.newest = sn.ts[sn.off[j]+n-1]
+		return
+	}
+	c := sn.newest[j]
+	cells := sn.cells[int64(j)*z.m : int64(j+1)*z.m]
+	base := int64(i) * z.m
+	ring := s.counts[base : base+z.m]
+	for d := int64(0); d < z.m; d++ {
+		ring[(c-z.k+d)%z.m] = cells[d]
+	}
+	s.heads[i] = headAt(z, ring, c, c)
+}
+
+// fold merges the cells of src that were ever written into the
+// snapshot's summary of evicted keys: a cell keeps the largest count and
+// the latest end of what falls into it, so that it never says less than
+// any key in it, whatever the clock reads when it is restored. A cell's
+// index is the top bits of a key's id, so sketches of different widths
+// fold into each other by prefix.
+func (sn *Snapshot) fold(src *sketch) { sn.sk = foldInto(sn.sk, src) }
+
+// foldInto is fold into dst, which it allocates at src's width if nil,
+// and returns.
+func foldInto(dst, src *sketch) *sketch {
+	if dst == nil {
+		dst = &sketch{width: src.width, shift: src.shift,
+			counts: make([]uint32, sketchRows*src.width), until: make([]int64, sketchRows*src.width)}
+	}
+	for c := range src.counts {
+		if src.until[c] == 0 {
+			continue // never written
+		}
+		row, col := c/src.width, c%src.width
+		lo := col // the cells of dst that col covers: [lo, hi)
+		hi := col + 1
+		if src.width > dst.width {
+			lo = col / (src.width / dst.width)
+			hi = lo + 1
+		} else if src.width < dst.width {
+			f := dst.width / src.width
+			lo = col * f
+			hi = (col + 1) * f
+		}
+		for d := lo; d < hi; d++ {
+			dst.raise(row*dst.width+d, src.counts[c], src.until[c], math.MinInt64)
+		}
+		if src.until[c] > dst.live {
+			dst.live = src.until[c]
+		}
+	}
+	return dst
+}
+
+// merge folds entry j2 into entry j, both of the same key (a key the
+// previous process claimed while its snapshot was taken, or ids that
+// collided): the result counts, at every time, at least what either did.
+func (sn *Snapshot) merge(j, j2 int) {
+	if sn.algorithm == Log {
+		a := sn.ts[sn.off[j] : sn.off[j]+sn.cnt[j]]
+		b := sn.ts[sn.off[j2] : sn.off[j2]+sn.cnt[j2]]
+		all := make([]int64, 0, len(a)+len(b))
+		all = append(append(all, a...), b...)
+		sort.Slice(all, func(x, y int) bool { return all[x] < all[y] })
+		if len(all) > MaxLogLimit {
+			all = all[len(all)-MaxLogLimit:]
+		}
+		sn.off[j] = len(sn.ts)
+		sn.cnt[j] = len(all)
+		sn.ts = append(sn.ts, all...)
+		return
+	}
+	m := int64(sn.ring())
+	c1, c2 := sn.newest[j], sn.newest[j2]
+	c := c1
+	if c2 > c {
+		c = c2
+	}
+	at := func(e int, ce, b int64) uint32 {
+		if d := b - (ce - m + 1); d >= 0 && d < m {
+			return sn.cells[int64(e)*m+d]
+		}
+		return 0
+	}
+	merged := make([]uint32, m)
+	for d := int64(0); d < m; d++ {
+		b := c - m + 1 + d
+		v := at(j, c1, b)
+		if w := at(j2, c2, b); w > v {
+			v = w
+		}
+		merged[d] = v
+	}
+	sn.newest[j] = c
+	copy(sn.cells[int64(j)*m:], merged)
+}
+
+// Restore puts what sn holds into z, which must be empty and take no
+// request before Restore returns: z adopts sn's salt, so that its keys
+// get the ids they had. sn must be of a zone of z's name, window,
+// sub-window and algorithm; the limit may differ. Keys whose window is
+// over at now are dropped; the others are claimed by their first
+// request, exactly as they were (a clock that went back counts them as a
+// clock step does: in their newest sub-window), and new keys consult
+// the restored summary of evicted keys. Restore keeps sn: the caller
+// must not use it afterwards. It returns how many keys it restored.
+func (z *Zone) Restore(sn *Snapshot, now time.Time) (int, error) {
+	p := z.persist
+	if p == nil {
+		return 0, errors.New("zone " + strconv.Quote(z.name) + " keeps no snapshots (Options.Persist is off)")
+	}
+	if err := sn.matches(z); err != nil {
+		return 0, err
+	}
+	if z.Len() > 0 {
+		return 0, errors.New("zone " + strconv.Quote(z.name) + " already holds keys: a snapshot is restored into a new zone only")
+	}
+	t := now.UnixNano()
+	sk := sn.sk
+	if sk != nil && t >= sk.live {
+		sk = nil
+	}
+	// While a restored summary of evicted keys counts, a key whose own
+	// window is over stays as it was, counting nothing: it was tracked,
+	// and a tracked key does not consult the summary.
+	keepOver := sk != nil
+	pending := make(map[uint64]int, len(sn.ids))
+	live, restored := int64(0), 0
+	for j, id := range sn.ids {
+		until := sn.entryUntil(j)
+		if until <= t && !keepOver {
+			continue
+		}
+		if j0, dup := pending[id]; dup {
+			sn.merge(j0, j)
+			until = sn.entryUntil(j0)
+		} else {
+			pending[id] = j
+			if until > t {
+				restored++
+			}
+		}
+		if until > live {
+			live = until
+		}
+	}
+	if sk != nil && sk.live > live {
+		live = sk.live
+	}
+	p.mu.Lock()
+	p.salt = sn.salt
+	p.pending = pending
+	p.from = sn
+	p.sketch = sk
+	p.claimed = 0
+	p.restored = PersistEvent{At: now, Keys: restored}
+	atomic.StoreInt64(&p.live, live)
+	if len(pending) == 0 && sk == nil {
+		p.dropRestored()
+	}
+	p.mu.Unlock()
+	return restored, nil
+}

@@ -1,0 +1,94 @@
+package ratelimit
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// seedSnapshots returns encoded snapshots of every algorithm, one of them
+// with a summary of evicted keys: the fuzzer's seeds.
+func seedSnapshots(t testing.TB) [][]byte {
+	var out [][]byte
+	at := time.Unix(1_800_000_000, 0)
+	for i, rule := range snapshotRules {
+		maxKeys := 0
+		if i == 0 {
+			maxKeys = 16 // evicts: the snapshot has a sketch
+		}
+		z := persistZone(t, "fz", rule, maxKeys)
+		for j := 0; j < 40; j++ {
+			TakeAt(z, "k"+strconv.Itoa(j%23), at.Add(time.Duration(j)*time.Second/3).UnixNano())
+		}
+		sn, err := z.Snapshot(at.Add(15 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := sn.MarshalBinary()
+		out = append(out, b)
+	}
+	return out
+}
+
+// FuzzReadSnapshot feeds the snapshot reader arbitrary bytes: it must
+// return an error or a snapshot, never panic; a snapshot it returns
+// restores into a zone of its shape, which then decides requests with
+// counts no smaller than the snapshot's, and encodes back to itself.
+func FuzzReadSnapshot(f *testing.F) {
+	for _, b := range seedSnapshots(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sn, err := UnmarshalSnapshot(data)
+		if err != nil {
+			return
+		}
+		again, err := sn.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sn2, err := UnmarshalSnapshot(again)
+		if err != nil {
+			t.Fatalf("re-encoded snapshot does not decode: %v", err)
+		}
+		if sn2.Len() != sn.Len() {
+			t.Fatalf("re-encoded snapshot has %d keys, want %d", sn2.Len(), sn.Len())
+		}
+		rule := Rule{Window: time.Duration(sn.window), SubWindow: time.Duration(sn.subWindow), Limit: 3, Algorithm: sn.algorithm}
+		z, err := NewZone(sn.name, rule, Options{MaxKeys: 64, SweepInterval: -1, Persist: true})
+		if err != nil {
+			t.Fatalf("a decoded snapshot's shape is refused: %v", err)
+		}
+		now := time.Unix(0, sn.taken)
+		if _, err := z.Restore(sn, now); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 70; i++ {
+			TakeAt(z, "k"+strconv.Itoa(i), now.UnixNano())
+		}
+		if _, err := z.Snapshot(now); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestWriteFuzzSeeds writes the fuzzer's committed seeds, when
+// WL_WRITE_FUZZ_SEEDS is set: go test -run TestWriteFuzzSeeds ./shared/ratelimit
+func TestWriteFuzzSeeds(t *testing.T) {
+	if os.Getenv("WL_WRITE_FUZZ_SEEDS") == "" {
+		t.Skip("set WL_WRITE_FUZZ_SEEDS to rewrite testdata/fuzz/FuzzReadSnapshot")
+	}
+	dir := filepath.Join("testdata", "fuzz", "FuzzReadSnapshot")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range seedSnapshots(t) {
+		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", b)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%d", i)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,465 @@
+package ratelimit
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The snapshot file, all integers little-endian or unsigned varints
+// (uv):
+//
+//	magic "WLSNAP" | version u8 | algorithm u8 | window i64 | sub_window i64
+//	| taken i64 | salt [16] | name: uv length, bytes | keys: uv
+//	| per key, buckets: id u64 | newest sub-window uv | k+1 counts uv
+//	| per key, log:     id u64 | n uv | first timestamp uv | n-1 gaps uv
+//	| sketch width uv (0: none) | cells written uv
+//	| per cell written: index gap uv | count uv | until uv
+//	| CRC-32C of everything before, u32
+//
+// A key of a bucket zone takes 8 bytes for its id, about 5 for its
+// newest sub-window, and a byte per counter below 128 (two below 16384):
+// 24 bytes at the default 10 sub-windows with small counts. A log key
+// takes 8 + 1 + about 9 bytes, and about 3 to 5 per further timestamp.
+const (
+	snapshotMagic = "WLSNAP"
+	// SnapshotVersion is the version of the snapshot file this code
+	// writes and the only one it reads.
+	SnapshotVersion = 1
+	// maxSnapshotName bounds a zone name in a snapshot file.
+	maxSnapshotName = 4096
+	// maxSketchWidth bounds the summary's width in a snapshot file: that
+	// of a zone of 2^25 keys in one shard.
+	maxSketchWidth = 1 << 26
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// MarshalBinary encodes the snapshot in the file format above.
+func (sn *Snapshot) MarshalBinary() ([]byte, error) {
+	m := sn.ring()
+	// The usual size (a byte a small count), not the largest: append
+	// grows the rest.
+	size := 64 + len(sn.name) + len(sn.ids)*(8+5+m) + len(sn.ts)*4
+	if sn.sk != nil {
+		size += 16 + len(sn.sk.counts)*20
+	}
+	b := make([]byte, 0, size)
+	b = append(b, snapshotMagic...)
+	b = append(b, SnapshotVersion, byte(sn.algorithm))
+	b = binary.LittleEndian.AppendUint64(b, uint64(sn.window))
+	b = binary.LittleEndian.AppendUint64(b, uint64(sn.subWindow))
+	b = binary.LittleEndian.AppendUint64(b, uint64(sn.taken))
+	b = append(b, sn.salt[:]...)
+	b = binary.AppendUvarint(b, uint64(len(sn.name)))
+	b = append(b, sn.name...)
+	b = binary.AppendUvarint(b, uint64(len(sn.ids)))
+	for j, id := range sn.ids {
+		b = binary.LittleEndian.AppendUint64(b, id)
+		if sn.algorithm == Log {
+			ts := sn.ts[sn.off[j] : sn.off[j]+sn.cnt[j]]
+			b = binary.AppendUvarint(b, uint64(len(ts)))
+			prev := int64(0)
+			for _, v := range ts {
+				b = binary.AppendUvarint(b, uint64(v-prev))
+				prev = v
+			}
+			continue
+		}
+		b = binary.AppendUvarint(b, uint64(sn.newest[j]))
+		for _, c := range sn.cells[j*m : (j+1)*m] {
+			b = binary.AppendUvarint(b, uint64(c))
+		}
+	}
+	if sn.sk == nil {
+		b = binary.AppendUvarint(b, 0)
+	} else {
+		k := sn.sk
+		b = binary.AppendUvarint(b, uint64(k.width))
+		live := 0
+		for c := range k.counts {
+			if k.until[c] != 0 {
+				live++
+			}
+		}
+		b = binary.AppendUvarint(b, uint64(live))
+		prev := -1
+		for c := range k.counts {
+			if k.until[c] == 0 {
+				continue
+			}
+			b = binary.AppendUvarint(b, uint64(c-prev))
+			b = binary.AppendUvarint(b, uint64(k.counts[c]))
+			b = binary.AppendUvarint(b, uint64(k.until[c]))
+			prev = c
+		}
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
+}
+
+// reader decodes a snapshot, failing on the first bad value.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) fail(what string) {
+	if r.err == nil {
+		r.err = errors.New("corrupt snapshot: " + what)
+	}
+}
+
+func (r *reader) uvarint(what string) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail(what + " cut short or overflowing")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) u64(what string) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b) < 8 {
+		r.fail(what + " cut short")
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(r.b)
+	r.b = r.b[8:]
+	return v
+}
+
+// maxSnapshotTime bounds a time in a snapshot file: every time a zone
+// reads stays below it (see Zone.maxTime).
+const maxSnapshotTime = int64(1) << 62
+
+// UnmarshalSnapshot decodes a snapshot file's bytes, checking its magic,
+// version and checksum first, then every value against its bound: a
+// corrupt, foreign or future file is an error, never a panic, a huge
+// allocation or a snapshot that would loosen a limit.
+func UnmarshalSnapshot(data []byte) (*Snapshot, error) {
+	if len(data) < len(snapshotMagic)+2+4 || string(data[:len(snapshotMagic)]) != snapshotMagic {
+		return nil, errors.New("not a windowlimit snapshot (no magic header)")
+	}
+	if v := data[len(snapshotMagic)]; v != SnapshotVersion {
+		return nil, fmt.Errorf("snapshot format version %d, this build reads version %d only", v, SnapshotVersion)
+	}
+	body := data[:len(data)-4]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
+		return nil, errors.New("corrupt snapshot: checksum mismatch")
+	}
+	r := &reader{b: body[len(snapshotMagic)+1:]}
+	sn := &Snapshot{}
+	if len(r.b) < 1+24+16 {
+		return nil, errors.New("corrupt snapshot: header cut short")
+	}
+	sn.algorithm = Algorithm(r.b[0])
+	r.b = r.b[1:]
+	sn.window = int64(r.u64("window"))
+	sn.subWindow = int64(r.u64("sub_window"))
+	sn.taken = int64(r.u64("time taken"))
+	copy(sn.salt[:], r.b[:16])
+	r.b = r.b[16:]
+	rule := Rule{Window: time.Duration(sn.window), SubWindow: time.Duration(sn.subWindow), Limit: 1, Algorithm: sn.algorithm}
+	if sn.algorithm > Log || sn.window <= 0 || sn.subWindow <= 0 || rule.Normalize() != nil ||
+		rule.SubWindow != time.Duration(sn.subWindow) {
+		return nil, errors.New("corrupt snapshot: bad rule shape")
+	}
+	if sn.taken < 0 || sn.taken >= maxSnapshotTime {
+		return nil, errors.New("corrupt snapshot: time taken out of range")
+	}
+	nameLen := r.uvarint("name length")
+	if r.err == nil && (nameLen > maxSnapshotName || nameLen > uint64(len(r.b))) {
+		r.fail("name too long")
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	sn.name = string(r.b[:nameLen])
+	r.b = r.b[nameLen:]
+	keys := r.uvarint("key count")
+	m := sn.ring()
+	minKey := uint64(8 + 1 + m) // a bucket key: id, newest, m counts
+	if sn.algorithm == Log {
+		minKey = 8 + 2
+	}
+	if r.err == nil && keys > uint64(len(r.b))/minKey {
+		r.fail("more keys than bytes")
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	n := int(keys)
+	sn.ids = make([]uint64, n)
+	if sn.algorithm == Log {
+		sn.off = make([]int, n)
+		sn.cnt = make([]int, n)
+	} else {
+		sn.newest = make([]int64, n)
+		sn.cells = make([]uint32, n*m)
+	}
+	k := int64(m - 1)
+	for j := 0; j < n && r.err == nil; j++ {
+		sn.ids[j] = r.u64("key id")
+		if sn.algorithm == Log {
+			cnt := r.uvarint("timestamp count")
+			if r.err == nil && (cnt == 0 || cnt > MaxLogLimit || cnt > uint64(len(r.b))) {
+				r.fail("bad timestamp count")
+			}
+			// One assignment each: yaegi v0.16 gets a, b = x, y wrong
+			// for indexed operands.
+			sn.off[j] = len(sn.ts)
+			sn.cnt[j] = int(cnt)
+			prev := uint64(0)
+			for i := uint64(0); i < cnt && r.err == nil; i++ {
+				gap := r.uvarint("timestamp")
+				if gap >= uint64(maxSnapshotTime) || prev+gap >= uint64(maxSnapshotTime) {
+					r.fail("timestamp out of range")
+				}
+				prev += gap
+				sn.ts = append(sn.ts, int64(prev))
+			}
+			continue
+		}
+		c := r.uvarint("sub-window")
+		if r.err == nil && (c < uint64(k) || c >= uint64(maxSnapshotTime/sn.subWindow)) {
+			r.fail("sub-window out of range")
+		}
+		sn.newest[j] = int64(c)
+		sum := uint64(0)
+		for d := 0; d < m; d++ {
+			v := r.uvarint("count")
+			sum += v
+			if v > MaxLimit || sum > MaxLimit {
+				r.fail("count out of range")
+				break
+			}
+			sn.cells[j*m+d] = uint32(v)
+		}
+	}
+	width := r.uvarint("sketch width")
+	if r.err == nil && width != 0 {
+		if width < 16 || width > maxSketchWidth || width&(width-1) != 0 {
+			r.fail("bad sketch width")
+		} else {
+			sk := &sketch{width: int(width)}
+			w, shift := 16, uint(60)
+			for w < int(width) {
+				w *= 2
+				shift--
+			}
+			sk.shift = shift
+			cells := uint64(sketchRows) * width
+			live := r.uvarint("sketch cells")
+			if r.err == nil && (live > cells || live > uint64(len(r.b))/3) {
+				r.fail("more sketch cells than bytes")
+			}
+			if r.err == nil && live > 0 {
+				sk.counts = make([]uint32, cells)
+				sk.until = make([]int64, cells)
+			}
+			prev := int64(-1)
+			for i := uint64(0); i < live && r.err == nil; i++ {
+				gap := r.uvarint("sketch index")
+				cnt := r.uvarint("sketch count")
+				until := r.uvarint("sketch time")
+				if gap == 0 || gap > cells || uint64(prev)+gap >= cells {
+					r.fail("sketch index out of range")
+					break
+				}
+				if cnt > MaxLimit || until >= uint64(maxSnapshotTime) {
+					r.fail("sketch cell out of range")
+					break
+				}
+				prev += int64(gap)
+				sk.counts[prev] = uint32(cnt)
+				sk.until[prev] = int64(until)
+				if int64(until) > sk.live {
+					sk.live = int64(until)
+				}
+			}
+			if live > 0 {
+				sn.sk = sk
+			}
+		}
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("trailing bytes")
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return sn, nil
+}
+
+// SnapshotFileName returns the file name, without directory, of the
+// snapshot of zone name with rule: the name made safe for a file system,
+// then a hash of the name and the rule's shape (window, sub-window,
+// algorithm; not the limit, which may change across a restart).
+func SnapshotFileName(name string, rule Rule) string {
+	safe := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '_'
+	}, name)
+	if len(safe) > 64 {
+		safe = safe[:64]
+	}
+	sum := sha256.Sum256([]byte(strconv.Quote(name) + " " + strconv.FormatInt(int64(rule.Window), 10) + " " +
+		strconv.FormatInt(int64(rule.SubWindow), 10) + " " + rule.Algorithm.String()))
+	return "zone-" + safe + "-" + hex.EncodeToString(sum[:8]) + ".wlsnap"
+}
+
+// SnapshotFileBound returns the largest snapshot file a zone of rule and
+// maxKeys (0: DefaultMaxKeys) reads: twice its keys, at their largest
+// encoding, and its summary of evicted keys. A bigger file is refused
+// before it is read, so that no file can exhaust memory. A log zone's
+// keys are bounded at 64 timestamps each, or the rule's limit if higher.
+func SnapshotFileBound(rule Rule, maxKeys int) int64 {
+	if maxKeys <= 0 {
+		maxKeys = DefaultMaxKeys
+	}
+	perKey := int64(8 + 10)
+	if rule.Algorithm == Log {
+		l := rule.Limit
+		if l < 64 {
+			l = 64
+		}
+		perKey += 10 * l
+	} else {
+		perKey += 5 * (int64(rule.buckets()) + 1)
+	}
+	width, _ := sketchWidth(maxKeys)
+	return 1<<16 + 2*int64(maxKeys)*perKey + int64(sketchRows*width)*20
+}
+
+// WriteSnapshotFile writes sn to path atomically: to a temporary file in
+// the same directory (mode 0600), synced, then renamed over path, and
+// the directory synced, so that a crash during a write leaves the
+// previous snapshot whole. A missing directory is created with mode 0700.
+func WriteSnapshotFile(path string, sn *Snapshot) error {
+	data, err := sn.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("encoding snapshot of zone %q: %w", sn.name, err)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating snapshot directory: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("creating snapshot file: %w", err)
+	}
+	tmp := f.Name()
+	fail := func(what string, err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("%s snapshot file %s: %w", what, tmp, err)
+	}
+	if err := f.Chmod(0o600); err != nil {
+		return fail("setting the mode of", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail("writing", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail("syncing", err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("closing snapshot file %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("renaming snapshot file into place: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync() // the rename's durability; some file systems refuse, harmlessly
+		d.Close()
+	}
+	return nil
+}
+
+// ReadSnapshotFile reads and decodes the snapshot at path, whole, and
+// refuses a file larger than maxBytes before reading it. A missing file
+// is an error that errors.Is(err, os.ErrNotExist) recognizes.
+func ReadSnapshotFile(path string, maxBytes int64) (*Snapshot, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening snapshot file: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("reading snapshot file: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("snapshot file %s is not a regular file", path)
+	}
+	if st.Size() > maxBytes {
+		return nil, fmt.Errorf("snapshot file %s is %d bytes, more than the %d this zone's max_keys allows", path, st.Size(), maxBytes)
+	}
+	// The file may grow between Stat and the read: never read past the bound.
+	data, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading snapshot file %s: %w", path, err)
+	}
+	if int64(len(data)) > maxBytes {
+		return nil, fmt.Errorf("snapshot file %s grew past %d bytes while read", path, maxBytes)
+	}
+	sn, err := UnmarshalSnapshot(data)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot file %s: %w", path, err)
+	}
+	return sn, nil
+}
+
+// SaveSnapshot takes a snapshot of z at now and writes it to path (see
+// WriteSnapshotFile), and records it for PersistStats. It returns the
+// number of keys written.
+func SaveSnapshot(z *Zone, path string, now time.Time) (int, error) {
+	sn, err := z.Snapshot(now)
+	if err != nil {
+		return 0, err
+	}
+	if err := WriteSnapshotFile(path, sn); err != nil {
+		return 0, err
+	}
+	p := z.persist
+	p.mu.Lock()
+	p.saved = PersistEvent{At: now, Keys: sn.Len()}
+	p.mu.Unlock()
+	return sn.Len(), nil
+}
+
+// LoadSnapshot reads the snapshot at path, bounded by SnapshotFileBound
+// for z's rule and maxKeys, and restores it into z (see Zone.Restore).
+// It returns the number of keys restored. A missing file is an error
+// that errors.Is(err, os.ErrNotExist) recognizes: nothing to restore.
+func LoadSnapshot(z *Zone, path string, maxKeys int, now time.Time) (int, error) {
+	sn, err := ReadSnapshotFile(path, SnapshotFileBound(z.rule, maxKeys))
+	if err != nil {
+		return 0, err
+	}
+	n, err := z.Restore(sn, now)
+	if err != nil {
+		return 0, fmt.Errorf("snapshot file %s: %w", path, err)
+	}
+	return n, nil
+}
