@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/windowlimit/windowlimit/shared/persist"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -161,13 +163,12 @@ func (h *Handler) unmarshalPersist(d *caddyfile.Dispenser) error {
 // zoneSaver saves one pooled zone: every interval, and once more when
 // the zone is released for good.
 type zoneSaver struct {
-	zone    *ratelimit.Zone
-	path    string
-	maxKeys int
-	plan    *persistPlan
-	logger  *zap.Logger
-	stop    chan struct{}
-	done    chan struct{}
+	zone   *ratelimit.Zone
+	path   string
+	plan   *persistPlan
+	logger *zap.Logger
+	stop   chan struct{}
+	done   chan struct{}
 	// inherited is set when the zone took its counts from the live zone
 	// it replaces, which no longer writes the file: the counts are newer
 	// than the file's.
@@ -175,6 +176,12 @@ type zoneSaver struct {
 	// lastErr and lastLog keep a failing disk to a log line a minute.
 	lastErr string
 	lastLog time.Time
+
+	// mu guards the last snapshot written and the restore, for the admin
+	// API.
+	mu                    sync.Mutex
+	savedAt, restoredAt   time.Time
+	savedKeys, restoredKs int
 }
 
 // savers maps a snapshot file to the saver that owns it: the newest zone
@@ -212,10 +219,10 @@ func countPersist(name string, f func(*persistCount)) {
 // that changed the zone), else from its snapshot file, then saves it
 // every interval. Every failure is one log line and an empty zone, or a
 // zone that runs without snapshots: never a failed config load.
-func startSaver(z *ratelimit.Zone, plan *persistPlan, maxKeys int, logger *zap.Logger) *zoneSaver {
+func startSaver(z *ratelimit.Zone, plan *persistPlan, logger *zap.Logger) *zoneSaver {
 	sv := &zoneSaver{
-		zone: z, plan: plan, maxKeys: maxKeys, logger: logger,
-		path: filepath.Join(plan.dir, ratelimit.SnapshotFileName(z.Name(), z.Rule())),
+		zone: z, plan: plan, logger: logger,
+		path: filepath.Join(plan.dir, persist.FileName(z.Name(), z.Rule())),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	savers.Lock()
@@ -228,16 +235,19 @@ func startSaver(z *ratelimit.Zone, plan *persistPlan, maxKeys int, logger *zap.L
 	from := sv.path
 	if prev != nil {
 		from = "the zone it replaces"
-		var sn *ratelimit.Snapshot
-		if sn, err = prev.zone.Snapshot(now); err == nil {
-			n, err = z.Restore(sn, now)
+		var buf bytes.Buffer
+		if _, err = prev.zone.Snapshot(&buf, now); err == nil {
+			n, err = z.Restore(&buf, now)
 			sv.inherited = err == nil
 		}
 	} else {
-		n, err = ratelimit.LoadSnapshot(z, sv.path, maxKeys, now)
+		n, err = persist.Load(z, sv.path, now)
 	}
 	switch {
 	case err == nil:
+		sv.mu.Lock()
+		sv.restoredAt, sv.restoredKs = now, n
+		sv.mu.Unlock()
 		countPersist(z.Name(), func(c *persistCount) { c.restored += uint64(n) })
 		logger.Info("rate_limit zone restored", zap.String("zone", z.Name()), zap.Int("keys", n), zap.String("from", from))
 	case errors.Is(err, os.ErrNotExist):
@@ -272,7 +282,9 @@ func (sv *zoneSaver) save() {
 		return // a newer zone of this name and shape writes the file
 	}
 	name := sv.zone.Name()
-	if _, err := ratelimit.SaveSnapshot(sv.zone, sv.path, time.Now()); err != nil {
+	now := time.Now()
+	n, err := persist.Save(sv.zone, sv.path, now)
+	if err != nil {
 		countPersist(name, func(c *persistCount) { c.failed++ })
 		now := time.Now()
 		if msg := err.Error(); msg != sv.lastErr || now.Sub(sv.lastLog) >= time.Minute {
@@ -281,6 +293,9 @@ func (sv *zoneSaver) save() {
 		}
 		return
 	}
+	sv.mu.Lock()
+	sv.savedAt, sv.savedKeys = now, n
+	sv.mu.Unlock()
 	countPersist(name, func(c *persistCount) { c.written++ })
 	if sv.lastErr != "" {
 		sv.lastErr = ""
@@ -296,7 +311,7 @@ func (sv *zoneSaver) save() {
 func (sv *zoneSaver) release() {
 	close(sv.stop)
 	<-sv.done
-	if sv.inherited || sv.zone.Used() {
+	if sv.inherited || sv.zone.Stats().Used {
 		sv.save() // nothing if a newer zone owns the file
 	}
 	savers.Lock()
@@ -342,19 +357,19 @@ type persistInfo struct {
 
 // persistInfoOf returns z's persistence for the admin API, nil if none.
 func persistInfoOf(z *ratelimit.Zone) *persistInfo {
-	st, ok := z.PersistStats()
-	if !ok {
+	sv := saverOf(z)
+	if sv == nil {
 		return nil
 	}
-	info := &persistInfo{SavedKeys: st.Saved.Keys, RestoredKeys: st.Restored.Keys, Pending: st.Pending}
-	if sv := saverOf(z); sv != nil {
-		info.File, info.Interval = sv.path, sv.plan.interval.String()
+	info := &persistInfo{File: sv.path, Interval: sv.plan.interval.String(), Pending: z.Stats().Pending}
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	info.SavedKeys, info.RestoredKeys = sv.savedKeys, sv.restoredKs
+	if !sv.savedAt.IsZero() {
+		info.SavedAt = sv.savedAt.UTC().Format(time.RFC3339Nano)
 	}
-	if !st.Saved.At.IsZero() {
-		info.SavedAt = st.Saved.At.UTC().Format(time.RFC3339Nano)
-	}
-	if !st.Restored.At.IsZero() {
-		info.RestoredAt = st.Restored.At.UTC().Format(time.RFC3339Nano)
+	if !sv.restoredAt.IsZero() {
+		info.RestoredAt = sv.restoredAt.UTC().Format(time.RFC3339Nano)
 	}
 	return info
 }

@@ -45,7 +45,7 @@ func acquireZone(name string, rule ratelimit.Rule, opts ratelimit.Options, persi
 		}
 		p := pooledZone{Zone: z}
 		if persist != nil {
-			p.saver = startSaver(z, persist, opts.MaxKeys, logger)
+			p.saver = startSaver(z, persist, logger)
 		}
 		return p, nil
 	})

@@ -1,6 +1,7 @@
 package traefikplugin
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/windowlimit/windowlimit/shared/persist"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -109,25 +111,25 @@ type saver struct {
 
 func newSaver(name string, z *ratelimit.Zone, p *persistSettings) *saver {
 	return &saver{name: name, zone: z, every: p.interval, stop: make(chan struct{}), done: make(chan struct{}),
-		path: filepath.Join(p.dir, ratelimit.SnapshotFileName(name, z.Rule()))}
+		path: filepath.Join(p.dir, persist.FileName(name, z.Rule()))}
 }
 
 // restore fills the new zone of the saver from prev, the zone it
 // replaces if that one was persisted to the same file, else from the
 // file. Every failure is one log line, and the zone starts empty.
-func (sv *saver) restore(prev *saver, maxKeys int) {
+func (sv *saver) restore(prev *saver) {
 	now := time.Now()
 	var n int
 	var err error
 	from := sv.path
 	if prev != nil && prev.path == sv.path {
 		from = "the zone it replaces"
-		var sn *ratelimit.Snapshot
-		if sn, err = prev.zone.Snapshot(now); err == nil {
-			n, err = sv.zone.Restore(sn, now)
+		var buf bytes.Buffer
+		if _, err = prev.zone.Snapshot(&buf, now); err == nil {
+			n, err = sv.zone.Restore(&buf, now)
 		}
 	} else {
-		n, err = ratelimit.LoadSnapshot(sv.zone, sv.path, maxKeys, now)
+		n, err = persist.Load(sv.zone, sv.path, now)
 	}
 	switch {
 	case err == nil:
@@ -166,7 +168,7 @@ func (sv *saver) owns() bool {
 // save writes a snapshot, and logs a failure (the same one at most once a
 // minute): the zone runs on without snapshots.
 func (sv *saver) save() {
-	if _, err := ratelimit.SaveSnapshot(sv.zone, sv.path, time.Now()); err != nil {
+	if _, err := persist.Save(sv.zone, sv.path, time.Now()); err != nil {
 		now := time.Now()
 		if msg := err.Error(); msg != sv.lastErr || now.Sub(sv.lastLog) >= time.Minute {
 			sv.lastErr, sv.lastLog = msg, now

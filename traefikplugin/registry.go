@@ -84,7 +84,7 @@ func zoneFor(name string, rule ratelimit.Rule, maxKeys int, persist *persistSett
 	var sv *saver
 	if persist != nil {
 		sv = newSaver(name, z, persist)
-		sv.restore(prev, maxKeys)
+		sv.restore(prev)
 	}
 	registryMu.Lock()
 	defer registryMu.Unlock()

@@ -33,4 +33,8 @@
 //   - override.go: per-key limits (Overrides) and ValidLimit.
 //   - status.go: StatusSet, the response codes a zone counts.
 //   - zoneid.go: ZoneID, what makes two zones the same across reloads.
+//   - snapshot.go: Zone.Snapshot and Zone.Restore: a zone's keys across a
+//     restart.
+//   - snapshotfile.go: the snapshot format, its reader and its bound.
+//   - persist.go: what a zone with Options.Persist keeps for snapshots.
 package ratelimit

@@ -37,35 +37,12 @@ type persistState struct {
 	// pending maps the id of a restored key not seen since to its entry
 	// in from.
 	pending map[uint64]int
-	from    *Snapshot
+	from    *snapshot
 	// sketch is the restored summary of evicted keys, every shard's folded
 	// into one, indexed by id; nil when none.
 	sketch *sketch
-	// saved and restored are the last snapshot written and read.
-	saved, restored PersistEvent
 	// claimed counts the restored keys seen again since the last restore.
 	claimed int
-}
-
-// PersistEvent is one snapshot written or read.
-type PersistEvent struct {
-	// At is when the snapshot was written or restored; zero if never.
-	At time.Time
-	// Keys is how many keys the snapshot held (written), or how many of
-	// its keys still counted and were restored (read).
-	Keys int
-}
-
-// PersistStats is what a zone's snapshots did, for operators.
-type PersistStats struct {
-	// Saved is the last snapshot of the zone written, as SaveSnapshot
-	// reported it.
-	Saved PersistEvent
-	// Restored is the last snapshot restored into the zone.
-	Restored PersistEvent
-	// Pending is how many restored keys have not been seen since, and
-	// still count: they are claimed on their first request.
-	Pending int
 }
 
 func newPersistState() *persistState {
@@ -172,36 +149,3 @@ func (p *persistState) inspect(z *Zone, id uint64, t int64) (int64, int64) {
 	}
 	return 0, 0
 }
-
-// PersistStats returns what the zone's snapshots did, and false for a
-// zone without Options.Persist.
-func (z *Zone) PersistStats() (PersistStats, bool) {
-	p := z.persist
-	if p == nil {
-		return PersistStats{}, false
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return PersistStats{Saved: p.saved, Restored: p.restored, Pending: len(p.pending)}, true
-}
-
-// Used reports whether the zone ever took a key in this process. A zone
-// that did not holds only what it restored: saving it would only rewrite
-// its file (caddy validate provisions and releases zones that never
-// serve).
-func (z *Zone) Used() bool {
-	for i := range z.shards {
-		s := &z.shards[i]
-		s.Lock()
-		born := s.born
-		s.Unlock()
-		if born != 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// Persisted reports whether the zone keeps what snapshots need
-// (Options.Persist).
-func (z *Zone) Persisted() bool { return z.persist != nil }

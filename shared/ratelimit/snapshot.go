@@ -2,6 +2,8 @@ package ratelimit
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -9,8 +11,55 @@ import (
 	"time"
 )
 
-// Snapshot is the state of a zone's keys at one moment, in wall-clock
-// time: what Zone.Snapshot takes and Zone.Restore puts into the zone of
+// Snapshot writes to w the state of every key of the zone that counts at
+// now, with its summary of evicted keys, in the snapshot format (see
+// snapshotfile.go), and returns how many keys it wrote. It locks one
+// shard at a time, never the whole zone. It fails for a zone without
+// Options.Persist.
+func (z *Zone) Snapshot(w io.Writer, now time.Time) (int, error) {
+	sn, err := z.takeSnapshot(now)
+	if err != nil {
+		return 0, err
+	}
+	data, err := sn.marshal()
+	if err != nil {
+		return 0, fmt.Errorf("encoding snapshot of zone %q: %w", z.name, err)
+	}
+	if _, err := w.Write(data); err != nil {
+		return 0, err
+	}
+	return sn.len(), nil
+}
+
+// Restore reads a snapshot from r and puts it into z, which must be new:
+// empty, and taking no request before Restore returns. It reads r whole,
+// and at most the bytes a snapshot of z's rule and max keys can take,
+// before it uses any of it: a corrupt, foreign, future or oversized
+// snapshot is an error and leaves z empty. The snapshot must be of a zone
+// of z's name, window, sub-window and algorithm; the limit may differ.
+// Keys whose window is over at now are dropped. It returns how many keys
+// it restored.
+func (z *Zone) Restore(r io.Reader, now time.Time) (int, error) {
+	if z.persist == nil {
+		return 0, errors.New("zone " + strconv.Quote(z.name) + " keeps no snapshots (Options.Persist is off)")
+	}
+	max := snapshotBound(z.rule, z.maxKeys)
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return 0, fmt.Errorf("reading snapshot: %w", err)
+	}
+	if int64(len(data)) > max {
+		return 0, fmt.Errorf("snapshot is more than the %d bytes a zone of %d keys can take", max, z.maxKeys)
+	}
+	sn, err := unmarshalSnapshot(data)
+	if err != nil {
+		return 0, err
+	}
+	return z.restore(sn, now)
+}
+
+// snapshot is the state of a zone's keys at one moment, in wall-clock
+// time: what Zone.Snapshot writes and Zone.Restore puts into the zone of
 // the next process. It holds, per key that still counts, its portable id
 // (see persistState) and its counts: for the bucket algorithms the k+1
 // sub-window counters of its ring, by absolute sub-window index (Unix
@@ -18,7 +67,7 @@ import (
 // timestamps. It also holds the zone's summary of evicted keys, every
 // shard's folded into one. A key's life, its cached denial and its
 // receipts do not survive: a restored key starts a new life.
-type Snapshot struct {
+type snapshot struct {
 	name      string
 	window    int64
 	subWindow int64
@@ -40,18 +89,18 @@ type Snapshot struct {
 }
 
 // Len returns the number of keys the snapshot holds.
-func (sn *Snapshot) Len() int { return len(sn.ids) }
+func (sn *snapshot) len() int { return len(sn.ids) }
 
 // Taken returns when the snapshot was taken, by the clock of the zone's
 // host.
-func (sn *Snapshot) Taken() time.Time { return time.Unix(0, sn.taken) }
+func (sn *snapshot) takenAt() time.Time { return time.Unix(0, sn.taken) }
 
 // Name returns the name of the zone the snapshot was taken of.
-func (sn *Snapshot) Name() string { return sn.name }
+func (sn *snapshot) zoneName() string { return sn.name }
 
 // ring returns k+1, the counters per key of the snapshot's bucket
 // algorithm (0 for Log).
-func (sn *Snapshot) ring() int {
+func (sn *snapshot) ring() int {
 	if sn.algorithm == Log || sn.subWindow <= 0 {
 		return 0
 	}
@@ -59,7 +108,7 @@ func (sn *Snapshot) ring() int {
 }
 
 // reach returns how many sub-windows a count stays counted for.
-func (sn *Snapshot) reach() int64 {
+func (sn *snapshot) reach() int64 {
 	if sn.algorithm == Fixed {
 		return 1
 	}
@@ -75,7 +124,7 @@ func shape(name string, window, subWindow int64, a Algorithm) string {
 // matches returns an error unless the snapshot is of a zone of z's name,
 // window, sub-window and algorithm: the limit, the cost and max_keys may
 // differ (counts never depend on them).
-func (sn *Snapshot) matches(z *Zone) error {
+func (sn *snapshot) matches(z *Zone) error {
 	if sn.name != z.name || sn.window != z.window || sn.subWindow != z.span || sn.algorithm != z.rule.Algorithm {
 		return errors.New("snapshot is of zone " + shape(sn.name, sn.window, sn.subWindow, sn.algorithm) +
 			", not of " + shape(z.name, z.window, z.span, z.rule.Algorithm))
@@ -83,19 +132,19 @@ func (sn *Snapshot) matches(z *Zone) error {
 	return nil
 }
 
-// Snapshot returns the state of every key of the zone that counts at
+// takeSnapshot returns the state of every key of the zone that counts at
 // now, with its summary of evicted keys and what a restore left
 // unclaimed. It locks one shard at a time, never the whole zone, so
 // requests on other shards go on meanwhile; a request decided while it
 // runs is in the snapshot or not, whole. It fails only for a zone
 // without Options.Persist.
-func (z *Zone) Snapshot(now time.Time) (*Snapshot, error) {
+func (z *Zone) takeSnapshot(now time.Time) (*snapshot, error) {
 	p := z.persist
 	if p == nil {
 		return nil, errors.New("zone " + strconv.Quote(z.name) + " keeps no snapshots (Options.Persist is off)")
 	}
 	t := now.UnixNano()
-	sn := &Snapshot{name: z.name, window: z.window, subWindow: z.span, algorithm: z.rule.Algorithm, taken: t, salt: p.salt}
+	sn := &snapshot{name: z.name, window: z.window, subWindow: z.span, algorithm: z.rule.Algorithm, taken: t, salt: p.salt}
 	// Room for every key up front, so that no slab grows under a lock.
 	n := z.Len()
 	n += n/16 + 16
@@ -166,7 +215,7 @@ func (cp *shardCopy) take(s *shard, sk **sketch) {
 
 // appendCopy adds every key of a shard's copy that holds a count. Slot 0
 // and the free slots (keys deleted: swept, evicted, reset) hold none.
-func (sn *Snapshot) appendCopy(z *Zone, cp *shardCopy) {
+func (sn *snapshot) appendCopy(z *Zone, cp *shardCopy) {
 	cp.isFree = append(cp.isFree[:0], make([]bool, len(cp.heads))...)
 	for _, i := range cp.free {
 		cp.isFree[i] = true
@@ -184,7 +233,7 @@ func (sn *Snapshot) appendCopy(z *Zone, cp *shardCopy) {
 // the zone keeps it until its sweeper runs: a clock that steps back
 // across the restart finds what it would have found without one; Restore
 // drops what is over by its own clock.
-func (sn *Snapshot) appendBuckets(z *Zone, h *head, ring []uint32, id uint64) {
+func (sn *snapshot) appendBuckets(z *Zone, h *head, ring []uint32, id uint64) {
 	if h.inside == 0 && h.leaving == 0 {
 		return
 	}
@@ -205,7 +254,7 @@ func (sn *Snapshot) appendBuckets(z *Zone, h *head, ring []uint32, id uint64) {
 }
 
 // appendLog adds the log r of the key of id, if it holds a timestamp.
-func (sn *Snapshot) appendLog(r *logRing, id uint64) {
+func (sn *snapshot) appendLog(r *logRing, id uint64) {
 	if r.n == 0 {
 		return
 	}
@@ -218,7 +267,7 @@ func (sn *Snapshot) appendLog(r *logRing, id uint64) {
 }
 
 // appendFrom adds entry j of from, a snapshot of the same shape.
-func (sn *Snapshot) appendFrom(from *Snapshot, j int) {
+func (sn *snapshot) appendFrom(from *snapshot, j int) {
 	sn.ids = append(sn.ids, from.ids[j])
 	if sn.algorithm == Log {
 		sn.off = append(sn.off, len(sn.ts))
@@ -232,7 +281,7 @@ func (sn *Snapshot) appendFrom(from *Snapshot, j int) {
 }
 
 // entryUntil returns when entry j stops counting.
-func (sn *Snapshot) entryUntil(j int) int64 {
+func (sn *snapshot) entryUntil(j int) int64 {
 	if sn.algorithm == Log {
 		return sn.ts[sn.off[j]+sn.cnt[j]-1] + sn.window
 	}
@@ -241,7 +290,7 @@ func (sn *Snapshot) entryUntil(j int) int64 {
 
 // entryLoad returns what entry j counts at t, with the sub-window leaving
 // the window counted whole, and when that stops counting.
-func (sn *Snapshot) entryLoad(z *Zone, j int, t int64) (int64, int64) {
+func (sn *snapshot) entryLoad(z *Zone, j int, t int64) (int64, int64) {
 	until := sn.entryUntil(j)
 	if until <= t {
 		return 0, until
@@ -268,7 +317,7 @@ func (sn *Snapshot) entryLoad(z *Zone, j int, t int64) (int64, int64) {
 // restoreEntry writes entry j into slot i of the locked shard s, just
 // created at t for a key whose limit is limit: exactly the ring, or the
 // log, the previous process held.
-func (sn *Snapshot) restoreEntry(z *Zone, s *shard, i uint32, j int, t int64, limit int64) {
+func (sn *snapshot) restoreEntry(z *Zone, s *shard, i uint32, j int, t int64, limit int64) {
 	if z.log {
 		r := &s.logs[i]
 		r.reset(t)
@@ -299,7 +348,7 @@ func (sn *Snapshot) restoreEntry(z *Zone, s *shard, i uint32, j int, t int64, li
 // any key in it, whatever the clock reads when it is restored. A cell's
 // index is the top bits of a key's id, so sketches of different widths
 // fold into each other by prefix.
-func (sn *Snapshot) fold(src *sketch) { sn.sk = foldInto(sn.sk, src) }
+func (sn *snapshot) fold(src *sketch) { sn.sk = foldInto(sn.sk, src) }
 
 // foldInto is fold into dst, which it allocates at src's width if nil,
 // and returns.
@@ -336,7 +385,7 @@ func foldInto(dst, src *sketch) *sketch {
 // merge folds entry j2 into entry j, both of the same key (a key the
 // previous process claimed while its snapshot was taken, or ids that
 // collided): the result counts, at every time, at least what either did.
-func (sn *Snapshot) merge(j, j2 int) {
+func (sn *snapshot) merge(j, j2 int) {
 	if sn.algorithm == Log {
 		a := sn.ts[sn.off[j] : sn.off[j]+sn.cnt[j]]
 		b := sn.ts[sn.off[j2] : sn.off[j2]+sn.cnt[j2]]
@@ -376,7 +425,7 @@ func (sn *Snapshot) merge(j, j2 int) {
 	copy(sn.cells[int64(j)*m:], merged)
 }
 
-// Restore puts what sn holds into z, which must be empty and take no
+// restore puts what sn holds into z, which must be empty and take no
 // request before Restore returns: z adopts sn's salt, so that its keys
 // get the ids they had. sn must be of a zone of z's name, window,
 // sub-window and algorithm; the limit may differ. Keys whose window is
@@ -385,7 +434,7 @@ func (sn *Snapshot) merge(j, j2 int) {
 // clock step does: in their newest sub-window), and new keys consult
 // the restored summary of evicted keys. Restore keeps sn: the caller
 // must not use it afterwards. It returns how many keys it restored.
-func (z *Zone) Restore(sn *Snapshot, now time.Time) (int, error) {
+func (z *Zone) restore(sn *snapshot, now time.Time) (int, error) {
 	p := z.persist
 	if p == nil {
 		return 0, errors.New("zone " + strconv.Quote(z.name) + " keeps no snapshots (Options.Persist is off)")
@@ -434,7 +483,6 @@ func (z *Zone) Restore(sn *Snapshot, now time.Time) (int, error) {
 	p.from = sn
 	p.sketch = sk
 	p.claimed = 0
-	p.restored = PersistEvent{At: now, Keys: restored}
 	atomic.StoreInt64(&p.live, live)
 	if len(pending) == 0 && sk == nil {
 		p.dropRestored()

@@ -23,11 +23,11 @@ func seedSnapshots(t testing.TB) [][]byte {
 		for j := 0; j < 40; j++ {
 			TakeAt(z, "k"+strconv.Itoa(j%23), at.Add(time.Duration(j)*time.Second/3).UnixNano())
 		}
-		sn, err := z.Snapshot(at.Add(15 * time.Second))
+		sn, err := z.takeSnapshot(at.Add(15 * time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := sn.MarshalBinary()
+		b, _ := sn.marshal()
 		out = append(out, b)
 	}
 	return out
@@ -42,20 +42,20 @@ func FuzzReadSnapshot(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		sn, err := UnmarshalSnapshot(data)
+		sn, err := unmarshalSnapshot(data)
 		if err != nil {
 			return
 		}
-		again, err := sn.MarshalBinary()
+		again, err := sn.marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
-		sn2, err := UnmarshalSnapshot(again)
+		sn2, err := unmarshalSnapshot(again)
 		if err != nil {
 			t.Fatalf("re-encoded snapshot does not decode: %v", err)
 		}
-		if sn2.Len() != sn.Len() {
-			t.Fatalf("re-encoded snapshot has %d keys, want %d", sn2.Len(), sn.Len())
+		if sn2.len() != sn.len() {
+			t.Fatalf("re-encoded snapshot has %d keys, want %d", sn2.len(), sn.len())
 		}
 		rule := Rule{Window: time.Duration(sn.window), SubWindow: time.Duration(sn.subWindow), Limit: 3, Algorithm: sn.algorithm}
 		z, err := NewZone(sn.name, rule, Options{MaxKeys: 64, SweepInterval: -1, Persist: true})
@@ -63,13 +63,13 @@ func FuzzReadSnapshot(f *testing.F) {
 			t.Fatalf("a decoded snapshot's shape is refused: %v", err)
 		}
 		now := time.Unix(0, sn.taken)
-		if _, err := z.Restore(sn, now); err != nil {
+		if _, err := z.restore(sn, now); err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < 70; i++ {
 			TakeAt(z, "k"+strconv.Itoa(i), now.UnixNano())
 		}
-		if _, err := z.Snapshot(now); err != nil {
+		if _, err := z.takeSnapshot(now); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -2,12 +2,10 @@ package ratelimit
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math/rand"
-	"os"
-	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,13 +21,13 @@ func persistZone(t testing.TB, name string, rule Rule, maxKeys int) *Zone {
 }
 
 // roundTrip passes sn through the file encoding, as a restart does.
-func roundTrip(t testing.TB, sn *Snapshot) *Snapshot {
+func roundTrip(t testing.TB, sn *snapshot) *snapshot {
 	t.Helper()
-	b, err := sn.MarshalBinary()
+	b, err := sn.marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := UnmarshalSnapshot(b)
+	got, err := unmarshalSnapshot(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,13 +81,13 @@ func restoreOnce(t *testing.T, rule Rule, gap time.Duration, maxKeys, keys int, 
 		at = at.Add(time.Duration(rnd.Int63n(int64(40 * time.Millisecond))))
 		TakeAt(ref, key(), at.UnixNano())
 	}
-	sn, err := ref.Snapshot(at)
+	sn, err := ref.takeSnapshot(at)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := persistZone(t, "z", rule, maxKeys)
 	restartAt := at.Add(gap)
-	if _, err := got.Restore(roundTrip(t, sn), restartAt); err != nil {
+	if _, err := got.restore(roundTrip(t, sn), restartAt); err != nil {
 		t.Fatal(err)
 	}
 	if maxKeys > 0 {
@@ -140,23 +138,23 @@ func TestSnapshotDropsExpired(t *testing.T) {
 			TakeAt(z, "c"+strconv.Itoa(i), at.UnixNano())
 		}
 	}
-	sn, _ := z.Snapshot(at)
-	if sn.Len() != 100 {
-		t.Fatalf("snapshot holds %d keys, want 100", sn.Len())
+	sn, _ := z.takeSnapshot(at)
+	if sn.len() != 100 {
+		t.Fatalf("snapshot holds %d keys, want 100", sn.len())
 	}
 	later := persistZone(t, "login", rule, 0)
-	if n, _ := later.Restore(roundTrip(t, sn), at.Add(time.Hour)); n != 0 {
+	if n, _ := later.restore(roundTrip(t, sn), at.Add(time.Hour)); n != 0 {
 		t.Fatalf("an hour later restored %d keys, want 0", n)
 	}
 	soon := persistZone(t, "login", rule, 0)
-	if n, _ := soon.Restore(roundTrip(t, sn), at.Add(time.Second)); n != 100 {
+	if n, _ := soon.restore(roundTrip(t, sn), at.Add(time.Second)); n != 100 {
 		t.Fatalf("a second later restored %d keys, want 100", n)
 	}
 	d := TakeAt(soon, "c7", at.Add(time.Second).UnixNano())
 	if d.Allowed {
 		t.Fatalf("a restored key at its limit was admitted: %+v", d)
 	}
-	if st, _ := soon.PersistStats(); st.Restored.Keys != 100 || st.Pending != 99 {
+	if st := soon.Stats(); st.Pending != 99 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -168,7 +166,7 @@ func TestRestoreRefusesOtherShapes(t *testing.T) {
 	z := persistZone(t, "a", rule, 0)
 	at := time.Unix(1_800_000_000, 0)
 	TakeAt(z, "x", at.UnixNano())
-	sn, _ := z.Snapshot(at)
+	sn, _ := z.takeSnapshot(at)
 	for _, other := range []struct {
 		name string
 		rule Rule
@@ -180,12 +178,12 @@ func TestRestoreRefusesOtherShapes(t *testing.T) {
 		{"a", Rule{Window: time.Minute, SubWindow: 30 * time.Second, Limit: 5}, false},
 		{"a", Rule{Window: time.Minute, Limit: 5, Algorithm: Strict}, false},
 	} {
-		_, err := persistZone(t, other.name, other.rule, 0).Restore(roundTrip(t, sn), at)
+		_, err := persistZone(t, other.name, other.rule, 0).restore(roundTrip(t, sn), at)
 		if (err == nil) != other.ok {
 			t.Errorf("restore into %q %+v: err %v", other.name, other.rule, err)
 		}
 	}
-	if _, err := mustPlainZone(t).Restore(sn, at); err == nil {
+	if _, err := mustPlainZone(t).restore(sn, at); err == nil {
 		t.Error("a zone without Persist took a snapshot")
 	}
 }
@@ -208,16 +206,16 @@ func TestRestoreTwice(t *testing.T) {
 		TakeAt(z, "a", at.UnixNano())
 		TakeAt(z, "b", at.UnixNano())
 	}
-	sn, _ := z.Snapshot(at)
+	sn, _ := z.takeSnapshot(at)
 	z2 := persistZone(t, "z", rule, 0)
-	z2.Restore(roundTrip(t, sn), at)
+	z2.restore(roundTrip(t, sn), at)
 	TakeAt(z2, "a", at.UnixNano()) // claims a; b stays pending
-	sn2, _ := z2.Snapshot(at)
-	if sn2.Len() != 2 {
-		t.Fatalf("second snapshot holds %d keys, want 2", sn2.Len())
+	sn2, _ := z2.takeSnapshot(at)
+	if sn2.len() != 2 {
+		t.Fatalf("second snapshot holds %d keys, want 2", sn2.len())
 	}
 	z3 := persistZone(t, "z", rule, 0)
-	z3.Restore(roundTrip(t, sn2), at.Add(time.Second))
+	z3.restore(roundTrip(t, sn2), at.Add(time.Second))
 	for _, k := range []string{"a", "b"} {
 		if d := TakeAt(z3, k, at.Add(time.Second).UnixNano()); d.Allowed {
 			t.Fatalf("%s admitted after two restarts: %+v", k, d)
@@ -234,52 +232,34 @@ func TestSnapshotFileErrors(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		TakeAt(z, "k"+strconv.Itoa(i), at.UnixNano())
 	}
-	sn, _ := z.Snapshot(at)
-	good, _ := sn.MarshalBinary()
+	sn, _ := z.takeSnapshot(at)
+	good, _ := sn.marshal()
 	for n := 0; n < len(good); n++ {
-		if _, err := UnmarshalSnapshot(good[:n]); err == nil {
+		if _, err := unmarshalSnapshot(good[:n]); err == nil {
 			t.Fatalf("truncated to %d bytes: no error", n)
 		}
 	}
 	for i := 0; i < len(good); i++ {
 		bad := bytes.Clone(good)
 		bad[i] ^= 0x40
-		if _, err := UnmarshalSnapshot(bad); err == nil {
+		if _, err := unmarshalSnapshot(bad); err == nil {
 			t.Fatalf("byte %d flipped: no error", i)
 		}
 	}
 	future := bytes.Clone(good)
-	future[len(snapshotMagic)] = SnapshotVersion + 1
-	if _, err := UnmarshalSnapshot(future); err == nil || !bytes.Contains([]byte(err.Error()), []byte("version")) {
+	future[len(snapshotMagic)] = snapshotVersion + 1
+	if _, err := unmarshalSnapshot(future); err == nil || !bytes.Contains([]byte(err.Error()), []byte("version")) {
 		t.Fatalf("future version: %v", err)
 	}
 
-	dir := t.TempDir()
-	path := filepath.Join(dir, "sub", SnapshotFileName("z", z.Rule()))
-	if err := WriteSnapshotFile(path, sn); err != nil {
-		t.Fatal(err)
+	// More than a zone of its max keys can take is refused unread.
+	huge := make([]byte, snapshotBound(z.Rule(), 0)+1)
+	copy(huge, good)
+	if _, err := persistZone(t, "z", rule, 0).Restore(bytes.NewReader(huge), at); err == nil || !strings.Contains(err.Error(), "bytes a zone") {
+		t.Fatalf("an oversized snapshot: %v", err)
 	}
-	for p, want := range map[string]os.FileMode{path: 0o600, filepath.Dir(path): 0o700} {
-		if st, err := os.Stat(p); err != nil || st.Mode().Perm() != want {
-			t.Fatalf("%s: mode %v, want %v (%v)", p, st.Mode().Perm(), want, err)
-		}
-	}
-	if _, err := ReadSnapshotFile(path, int64(len(good))-1); err == nil {
-		t.Fatal("a file over the bound was read")
-	}
-	if _, err := ReadSnapshotFile(filepath.Join(dir, "none"), 1<<20); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("missing file: %v", err)
-	}
-	// A directory that cannot be: a regular file in the way.
-	blocker := filepath.Join(dir, "file")
-	os.WriteFile(blocker, nil, 0o600)
-	if err := WriteSnapshotFile(filepath.Join(blocker, "x.wlsnap"), sn); err == nil {
-		t.Fatal("wrote under a regular file")
-	}
-	// A failed write leaves the previous snapshot whole and no temporary.
-	entries, _ := os.ReadDir(filepath.Dir(path))
-	if len(entries) != 1 {
-		t.Fatalf("directory holds %d entries, want the snapshot alone", len(entries))
+	if n, err := persistZone(t, "z", rule, 0).Restore(bytes.NewReader(good), at); err != nil || n != 50 {
+		t.Fatalf("the good snapshot through Restore: %d keys, %v", n, err)
 	}
 }
 
@@ -304,7 +284,7 @@ func TestSnapshotConcurrent(t *testing.T) {
 		}(g)
 	}
 	for i := 0; i < 20; i++ {
-		if _, err := z.Snapshot(time.Now()); err != nil {
+		if _, err := z.takeSnapshot(time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -320,9 +300,9 @@ func TestForgetRestoredKey(t *testing.T) {
 	z := persistZone(t, "z", rule, 0)
 	TakeAt(z, "a", at.UnixNano())
 	TakeAt(z, "a", at.UnixNano())
-	sn, _ := z.Snapshot(at)
+	sn, _ := z.takeSnapshot(at)
 	z2 := persistZone(t, "z", rule, 0)
-	z2.Restore(roundTrip(t, sn), at)
+	z2.restore(roundTrip(t, sn), at)
 	if st := z2.Inspect("a", at); st.Count != 2 {
 		t.Fatalf("restored key before its first request: %+v, want count 2", st)
 	}

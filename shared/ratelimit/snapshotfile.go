@@ -1,17 +1,10 @@
 package ratelimit
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -32,9 +25,9 @@ import (
 // takes 8 + 1 + about 9 bytes, and about 3 to 5 per further timestamp.
 const (
 	snapshotMagic = "WLSNAP"
-	// SnapshotVersion is the version of the snapshot file this code
+	// snapshotVersion is the version of the snapshot file this code
 	// writes and the only one it reads.
-	SnapshotVersion = 1
+	snapshotVersion = 1
 	// maxSnapshotName bounds a zone name in a snapshot file.
 	maxSnapshotName = 4096
 	// maxSketchWidth bounds the summary's width in a snapshot file: that
@@ -44,8 +37,8 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// MarshalBinary encodes the snapshot in the file format above.
-func (sn *Snapshot) MarshalBinary() ([]byte, error) {
+// marshal encodes the snapshot in the file format above.
+func (sn *snapshot) marshal() ([]byte, error) {
 	m := sn.ring()
 	// The usual size (a byte a small count), not the largest: append
 	// grows the rest.
@@ -55,7 +48,7 @@ func (sn *Snapshot) MarshalBinary() ([]byte, error) {
 	}
 	b := make([]byte, 0, size)
 	b = append(b, snapshotMagic...)
-	b = append(b, SnapshotVersion, byte(sn.algorithm))
+	b = append(b, snapshotVersion, byte(sn.algorithm))
 	b = binary.LittleEndian.AppendUint64(b, uint64(sn.window))
 	b = binary.LittleEndian.AppendUint64(b, uint64(sn.subWindow))
 	b = binary.LittleEndian.AppendUint64(b, uint64(sn.taken))
@@ -148,23 +141,23 @@ func (r *reader) u64(what string) uint64 {
 // reads stays below it (see Zone.maxTime).
 const maxSnapshotTime = int64(1) << 62
 
-// UnmarshalSnapshot decodes a snapshot file's bytes, checking its magic,
+// unmarshalSnapshot decodes a snapshot file's bytes, checking its magic,
 // version and checksum first, then every value against its bound: a
 // corrupt, foreign or future file is an error, never a panic, a huge
 // allocation or a snapshot that would loosen a limit.
-func UnmarshalSnapshot(data []byte) (*Snapshot, error) {
+func unmarshalSnapshot(data []byte) (*snapshot, error) {
 	if len(data) < len(snapshotMagic)+2+4 || string(data[:len(snapshotMagic)]) != snapshotMagic {
 		return nil, errors.New("not a windowlimit snapshot (no magic header)")
 	}
-	if v := data[len(snapshotMagic)]; v != SnapshotVersion {
-		return nil, fmt.Errorf("snapshot format version %d, this build reads version %d only", v, SnapshotVersion)
+	if v := data[len(snapshotMagic)]; v != snapshotVersion {
+		return nil, fmt.Errorf("snapshot format version %d, this build reads version %d only", v, snapshotVersion)
 	}
 	body := data[:len(data)-4]
 	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
 		return nil, errors.New("corrupt snapshot: checksum mismatch")
 	}
 	r := &reader{b: body[len(snapshotMagic)+1:]}
-	sn := &Snapshot{}
+	sn := &snapshot{}
 	if len(r.b) < 1+24+16 {
 		return nil, errors.New("corrupt snapshot: header cut short")
 	}
@@ -307,31 +300,12 @@ func UnmarshalSnapshot(data []byte) (*Snapshot, error) {
 	return sn, nil
 }
 
-// SnapshotFileName returns the file name, without directory, of the
-// snapshot of zone name with rule: the name made safe for a file system,
-// then a hash of the name and the rule's shape (window, sub-window,
-// algorithm; not the limit, which may change across a restart).
-func SnapshotFileName(name string, rule Rule) string {
-	safe := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
-			return r
-		}
-		return '_'
-	}, name)
-	if len(safe) > 64 {
-		safe = safe[:64]
-	}
-	sum := sha256.Sum256([]byte(strconv.Quote(name) + " " + strconv.FormatInt(int64(rule.Window), 10) + " " +
-		strconv.FormatInt(int64(rule.SubWindow), 10) + " " + rule.Algorithm.String()))
-	return "zone-" + safe + "-" + hex.EncodeToString(sum[:8]) + ".wlsnap"
-}
-
-// SnapshotFileBound returns the largest snapshot file a zone of rule and
-// maxKeys (0: DefaultMaxKeys) reads: twice its keys, at their largest
+// snapshotBound returns the largest snapshot a zone of rule and maxKeys
+// (0: DefaultMaxKeys) reads: twice its keys, at their largest
 // encoding, and its summary of evicted keys. A bigger file is refused
 // before it is read, so that no file can exhaust memory. A log zone's
 // keys are bounded at 64 timestamps each, or the rule's limit if higher.
-func SnapshotFileBound(rule Rule, maxKeys int) int64 {
+func snapshotBound(rule Rule, maxKeys int) int64 {
 	if maxKeys <= 0 {
 		maxKeys = DefaultMaxKeys
 	}
@@ -347,119 +321,4 @@ func SnapshotFileBound(rule Rule, maxKeys int) int64 {
 	}
 	width, _ := sketchWidth(maxKeys)
 	return 1<<16 + 2*int64(maxKeys)*perKey + int64(sketchRows*width)*20
-}
-
-// WriteSnapshotFile writes sn to path atomically: to a temporary file in
-// the same directory (mode 0600), synced, then renamed over path, and
-// the directory synced, so that a crash during a write leaves the
-// previous snapshot whole. A missing directory is created with mode 0700.
-func WriteSnapshotFile(path string, sn *Snapshot) error {
-	data, err := sn.MarshalBinary()
-	if err != nil {
-		return fmt.Errorf("encoding snapshot of zone %q: %w", sn.name, err)
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating snapshot directory: %w", err)
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("creating snapshot file: %w", err)
-	}
-	tmp := f.Name()
-	fail := func(what string, err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("%s snapshot file %s: %w", what, tmp, err)
-	}
-	if err := f.Chmod(0o600); err != nil {
-		return fail("setting the mode of", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail("writing", err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail("syncing", err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("closing snapshot file %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("renaming snapshot file into place: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync() // the rename's durability; some file systems refuse, harmlessly
-		d.Close()
-	}
-	return nil
-}
-
-// ReadSnapshotFile reads and decodes the snapshot at path, whole, and
-// refuses a file larger than maxBytes before reading it. A missing file
-// is an error that errors.Is(err, os.ErrNotExist) recognizes.
-func ReadSnapshotFile(path string, maxBytes int64) (*Snapshot, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("opening snapshot file: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("reading snapshot file: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("snapshot file %s is not a regular file", path)
-	}
-	if st.Size() > maxBytes {
-		return nil, fmt.Errorf("snapshot file %s is %d bytes, more than the %d this zone's max_keys allows", path, st.Size(), maxBytes)
-	}
-	// The file may grow between Stat and the read: never read past the bound.
-	data, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading snapshot file %s: %w", path, err)
-	}
-	if int64(len(data)) > maxBytes {
-		return nil, fmt.Errorf("snapshot file %s grew past %d bytes while read", path, maxBytes)
-	}
-	sn, err := UnmarshalSnapshot(data)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot file %s: %w", path, err)
-	}
-	return sn, nil
-}
-
-// SaveSnapshot takes a snapshot of z at now and writes it to path (see
-// WriteSnapshotFile), and records it for PersistStats. It returns the
-// number of keys written.
-func SaveSnapshot(z *Zone, path string, now time.Time) (int, error) {
-	sn, err := z.Snapshot(now)
-	if err != nil {
-		return 0, err
-	}
-	if err := WriteSnapshotFile(path, sn); err != nil {
-		return 0, err
-	}
-	p := z.persist
-	p.mu.Lock()
-	p.saved = PersistEvent{At: now, Keys: sn.Len()}
-	p.mu.Unlock()
-	return sn.Len(), nil
-}
-
-// LoadSnapshot reads the snapshot at path, bounded by SnapshotFileBound
-// for z's rule and maxKeys, and restores it into z (see Zone.Restore).
-// It returns the number of keys restored. A missing file is an error
-// that errors.Is(err, os.ErrNotExist) recognizes: nothing to restore.
-func LoadSnapshot(z *Zone, path string, maxKeys int, now time.Time) (int, error) {
-	sn, err := ReadSnapshotFile(path, SnapshotFileBound(z.rule, maxKeys))
-	if err != nil {
-		return 0, err
-	}
-	n, err := z.Restore(sn, now)
-	if err != nil {
-		return 0, fmt.Errorf("snapshot file %s: %w", path, err)
-	}
-	return n, nil
 }

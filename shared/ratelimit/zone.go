@@ -118,6 +118,7 @@ type Zone struct {
 	mask     uint64
 	shards   []shard
 	perShard int
+	maxKeys  int // Options.MaxKeys, or its default
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -198,6 +199,7 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 	z.shards = make([]shard, n)
 	z.mask = uint64(n - 1)
 	z.perShard = maxKeys / n
+	z.maxKeys = maxKeys
 	for i := range z.shards {
 		z.shards[i].init(z)
 	}
@@ -338,6 +340,13 @@ type ZoneStats struct {
 	Estimated uint64
 	// Asleep reports whether the zone sleeps (see Options.SleepAfter).
 	Asleep bool
+	// Used reports whether the zone took a key in this process. A zone
+	// that did not holds only what it restored, if anything: saving it
+	// would only rewrite its snapshot.
+	Used bool
+	// Pending is how many restored keys (see Restore) have not been seen
+	// since, and still count: each is claimed by its first request.
+	Pending int
 }
 
 // Stats returns the zone's counters.
@@ -349,7 +358,13 @@ func (z *Zone) Stats() ZoneStats {
 		st.Keys += len(s.index)
 		st.Evictions += s.evictions
 		st.Estimated += s.estimated
+		st.Used = st.Used || s.born != 0
 		s.Unlock()
+	}
+	if p := z.persist; p != nil {
+		p.mu.Lock()
+		st.Pending = len(p.pending)
+		p.mu.Unlock()
 	}
 	return st
 }
