@@ -64,7 +64,9 @@ var persistByDefault = true
 func persistDir() string { return filepath.Join(caddy.AppDataDir(), "rate_limit") }
 
 // plan validates p for a handler whose zones are counted in memory
-// (memory) or not, and returns the plan, nil when nothing is persisted.
+// (memory) or not, and returns the plan, nil when nothing is persisted. A
+// persist block of a Redis store without on_store_error local would do
+// nothing: it is refused.
 func (p *Persist) plan(memory bool) (*persistPlan, error) {
 	if p != nil && p.Off {
 		if p.Directory != "" || p.Interval != 0 {
@@ -94,6 +96,10 @@ func (p *Persist) plan(memory bool) (*persistPlan, error) {
 		}
 	}
 	if !memory {
+		if p != nil {
+			return nil, errors.New("persist: the Redis store keeps the counts (Redis persists them by its own configuration); " +
+				"persist applies to the memory store, and to on_store_error local")
+		}
 		return nil, nil // Redis holds the counts
 	}
 	return plan, nil

@@ -95,7 +95,9 @@ func TestPersistPlans(t *testing.T) {
 	}{
 		{nil, true, false, ""}, // off in this package's tests (persistByDefault)
 		{&Persist{}, true, true, ""},
-		{&Persist{}, false, false, ""},
+		{nil, false, false, ""},
+		{&Persist{}, false, false, "Redis persists"},
+		{&Persist{Off: true}, false, false, ""},
 		{&Persist{Off: true}, true, false, ""},
 		{&Persist{Off: true, Interval: 5e9}, true, false, "off takes no"},
 		{&Persist{Directory: "rel/dir"}, true, false, "absolute"},

@@ -36,5 +36,6 @@
 //   - snapshot.go: Zone.Snapshot and Zone.Restore: a zone's keys across a
 //     restart.
 //   - snapshotfile.go: the snapshot format, its reader and its bound.
+//   - snapshotstream.go: a snapshot encoded from each shard's copy.
 //   - persist.go: what a zone with Options.Persist keeps for snapshots.
 package ratelimit

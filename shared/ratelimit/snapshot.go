@@ -14,21 +14,19 @@ import (
 // Snapshot writes to w the state of every key of the zone that counts at
 // now, with its summary of evicted keys, in the snapshot format (see
 // snapshotfile.go), and returns how many keys it wrote. It locks one
-// shard at a time, never the whole zone. It fails for a zone without
-// Options.Persist.
+// shard at a time, never the whole zone, and encodes each shard from a
+// copy of its slabs. It fails for a zone without Options.Persist.
 func (z *Zone) Snapshot(w io.Writer, now time.Time) (int, error) {
-	sn, err := z.takeSnapshot(now)
-	if err != nil {
-		return 0, err
+	if z.persist == nil {
+		return 0, errors.New("zone " + strconv.Quote(z.name) + " keeps no snapshots (Options.Persist is off)")
 	}
-	data, err := sn.marshal()
-	if err != nil {
-		return 0, fmt.Errorf("encoding snapshot of zone %q: %w", z.name, err)
-	}
+	// About 8 bytes of id, 5 of sub-window and one a counter a key, and
+	// a little more, so that append does not double the buffer.
+	data, keys := z.appendSnapshot(make([]byte, 0, 4096+z.Len()*(8+6+int(z.m))), now)
 	if _, err := w.Write(data); err != nil {
 		return 0, err
 	}
-	return sn.len(), nil
+	return keys, nil
 }
 
 // Restore reads a snapshot from r and puts it into z, which must be new:
@@ -88,15 +86,8 @@ type snapshot struct {
 	sk *sketch
 }
 
-// Len returns the number of keys the snapshot holds.
+// len returns the number of keys the snapshot holds.
 func (sn *snapshot) len() int { return len(sn.ids) }
-
-// Taken returns when the snapshot was taken, by the clock of the zone's
-// host.
-func (sn *snapshot) takenAt() time.Time { return time.Unix(0, sn.taken) }
-
-// Name returns the name of the zone the snapshot was taken of.
-func (sn *snapshot) zoneName() string { return sn.name }
 
 // ring returns k+1, the counters per key of the snapshot's bucket
 // algorithm (0 for Log).
@@ -200,7 +191,7 @@ type shardCopy struct {
 }
 
 // take copies the slabs of s, and folds its summary of evicted keys into
-// *sk, under s's lock.
+// *sk, under s's lock; then marks the free slots.
 func (cp *shardCopy) take(s *shard, sk **sketch) {
 	s.Lock()
 	cp.heads = append(cp.heads[:0], s.heads...)
@@ -211,32 +202,25 @@ func (cp *shardCopy) take(s *shard, sk **sketch) {
 		*sk = foldInto(*sk, &s.evicted)
 	}
 	s.Unlock()
-}
-
-// appendCopy adds every key of a shard's copy that holds a count. Slot 0
-// and the free slots (keys deleted: swept, evicted, reset) hold none.
-func (sn *snapshot) appendCopy(z *Zone, cp *shardCopy) {
 	cp.isFree = append(cp.isFree[:0], make([]bool, len(cp.heads))...)
 	for _, i := range cp.free {
 		cp.isFree[i] = true
 	}
-	for i := 1; i < len(cp.heads); i++ {
-		if !cp.isFree[i] {
-			base := int64(i) * z.m
-			sn.appendBuckets(z, &cp.heads[i], cp.counts[base:base+z.m], cp.ids[i])
-		}
-	}
 }
 
-// appendBuckets adds a key of head h and ring, if it holds a count: its
-// ring as settle would write it. A key whose window is over is kept, as
-// the zone keeps it until its sweeper runs: a clock that steps back
-// across the restart finds what it would have found without one; Restore
-// drops what is over by its own clock.
-func (sn *snapshot) appendBuckets(z *Zone, h *head, ring []uint32, id uint64) {
-	if h.inside == 0 && h.leaving == 0 {
-		return
+// cells writes into out the counts of the key in slot i of the copy, by
+// sub-window from c-k to c, its ring as settle would write it, and
+// returns c; or -1 for slot 0, a free slot (a key deleted: swept,
+// evicted, reset) or a key that counts nothing. A key whose window is over
+// is kept, as the zone keeps it until its sweeper runs: a clock that
+// steps back across the restart finds what it would have found without
+// one; Restore drops what is over by its own clock.
+func (cp *shardCopy) cells(z *Zone, i int, out []uint32) int64 {
+	h := &cp.heads[i]
+	if i == 0 || cp.isFree[i] || h.inside == 0 && h.leaving == 0 {
+		return -1
 	}
+	ring := cp.counts[int64(i)*z.m : int64(i+1)*z.m]
 	c := h.end/z.span - 1
 	rest := 0.0
 	for b := c - z.k + 1; b < c; b++ {
@@ -245,12 +229,23 @@ func (sn *snapshot) appendBuckets(z *Zone, h *head, ring []uint32, id uint64) {
 	if z.leavingWeight == 1 {
 		rest += float64(ring[(c+1)%z.m])
 	}
-	sn.ids = append(sn.ids, id)
-	sn.newest = append(sn.newest, c)
-	for b := c - z.k; b < c; b++ {
-		sn.cells = append(sn.cells, ring[b%z.m])
+	for d := int64(0); d < z.k; d++ {
+		out[d] = ring[(c-z.k+d)%z.m]
 	}
-	sn.cells = append(sn.cells, uint32(h.inside-rest))
+	out[z.k] = uint32(h.inside - rest)
+	return c
+}
+
+// appendCopy adds every key of a shard's copy that holds a count.
+func (sn *snapshot) appendCopy(z *Zone, cp *shardCopy) {
+	out := make([]uint32, z.m)
+	for i := 1; i < len(cp.heads); i++ {
+		if c := cp.cells(z, i, out); c >= 0 {
+			sn.ids = append(sn.ids, cp.ids[i])
+			sn.newest = append(sn.newest, c)
+			sn.cells = append(sn.cells, out...)
+		}
+	}
 }
 
 // appendLog adds the log r of the key of id, if it holds a timestamp.

@@ -343,3 +343,59 @@ func TestFoldSketchWidths(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotMatchesTaken: what Snapshot streams holds what
+// takeSnapshot takes, key by key, with the summary of evicted keys and
+// the restored keys not seen since, for every algorithm.
+func TestSnapshotMatchesTaken(t *testing.T) {
+	at := time.Unix(1_800_000_000, 0)
+	for _, rule := range snapshotRules {
+		z := persistZone(t, "z", rule, 64)
+		for i := 0; i < 300; i++ {
+			TakeAt(z, "k"+strconv.Itoa(i%150), at.Add(time.Duration(i)*20*time.Millisecond).UnixNano())
+		}
+		sn, _ := z.takeSnapshot(at.Add(6 * time.Second))
+		z2 := persistZone(t, "z", rule, 64)
+		z2.restore(roundTrip(t, sn), at.Add(6*time.Second))
+		for i := 0; i < 20; i++ {
+			TakeAt(z2, "k"+strconv.Itoa(i), at.Add(7*time.Second).UnixNano())
+		}
+		now := at.Add(8 * time.Second)
+		var buf bytes.Buffer
+		n, err := z2.Snapshot(&buf, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streamed, err := unmarshalSnapshot(buf.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		taken, _ := z2.takeSnapshot(now)
+		if n != taken.len() || streamed.len() != taken.len() {
+			t.Fatalf("%v: streamed %d (%d) keys, snapshot %d", rule.Algorithm, n, streamed.len(), taken.len())
+		}
+		byID := func(sn *snapshot) map[uint64]string {
+			out := make(map[uint64]string)
+			m := sn.ring()
+			for j, id := range sn.ids {
+				if sn.algorithm == Log {
+					out[id] = fmt.Sprint(sn.ts[sn.off[j] : sn.off[j]+sn.cnt[j]])
+				} else {
+					out[id] = fmt.Sprint(sn.newest[j], sn.cells[j*m:(j+1)*m])
+				}
+			}
+			return out
+		}
+		a, b := byID(streamed), byID(taken)
+		for id, v := range b {
+			if a[id] != v {
+				t.Fatalf("%v: key %x: streamed %s, snapshot %s", rule.Algorithm, id, a[id], v)
+			}
+		}
+		ka, _ := taken.marshal()
+		kb, _ := unmarshalSnapshot(ka)
+		if (streamed.sk == nil) != (kb.sk == nil) || streamed.sk != nil && fmt.Sprint(streamed.sk.counts, streamed.sk.until) != fmt.Sprint(kb.sk.counts, kb.sk.until) {
+			t.Fatalf("%v: the summaries of evicted keys differ", rule.Algorithm)
+		}
+	}
+}

@@ -12,7 +12,7 @@ import (
 // (uv):
 //
 //	magic "WLSNAP" | version u8 | algorithm u8 | window i64 | sub_window i64
-//	| taken i64 | salt [16] | name: uv length, bytes | keys: uv
+//	| taken i64 | salt [16] | name: uv length, bytes | keys: u64
 //	| per key, buckets: id u64 | newest sub-window uv | k+1 counts uv
 //	| per key, log:     id u64 | n uv | first timestamp uv | n-1 gaps uv
 //	| sketch width uv (0: none) | cells written uv
@@ -46,45 +46,71 @@ func (sn *snapshot) marshal() ([]byte, error) {
 	if sn.sk != nil {
 		size += 16 + len(sn.sk.counts)*20
 	}
-	b := make([]byte, 0, size)
-	b = append(b, snapshotMagic...)
-	b = append(b, snapshotVersion, byte(sn.algorithm))
-	b = binary.LittleEndian.AppendUint64(b, uint64(sn.window))
-	b = binary.LittleEndian.AppendUint64(b, uint64(sn.subWindow))
-	b = binary.LittleEndian.AppendUint64(b, uint64(sn.taken))
-	b = append(b, sn.salt[:]...)
-	b = binary.AppendUvarint(b, uint64(len(sn.name)))
-	b = append(b, sn.name...)
-	b = binary.AppendUvarint(b, uint64(len(sn.ids)))
+	b, count := appendHeader(make([]byte, 0, size), sn.name, sn.window, sn.subWindow, sn.algorithm, sn.taken, &sn.salt)
 	for j, id := range sn.ids {
-		b = binary.LittleEndian.AppendUint64(b, id)
 		if sn.algorithm == Log {
-			ts := sn.ts[sn.off[j] : sn.off[j]+sn.cnt[j]]
-			b = binary.AppendUvarint(b, uint64(len(ts)))
-			prev := int64(0)
-			for _, v := range ts {
-				b = binary.AppendUvarint(b, uint64(v-prev))
-				prev = v
-			}
-			continue
-		}
-		b = binary.AppendUvarint(b, uint64(sn.newest[j]))
-		for _, c := range sn.cells[j*m : (j+1)*m] {
-			b = binary.AppendUvarint(b, uint64(c))
+			b = appendLogEntry(b, id, sn.ts[sn.off[j]:sn.off[j]+sn.cnt[j]])
+		} else {
+			b = appendBucketEntry(b, id, sn.newest[j], sn.cells[j*m:(j+1)*m])
 		}
 	}
-	if sn.sk == nil {
+	return finish(b, count, len(sn.ids), sn.sk), nil
+}
+
+// appendHeader appends the header of a snapshot, up to and including its
+// key count, which it writes as 0 and whose offset it returns for finish.
+func appendHeader(b []byte, name string, window, subWindow int64, a Algorithm, taken int64, salt *[16]byte) ([]byte, int) {
+	b = append(b, snapshotMagic...)
+	b = append(b, snapshotVersion, byte(a))
+	b = binary.LittleEndian.AppendUint64(b, uint64(window))
+	b = binary.LittleEndian.AppendUint64(b, uint64(subWindow))
+	b = binary.LittleEndian.AppendUint64(b, uint64(taken))
+	b = append(b, salt[:]...)
+	b = binary.AppendUvarint(b, uint64(len(name)))
+	b = append(b, name...)
+	count := len(b)
+	return binary.LittleEndian.AppendUint64(b, 0), count
+}
+
+// appendBucketEntry appends a key of a bucket zone: its id, its newest
+// sub-window c and its counts of sub-windows c-k..c.
+func appendBucketEntry(b []byte, id uint64, c int64, cells []uint32) []byte {
+	b = binary.LittleEndian.AppendUint64(b, id)
+	b = binary.AppendUvarint(b, uint64(c))
+	for _, v := range cells {
+		b = binary.AppendUvarint(b, uint64(v))
+	}
+	return b
+}
+
+// appendLogEntry appends a key of a log zone: its id and its timestamps,
+// oldest first.
+func appendLogEntry(b []byte, id uint64, ts []int64) []byte {
+	b = binary.LittleEndian.AppendUint64(b, id)
+	b = binary.AppendUvarint(b, uint64(len(ts)))
+	prev := int64(0)
+	for _, v := range ts {
+		b = binary.AppendUvarint(b, uint64(v-prev))
+		prev = v
+	}
+	return b
+}
+
+// finish writes the key count at its offset, appends the summary of
+// evicted keys (nil: none) and the checksum.
+func finish(b []byte, count, keys int, k *sketch) []byte {
+	binary.LittleEndian.PutUint64(b[count:], uint64(keys))
+	if k == nil {
 		b = binary.AppendUvarint(b, 0)
 	} else {
-		k := sn.sk
 		b = binary.AppendUvarint(b, uint64(k.width))
-		live := 0
+		written := 0
 		for c := range k.counts {
 			if k.until[c] != 0 {
-				live++
+				written++
 			}
 		}
-		b = binary.AppendUvarint(b, uint64(live))
+		b = binary.AppendUvarint(b, uint64(written))
 		prev := -1
 		for c := range k.counts {
 			if k.until[c] == 0 {
@@ -96,7 +122,7 @@ func (sn *snapshot) marshal() ([]byte, error) {
 			prev = c
 		}
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
 // reader decodes a snapshot, failing on the first bad value.
@@ -185,7 +211,7 @@ func unmarshalSnapshot(data []byte) (*snapshot, error) {
 	}
 	sn.name = string(r.b[:nameLen])
 	r.b = r.b[nameLen:]
-	keys := r.uvarint("key count")
+	keys := r.u64("key count")
 	m := sn.ring()
 	minKey := uint64(8 + 1 + m) // a bucket key: id, newest, m counts
 	if sn.algorithm == Log {

@@ -1,0 +1,70 @@
+package ratelimit
+
+import "time"
+
+// appendSnapshot appends to b the file bytes of a snapshot of z at now,
+// the bytes marshal of z.takeSnapshot(now) gives but for the keys'
+// order, without the snapshot's arrays in between: a bucket shard's slabs
+// are copied under its lock, as takeSnapshot does, and encoded from the copy.
+// At a million keys that is 60 MB less garbage a snapshot. It returns the
+// bytes and the number of keys. z must have Options.Persist.
+func (z *Zone) appendSnapshot(b []byte, now time.Time) ([]byte, int) {
+	p := z.persist
+	t := now.UnixNano()
+	b, count := appendHeader(b, z.name, z.window, z.span, z.rule.Algorithm, t, &p.salt)
+	keys := 0
+	var sk *sketch
+	var cp shardCopy
+	cells := make([]uint32, z.m)
+	var ts []int64
+	for si := range z.shards {
+		s := &z.shards[si]
+		if !z.log {
+			cp.take(s, &sk)
+			for i := 1; i < len(cp.heads); i++ {
+				if c := cp.cells(z, i, cells); c >= 0 {
+					b = appendBucketEntry(b, cp.ids[i], c, cells)
+					keys++
+				}
+			}
+			continue
+		}
+		s.Lock()
+		for _, i := range s.index {
+			r := &s.logs[i]
+			if r.n == 0 {
+				continue
+			}
+			ts = ts[:0]
+			for j := 0; j < r.n; j++ {
+				ts = append(ts, r.at(j))
+			}
+			b = appendLogEntry(b, s.ids[i], ts)
+			keys++
+		}
+		if s.evicted.counts != nil {
+			sk = foldInto(sk, &s.evicted)
+		}
+		s.Unlock()
+	}
+	p.mu.Lock()
+	if p.from != nil && t >= p.restoredLive() {
+		p.dropRestored() // everything restored has stopped counting
+	}
+	if from := p.from; from != nil {
+		m := from.ring()
+		for _, j := range p.pending {
+			if from.algorithm == Log {
+				b = appendLogEntry(b, from.ids[j], from.ts[from.off[j]:from.off[j]+from.cnt[j]])
+			} else {
+				b = appendBucketEntry(b, from.ids[j], from.newest[j], from.cells[j*m:(j+1)*m])
+			}
+			keys++
+		}
+	}
+	if p.sketch != nil {
+		sk = foldInto(sk, p.sketch)
+	}
+	p.mu.Unlock()
+	return finish(b, count, keys, sk), keys
+}
