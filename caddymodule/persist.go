@@ -185,9 +185,9 @@ type zoneSaver struct {
 
 	// mu guards the last snapshot written and the restore, for the admin
 	// API.
-	mu                    sync.Mutex
-	savedAt, restoredAt   time.Time
-	savedKeys, restoredKs int
+	mu                      sync.Mutex
+	savedAt, restoredAt     time.Time
+	savedKeys, restoredKeys int
 }
 
 // savers maps a snapshot file to the saver that owns it: the newest zone
@@ -252,7 +252,7 @@ func startSaver(z *ratelimit.Zone, plan *persistPlan, logger *zap.Logger) *zoneS
 	switch {
 	case err == nil:
 		sv.mu.Lock()
-		sv.restoredAt, sv.restoredKs = now, n
+		sv.restoredAt, sv.restoredKeys = now, n
 		sv.mu.Unlock()
 		countPersist(z.Name(), func(c *persistCount) { c.restored += uint64(n) })
 		logger.Info("rate_limit zone restored", zap.String("zone", z.Name()), zap.Int("keys", n), zap.String("from", from))
@@ -370,7 +370,7 @@ func persistInfoOf(z *ratelimit.Zone) *persistInfo {
 	info := &persistInfo{File: sv.path, Interval: sv.plan.interval.String(), Pending: z.Stats().Pending}
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
-	info.SavedKeys, info.RestoredKeys = sv.savedKeys, sv.restoredKs
+	info.SavedKeys, info.RestoredKeys = sv.savedKeys, sv.restoredKeys
 	if !sv.savedAt.IsZero() {
 		info.SavedAt = sv.savedAt.UTC().Format(time.RFC3339Nano)
 	}

@@ -391,6 +391,8 @@ options_part() {
 		'ip-typo-s|sourceCriterion: {ipStrategy: {dept: "1"}}|unknown option sourceCriterion.ipStrategy.dept; did you mean depth?'
 		'redis-typo|redis: {endpoint: ["127.0.0.1:1"]}|unknown option redis.endpoint; did you mean endpoints?'
 		'redis-typo-s|redis: {endpoint: "127.0.0.1:1"}|unknown option redis.endpoint; did you mean endpoints?'
+		'persist-typo|persist: {directory: /tmp/wl-persist-typo, intervall: 1s}|unknown option persist.intervall; did you mean interval?'
+		'persist-typo-s|persist: {directory: "/tmp/wl-persist-typo", intervall: "1s"}|unknown option persist.intervall; did you mean interval?'
 	)
 	local routers middlewares t
 	routers=$(

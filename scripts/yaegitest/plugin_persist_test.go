@@ -17,8 +17,20 @@ func TestPluginPersist(t *testing.T) {
 	dir := t.TempDir()
 	algorithms := []string{"sliding", "strict", "fixed", "log"}
 	config := func(alg string) map[string]any {
-		return map[string]any{"window": "1m", "limit": "3", "algorithm": alg,
+		// An hour: fixed's window starts on the clock's hour, and a test
+		// that crossed its start would find its count gone.
+		return map[string]any{"window": "1h", "limit": "3", "algorithm": alg,
 			"persist": map[string]any{"directory": dir, "interval": "1s"}}
+	}
+	// An interpreter's savers write every interval until its middlewares
+	// go: the same names without persist stop them, so that an earlier
+	// "Traefik" writes nothing over the files the next one reads, and
+	// nothing into the directory once the test removes it.
+	stopSavers := func(build func(testing.TB, map[string]any, string) http.Handler) {
+		for _, alg := range algorithms {
+			build(t, map[string]any{"window": "1h", "limit": "3", "algorithm": alg}, "persist-"+alg+"@file")
+		}
+		time.Sleep(200 * time.Millisecond) // a save under way ends
 	}
 	b, _ := loadPlugin(t)
 	for _, alg := range algorithms {
@@ -37,6 +49,7 @@ func TestPluginPersist(t *testing.T) {
 	if n := len(files()); n != len(algorithms) {
 		t.Fatalf("%d snapshot files, want %d", n, len(algorithms))
 	}
+	stopSavers(b.build)
 	restarted, _ := loadPlugin(t)
 	for _, alg := range algorithms {
 		h := restarted.build(t, config(alg), "persist-"+alg+"@file")
@@ -47,10 +60,12 @@ func TestPluginPersist(t *testing.T) {
 			t.Errorf("%s: after the restart another client got %d, want 200", alg, c)
 		}
 	}
+	stopSavers(restarted.build)
 	for _, f := range files() {
 		os.WriteFile(f, []byte("garbage"), 0o600)
 	}
 	again, _ := loadPlugin(t)
+	t.Cleanup(func() { stopSavers(again.build) })
 	for _, alg := range algorithms {
 		h := again.build(t, config(alg), "persist-"+alg+"@file")
 		if c := get(h, "203.0.113.7:1", "").Code; c != http.StatusOK {

@@ -108,7 +108,8 @@ func headTime(z *Zone, h *head, t int64) int64 {
 
 // settle writes the current sub-window's count into the ring of slot and
 // returns the ring and the current sub-window index: the ring then holds
-// sub-windows c-k..c.
+// sub-windows c-k..c. It writes newestCount out: it is on the request
+// path, where under yaegi a call costs a frame.
 func settle(z *Zone, s *shard, slot uint32) ([]uint32, int64) {
 	base := int64(slot) * z.m
 	ring := s.counts[base : base+z.m]
@@ -124,6 +125,21 @@ func settle(z *Zone, s *shard, slot uint32) ([]uint32, int64) {
 	}
 	ring[c%z.m] = uint32(h.inside - rest)
 	return ring, c
+}
+
+// newestCount returns what the newest sub-window of a key counts, as
+// settle writes it into the ring: inside, less the other sub-windows
+// inside counts. ring is the key's ring, or a copy of it.
+func newestCount(z *Zone, ring []uint32, h *head) uint32 {
+	c := h.end/z.span - 1
+	rest := 0.0
+	for b := c - z.k + 1; b < c; b++ {
+		rest += float64(ring[b%z.m])
+	}
+	if z.leavingWeight == 1 {
+		rest += float64(ring[(c+1)%z.m])
+	}
+	return uint32(h.inside - rest)
 }
 
 // headAt returns the head of sub-window c >= newest for a ring settled in

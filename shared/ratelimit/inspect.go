@@ -84,14 +84,7 @@ func inspectBuckets(z *Zone, s *shard, slot uint32, t int64) KeyState {
 	ring := make([]uint32, z.m)
 	copy(ring, s.counts[base:base+z.m])
 	newest := h.end/z.span - 1
-	rest := 0.0
-	for b := newest - z.k + 1; b < newest; b++ {
-		rest += float64(ring[b%z.m])
-	}
-	if z.leavingWeight == 1 {
-		rest += float64(ring[(newest+1)%z.m])
-	}
-	ring[newest%z.m] = uint32(h.inside - rest)
+	ring[newest%z.m] = newestCount(z, ring, &h)
 	cur := h
 	if t >= h.end {
 		cur = headAt(z, ring, newest, t/z.span)

@@ -222,17 +222,10 @@ func (cp *shardCopy) cells(z *Zone, i int, out []uint32) int64 {
 	}
 	ring := cp.counts[int64(i)*z.m : int64(i+1)*z.m]
 	c := h.end/z.span - 1
-	rest := 0.0
-	for b := c - z.k + 1; b < c; b++ {
-		rest += float64(ring[b%z.m])
-	}
-	if z.leavingWeight == 1 {
-		rest += float64(ring[(c+1)%z.m])
-	}
 	for d := int64(0); d < z.k; d++ {
 		out[d] = ring[(c-z.k+d)%z.m]
 	}
-	out[z.k] = uint32(h.inside - rest)
+	out[z.k] = newestCount(z, ring, h)
 	return c
 }
 

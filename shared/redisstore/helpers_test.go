@@ -8,6 +8,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/windowlimit/windowlimit/internal/redistest"
+	"github.com/windowlimit/windowlimit/internal/zonetest"
 	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 	"github.com/windowlimit/windowlimit/shared/resp"
@@ -62,33 +63,12 @@ func newStore(t testing.TB, addr string) (*Store, *resp.Client) {
 	return s, c
 }
 
-// newZone returns the zone name of rule r, closed when the test ends. It
-// has no sweeper unless opts, given at most once, set a SweepInterval.
-func newZone(t testing.TB, name string, r ratelimit.Rule, opts ...ratelimit.Options) *ratelimit.Zone {
-	t.Helper()
-	var o ratelimit.Options
-	if len(opts) > 0 {
-		o = opts[0]
-	}
-	if o.SweepInterval == 0 {
-		o.SweepInterval = -1
-	}
-	z, err := ratelimit.NewZone(name, r, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(z.Close)
-	return z
-}
-
-func take1(t testing.TB, s ratelimit.Store, now time.Time, z *ratelimit.Zone, key string) ratelimit.Decision {
-	t.Helper()
-	out := make([]ratelimit.Decision, 1)
-	if _, err := s.Take(context.Background(), now, []ratelimit.Item{{Zone: z, Key: key}}, out); err != nil {
-		t.Fatal(err)
-	}
-	return out[0]
-}
+// The zone helpers every test of the package uses.
+var (
+	epoch   = zonetest.Epoch
+	newZone = zonetest.NewZone
+	take1   = zonetest.Take
+)
 
 // newGuard returns a guard in front of remote, closed when the test ends.
 func newGuard(t *testing.T, remote ratelimit.Store, opts guard.Options) *guard.Guard {

@@ -59,9 +59,9 @@ func (s *Store) Inspect(ctx context.Context, z *ratelimit.Zone, key string, now 
 	if s.callerTime {
 		arg = strconv.FormatInt(now.UnixMicro(), 10)
 	}
-	res, err := s.evalScript(ctx, redisReadScript, redisReadSHA, Key(s.prefix, z.Name(), key), arg)
+	res, err := s.evalWith(ctx, redisReadScript, redisReadSHA, []string{Key(s.prefix, z.Name(), key)}, []string{arg})
 	if err != nil {
-		return ratelimit.KeyState{}, err
+		return ratelimit.KeyState{}, fmt.Errorf("redis: %w", err)
 	}
 	if len(res) < 2 {
 		return ratelimit.KeyState{}, fmt.Errorf("redis inspect script: got %d integers, want at least 2", len(res))
@@ -241,23 +241,6 @@ func (s *Store) Forget(ctx context.Context, z *ratelimit.Zone, key string, now t
 		return false, fmt.Errorf("redis limiter script: got %d integers for a reset", len(res))
 	}
 	return res[0] > 0, nil
-}
-
-// evalScript runs script on one key by its SHA1, sending the text when
-// the server does not hold it.
-func (s *Store) evalScript(ctx context.Context, script, sha, key string, args ...string) ([]int64, error) {
-	if args == nil {
-		args = []string{}
-	}
-	keys := []string{key}
-	res, err := s.run.EvalSha(ctx, sha, keys, args)
-	if err != nil && isNoScript(err) {
-		res, err = s.run.Eval(ctx, script, keys, args)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("redis: %w", err)
-	}
-	return res, nil
 }
 
 // KeyPrefix returns the prefix of the store's keys.

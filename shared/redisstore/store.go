@@ -272,14 +272,21 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 // eval runs the script by its SHA1 and sends the text once when the server
 // lost it (restart, failover, SCRIPT FLUSH).
 func (s *Store) eval(ctx context.Context, keys, args []string) ([]int64, error) {
-	res, err := s.run.EvalSha(ctx, redisScriptSHA, keys, args)
-	if err != nil && isNoScript(err) {
-		res, err = s.run.Eval(ctx, redisScript, keys, args)
-	}
+	res, err := s.evalWith(ctx, redisScript, redisScriptSHA, keys, args)
 	if err != nil {
 		return nil, fmt.Errorf("redis limiter script: %w", err)
 	}
 	return res, nil
+}
+
+// evalWith runs script by its SHA1 sha, and sends its text when the
+// server does not hold it.
+func (s *Store) evalWith(ctx context.Context, script, sha string, keys, args []string) ([]int64, error) {
+	res, err := s.run.EvalSha(ctx, sha, keys, args)
+	if err != nil && isNoScript(err) {
+		res, err = s.run.Eval(ctx, script, keys, args)
+	}
+	return res, err
 }
 
 // Ping runs the script with no keys: it checks that Redis answers and

@@ -20,8 +20,6 @@ import (
 
 // epoch is a realistic time, so float precision is tested at today's
 // magnitudes (microseconds since 1970 need 51 bits).
-var epoch = time.UnixMicro(1_760_000_000_123_457)
-
 var equivalenceRules = []struct {
 	name string
 	rule ratelimit.Rule
