@@ -110,7 +110,7 @@ replace_if_changed() {
 mkdir -p "$cache"
 if [[ ! -x $output || ! -f $cache/caddy-build/go.sum ]]; then
 	echo "xcaddy.sh: building $output (Caddy $caddy_version with $module/caddymodule):" \
-		"the first build downloads and compiles Caddy, about 3 minutes on 2 cores; later ones take seconds" >&2
+		"the first build downloads and compiles Caddy, 3 to 5 minutes on 2 cores; later ones take seconds" >&2
 else
 	echo "xcaddy.sh: building $output (Caddy $caddy_version with this checkout)" >&2
 fi
@@ -123,9 +123,11 @@ build() {
 		build_with_go
 	fi
 }
+started=$SECONDS
 progress xcaddy.sh build 9>"$cache/caddy-build.lock"
+took=$((SECONDS - started))
 
 if [[ $# -gt 0 ]]; then
 	exec "$output" "$@"
 fi
-echo "built $output (Caddy $caddy_version with $module/caddymodule)" >&2
+echo "built $output (Caddy $caddy_version with $module/caddymodule) in $((took / 60)) min $((took % 60)) s" >&2

@@ -468,7 +468,11 @@ if part 4; then
 			mapfile -t u < <(urls T_WEB "/$path")
 			res=$(measure "$SECONDS_EACH" "" "${u[@]}")
 			read -r r[$path] reqs non2xx errs calls t[$path] <<<"$res"
-			((non2xx == 0 && errs == 0)) || wl_die "traefik /$path: $non2xx non-2xx responses, $errs socket errors: the comparison would be unfair"
+			if ((non2xx != 0 || errs != 0)); then
+				# What Traefik and the plugin logged (a store error, say).
+				tail -n 20 "$WL_WORK"/traefik-*/traefik.log >&2
+				wl_die "traefik /$path: $non2xx non-2xx responses, $errs socket errors: the comparison would be unfair"
+			fi
 			c=$(div "$calls" "$reqs")
 			trps[$path]+=" ${r[$path]}" tcpr[$path]+=" $c" tcpu[$path]+=" ${t[$path]}"
 			wl_log "part 4, round $round: /$path ${r[$path]} req/s (2 instances), $calls script calls for $reqs requests ($c per request), ${t[$path]} µs CPU per request"

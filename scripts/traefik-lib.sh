@@ -21,6 +21,7 @@ wt_traefik() {
 	(
 		flock 9
 		[[ -x $bin ]] && exit 0
+		SECONDS=0
 		wl_log "building Traefik $WT_VERSION into $bin, once: 6 to 15 minutes on 2 cores (log: $WL_CACHE/traefik-build.log)"
 		local tmp dir log=$WL_CACHE/traefik-build.log
 		tmp=$(mktemp -d)
@@ -47,7 +48,7 @@ wt_traefik() {
 		wl_log "traefik build: downloading its dependencies and compiling (the long part)"
 		wl_progress "traefik build: compile" compile || wl_die "traefik build failed, see $log"
 		mv "$bin.tmp" "$bin"
-		wl_log "traefik build: done, $bin"
+		wl_log "traefik build: done, $bin, in $((SECONDS / 60)) min $((SECONDS % 60)) s"
 	) 9>"$WL_CACHE/traefik-build.lock"
 	echo "$bin"
 }
