@@ -161,21 +161,19 @@ rewrite_value() {
 	}'
 }
 
-# rewrite DOC DOC_REGEX VALUE LIKE replaces the first group of DOC_REGEX's
-# first match in DOC with VALUE written as LIKE (WL_FIGURES_REWRITE=1: a
-# quiet run's times, rates and ratios into the docs; the prose around them
-# is the writer's to read again).
+# rewrite DOC DOC_REGEX TEXT replaces the first group of DOC_REGEX's first
+# match in DOC with TEXT (WL_FIGURES_REWRITE=1: a quiet run's times, rates
+# and ratios into the docs; the prose around them is the writer's to read
+# again).
 rewrite() {
-	local new
-	new=$(rewrite_value "$3" "$4")
-	RE=$2 NEW=$new perl -0777 -i -pe 'if (/$ENV{RE}/m) { substr($_, $-[1], $+[1] - $-[1]) = $ENV{NEW} }' "$1"
+	RE=$2 NEW=$3 perl -0777 -i -pe 'if (/$ENV{RE}/m) { substr($_, $-[1], $+[1] - $-[1]) = $ENV{NEW} }' "$1"
 }
 
 # fig KIND NAME DOC DOC_REGEX CMD_NAME CMD OUT_REGEX checks one figure:
 # the first match of DOC_REGEX in the file DOC against every match of
 # OUT_REGEX in what CMD prints. KIND: exact, range or tol:N.
 fig() {
-	local kind=$1 name=$2 doc=$3 docre=$4 cname=$5 cmd=$6 outre=$7 want got verdict=ok v r med scale=1 lo hi
+	local kind=$1 name=$2 doc=$3 docre=$4 cname=$5 cmd=$6 outre=$7 want got verdict=ok v r med scale=1 lo hi new
 	# KIND/SCALE: the printed values are divided by SCALE first (ns to µs).
 	if [[ $kind == */* ]]; then
 		scale=${kind#*/}
@@ -251,9 +249,9 @@ fig() {
 	# WL_FIGURES_REWRITE=1: a time, rate or ratio becomes what this run
 	# printed, whether or not it was within its tolerance, so that a table
 	# is one run's.
-	if [[ -n ${WL_FIGURES_REWRITE:-} && $kind == tol:* && ($verdict == ok || $verdict == "DIFFERS (median"*) && $want =~ ^[0-9.,]+$ &&
-		$(rewrite_value "$med" "$want") != "$want" ]]; then
-		rewrite "$doc" "$docre" "$med" "$want" && verdict="rewritten: $want -> $(rewrite_value "$med" "$want")"
+	if [[ -n ${WL_FIGURES_REWRITE:-} && $kind == tol:* && ($verdict == ok || $verdict == "DIFFERS (median"*) && $want =~ ^[0-9.,]+$ ]]; then
+		new=$(rewrite_value "$med" "$want")
+		[[ $new == "$want" ]] || { rewrite "$doc" "$docre" "$new" && verdict="rewritten: $want -> $new"; }
 	fi
 	[[ $verdict == ok || $verdict == rewritten* ]] || failed=1
 	local shown=${got[0]:-}
@@ -781,7 +779,8 @@ fig tol:5 "why.md: headers none vs plain" docs/why.md "requests,\\s+(\\S+)\\s+wi
 
 # scripts/bench-traefik.sh: the doc's table row by row (doc label, then
 # the script's label).
-traefik='WL_BENCH_PPROF=$(mktemp -d) scripts/bench-traefik.sh'
+# The profiles go into the work directory, with the outputs.
+traefik='WL_BENCH_PPROF=$WL_FIGURES_OUT/traefik-pprof scripts/bench-traefik.sh'
 while IFS='|' read -r dlabel slabel; do
 	dq=$(qre "$dlabel")
 	sq=$(qre "$slabel")
@@ -869,10 +868,10 @@ fig tol:25 "benchmarks.md: prose, in memory by CPU, most" $bm '`overrides`\s+\(\
 # router's: within the 15% the doc states.
 prog='if (/^(plain router|trivial yaegi plugin|least sliding window, yaegi|windowlimit, defaults|windowlimit \+ redis)/) { $n = $1; @f = split; $c{$n} = $f[-3] }
 END { printf "%s: %.2f times the CPU of the plain router\n", $_, $c{$_} / $c{"plain router"} for grep { $_ ne "plain router" } sort keys %c }'
-overplain="from traefik $(printf %q "$prog")"
+vsplain="from traefik $(printf %q "$prog")"
 while IFS='|' read -r docre label; do
 	fig tol:15 "benchmarks.md: prose, $label, CPU vs plain" $bm "$docre" \
-		traefik:vsplain "$overplain" "^$(qre "$label"): (\\S+) times"
+		traefik:vsplain "$vsplain" "^$(qre "$label"): (\\S+) times"
 done <<'END'
 almost\s+nothing\s+cost\s+Traefik\s+(\S+)\s+times|trivial yaegi plugin
 the\s+least\s+sliding\s+window\s+(\S+)\s+times|least sliding window, yaegi
