@@ -362,29 +362,33 @@ fallback_part() {
 		[[ $codes == 200 ]] || wl_die "depth $depth: client B (127.0.0.2) after A: $codes, want 200 (a count of its own, not one for all)"
 		codes=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --interface 127.0.0.1 "$path")
 		[[ $codes == 429 ]] || wl_die "depth $depth: client A again: $codes, want 429"
-		[[ $(grep -c "windowlimit: middleware \"depth$depth-limit@file\": sourceCriterion.ipStrategy.depth $depth found no client address: the request has no X-Forwarded-For.*counted by their remote address instead" "$dir/traefik.log") == 1 ]] ||
+		[[ $(grep -c "windowlimit: warning: middleware \"depth$depth-limit@file\": sourceCriterion.ipStrategy.depth $depth found no client address: the request has no X-Forwarded-For.*counted by their remote address instead" "$dir/traefik.log") == 1 ]] ||
 			wl_die "depth $depth: want one log line that the source found nothing, got: $(grep "depth$depth-limit" "$dir/traefik.log")"
 		wl_pass "depth $depth, no trusted proxy: client A 200 200 200 429, then client B 200; logged once"
 	done
 	kill "$WT_TRAEFIK_PID"
 }
-# options_part is the part of misspelled options, on an instance of its
-# own whose entry point trusts loopback's X-Forwarded-For: a middleware
-# with a misspelled option at each level (top, sourceCriterion,
-# ipStrategy, redis), typed as in a file and as labels give them (every
-# value a string), must not be built: its router answers 404, never
-# unlimited or with one count for every client behind the proxy, and
-# Traefik's log names the key. The same options spelled right, in other
-# cases as Traefik's decoder allows, limit each client apart.
+# options_part is the part of bad options, on an instance of its own
+# whose entry point trusts loopback's X-Forwarded-For and which has a
+# catch-all router (PathPrefix(`/`), priority 1), as the quickstart does.
+# A middleware with a misspelled option at each level (top,
+# sourceCriterion, ipStrategy, redis, persist), typed as in a file and as
+# labels give them (every value a string), or a value of the wrong kind,
+# refuses every request of its router with 500: never served unlimited by
+# the catch-all, nor with one count for every client behind the proxy. Its
+# router shows as enabled in the API; Traefik's log names the option at
+# load, and not again for each request. The same options spelled right, in
+# other cases, limit each client apart; numbers are read in decimal.
 options_part() {
-	local dir=$WL_WORK/options web ping mw want codes i
-	read -r web ping < <(wt_free_ports 2 | paste -sd' ')
+	local dir=$WL_WORK/options web ping api mw want codes i body before after
+	read -r web ping api < <(wt_free_ports 3 | paste -sd' ')
 	mkdir -p "$dir"
 	cp -r "$WL_WORK/plugins-local" "$dir/"
 	# name|settings|the error's words; -s: every value a string.
 	local typos=(
 		'top-typo|countStatuss: ["401"]|unknown option countStatuss; did you mean countStatus?'
 		'top-typo-s|countStatuss: "401"|unknown option countStatuss; did you mean countStatus?'
+		'limit-typo-s|limt: "3"|unknown option limt; did you mean limit?'
 		'source-typo|sourceCriterion: {requestHeader: X-Key}|unknown option sourceCriterion.requestHeader; did you mean requestHeaderName?'
 		'source-typo-s|sourceCriterion: {requestHeader: "X-Key"}|unknown option sourceCriterion.requestHeader; did you mean requestHeaderName?'
 		'ip-typo|sourceCriterion: {ipStrategy: {dept: 1}}|unknown option sourceCriterion.ipStrategy.dept; did you mean depth?'
@@ -393,18 +397,26 @@ options_part() {
 		'redis-typo-s|redis: {endpoint: "127.0.0.1:1"}|unknown option redis.endpoint; did you mean endpoints?'
 		'persist-typo|persist: {directory: /tmp/wl-persist-typo, intervall: 1s}|unknown option persist.intervall; did you mean interval?'
 		'persist-typo-s|persist: {directory: "/tmp/wl-persist-typo", intervall: "1s"}|unknown option persist.intervall; did you mean interval?'
+		'kind-s|maxKeys: "lots"|maxKeys: must be a whole number in decimal, got "lots"'
+		'block-s|redis: "127.0.0.1:6379"|redis: must be a block of options, got "127.0.0.1:6379"'
+		'huge-s|maxKeys: "1000000000000"|maxKeys: too large, got 1000000000000'
 	)
 	local routers middlewares t
 	routers=$(
 		wt_router ready /plain
+		printf '    catchall:\n      rule: PathPrefix(`/`)\n      priority: 1\n      entryPoints: [web]\n      service: backend\n'
 		wt_router spelled /spelled/ spelled-limit
+		wt_router decimal /decimal/ decimal-limit
 		for t in "${typos[@]}"; do wt_router "${t%%|*}" "/${t%%|*}/" "${t%%|*}"; done
 	)
 	middlewares=$(
 		wt_plugin spelled-limit 'WINDOW: "1m"' 'Limit: "1"' 'sourcecriterion: {IPSTRATEGY: {Depth: "1"}}'
+		wt_plugin decimal-limit 'window: "1m"' 'limit: "010"'
 		for t in "${typos[@]}"; do
 			mw=${t%%|*} t=${t#*|}
-			if [[ $mw == *-s ]]; then
+			if [[ $mw == limit-typo-s ]]; then
+				wt_plugin "$mw" 'window: "1m"' "${t%%|*}"
+			elif [[ $mw == *-s ]]; then
 				wt_plugin "$mw" 'window: "1m"' 'limit: "1"' "${t%%|*}"
 			else
 				wt_plugin "$mw" "window: 1m" "limit: 1" "${t%%|*}"
@@ -412,7 +424,8 @@ options_part() {
 		done
 	)
 	wt_dynamic "$dir/dynamic.yml" "$routers" "$middlewares"
-	WL_TRAEFIK_TRUST_LOOPBACK=1 wt_start_traefik "$web" "$ping" "$dir"
+	WL_TRAEFIK_TRUST_LOOPBACK=1 WL_TRAEFIK_EXTRA_ENTRYPOINTS="traefik=127.0.0.1:$api" \
+		WL_TRAEFIK_EXTRA_STATIC=$'api:\n  insecure: true' wt_start_traefik "$web" "$ping" "$dir"
 	wt_wait_status "http://127.0.0.1:$web/plain" 200 || wl_die "instance options never loaded its routers"
 	# Four clients behind the proxy, one request each, then the first again.
 	codes=$(for i in 1 2 3 4 1; do
@@ -420,20 +433,30 @@ options_part() {
 	done)
 	[[ $codes == "200 200 200 200 429 " ]] || wl_die "options in other cases: $codes, want 200 200 200 200 429 (a count per client)"
 	wl_pass "options spelled in other cases (WINDOW, Limit, sourcecriterion.IPSTRATEGY.Depth) accepted: 4 clients 200, the first again 429"
+	codes=$(for i in $(seq 11); do curl -s -o /dev/null -w '%{http_code} ' --max-time 5 "http://127.0.0.1:$web/decimal/"; done)
+	[[ $codes == "$(printf '200 %.0s' $(seq 10))429 " ]] || wl_die "limit \"010\": $codes, want 10 x 200 then 429 (decimal as written)"
+	wl_pass "limit \"010\" is 10: 10 x 200, then 429"
 	for t in "${typos[@]}"; do
 		mw=${t%%|*} want=${t##*|}
+		grep -qF "windowlimit: error: middleware \\\"$mw@file\\\" is misconfigured: ${want//\"/\\\"}" "$dir/traefik.log" ||
+			wl_die "$mw: Traefik's log does not say '$want': $(grep -F "$mw" "$dir/traefik.log")"
+		before=$(grep -cF "\\\"$mw@file\\\" is misconfigured" "$dir/traefik.log")
 		codes=$(for i in 1 2 3 4 1; do
 			curl -s -o /dev/null -w '%{http_code} ' --max-time 5 -H "X-Forwarded-For: 198.51.100.$i" "http://127.0.0.1:$web/$mw/"
 		done)
-		[[ $codes == "404 404 404 404 404 " ]] || wl_die "$mw: $codes, want 404 x 5: the router must not be served"
-		grep -qF "windowlimit middleware \\\"$mw@file\\\": $want" "$dir/traefik.log" ||
-			grep -qF "windowlimit middleware \"$mw@file\": $want" "$dir/traefik.log" ||
-			wl_die "$mw: Traefik's log does not say '$want': $(grep -F "$mw" "$dir/traefik.log")"
-		wl_pass "$mw: router answers 404 x 5; Traefik's log: $want"
+		[[ $codes == "500 500 500 500 500 " ]] ||
+			wl_die "$mw: $codes, want 500 x 5: the route must be refused, not served unlimited by the catch-all"
+		body=$(curl -s --max-time 5 "http://127.0.0.1:$web/$mw/")
+		[[ $body == "rate limit misconfigured: "* ]] || wl_die "$mw: body '$body', want 'rate limit misconfigured: ...'"
+		after=$(grep -cF "\\\"$mw@file\\\" is misconfigured" "$dir/traefik.log")
+		((after == before)) || wl_die "$mw: 6 refused requests logged $((after - before)) more lines, want none within the minute"
+		curl -s --max-time 5 "http://127.0.0.1:$api/api/http/routers/$mw@file" | grep -q '"status":"enabled"' ||
+			wl_die "$mw: the API does not show the router enabled: $(curl -s --max-time 5 "http://127.0.0.1:$api/api/http/routers/$mw@file")"
+		wl_pass "$mw: 500 x 6 beside a catch-all router, body 'rate limit misconfigured', router enabled in the API; log at load: $want"
 	done
-	# A reload with the option spelled right brings the router back.
+	# A reload with the option spelled right brings the limit back.
 	wt_dynamic "$dir/dynamic.yml" "$routers" "${middlewares//dept:/depth:}"
-	wt_wait_status "http://127.0.0.1:$web/ip-typo/" 200 || wl_die "ip-typo: still not served after the reload that fixes it"
+	wt_wait_status "http://127.0.0.1:$web/ip-typo/" 200 || wl_die "ip-typo: still refused after the reload that fixes it"
 	codes=$(for i in 1 2 3 4 1; do
 		curl -s -o /dev/null -w '%{http_code} ' --max-time 5 -H "X-Forwarded-For: 198.51.100.$i" "http://127.0.0.1:$web/ip-typo/"
 	done)
@@ -452,8 +475,8 @@ options_part() {
 # the DEBUG line not at INFO.
 logs_part() {
 	local spec format file level dir web ping log logfile out rej fb i n=0
-	rej='windowlimit: middleware \"rej-limit@file\" rejected a request; 0 more rejections since the last line'
-	fb='windowlimit: middleware \"fb-limit@file\": sourceCriterion.ipStrategy.depth 1 found no client address'
+	rej='windowlimit: info: middleware \"rej-limit@file\" rejected a request; 0 more rejections since the last line'
+	fb='windowlimit: warning: middleware \"fb-limit@file\": sourceCriterion.ipStrategy.depth 1 found no client address'
 	for spec in common:-:INFO common:file:DEBUG json:-:DEBUG json:file:INFO; do
 		IFS=: read -r format file level <<<"$spec"
 		n=$((n + 1))
@@ -661,15 +684,15 @@ wl_pass "$WL_SUMMARY"
 wl_redis_kill_under_load "$WEB_A"
 wl_pass "$WL_SUMMARY"
 wl_redis_restart "$WEB_A" "$WEB_B" 1 'chaos:chaos-limit@file:{after}'
-grep -q "windowlimit: redis 127.0.0.1:$REDIS: .*onStoreError allow" "$WL_WORK/a/traefik.log" || wl_die "instance a logged no redis error"
-grep -q "windowlimit: redis 127.0.0.1:$REDIS: redis store answers again" "$WL_WORK/a/traefik.log" || wl_die "instance a logged no recovery"
+grep -q "windowlimit: error: redis 127.0.0.1:$REDIS: .*onStoreError allow" "$WL_WORK/a/traefik.log" || wl_die "instance a logged no redis error"
+grep -q "windowlimit: info: redis 127.0.0.1:$REDIS: redis store answers again" "$WL_WORK/a/traefik.log" || wl_die "instance a logged no recovery"
 wl_pass "$WL_SUMMARY"
 
 # Cluster part, on the same two instances: cluster-limit by address, then
 # cluster-user by X-User (headers none), so two keys in different slots;
 # cluster-user sees no request cluster-limit rejected, so it holds 20.
 wl_cluster_shared "$WEB_A" "$WEB_B" /cluster 'cl:cluster-limit@file:{127.0.0.1}' 'cl:cluster-user@file:{alice}' 20
-if grep "windowlimit: redis ${WL_CLUSTER_NODES[0]}" "$WL_WORK"/a/traefik.log "$WL_WORK"/b/traefik.log; then
+if grep "windowlimit: error: redis ${WL_CLUSTER_NODES[0]}" "$WL_WORK"/a/traefik.log "$WL_WORK"/b/traefik.log; then
 	wl_die "traefik logged errors of the cluster"
 fi
 wl_pass "$WL_SUMMARY"

@@ -7,7 +7,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n== %s\n' "$*"; }
+# Each part is a step; the last line says passed or failed, which parts
+# ran, where it failed, and how long it took.
+parts=()
+step() {
+	parts+=("$*")
+	printf '\n== %s\n' "$*"
+}
+verdict() {
+	local rc=$? took="$((SECONDS / 60)) min $((SECONDS % 60)) s" list
+	list=$(printf '%s; ' "${parts[@]+"${parts[@]}"}")
+	if ((rc == 0)); then
+		printf '\nscripts/test.sh: passed, %d parts (%s), in %s\n' "${#parts[@]}" "${list%; }" "$took"
+	elif ((${#parts[@]})); then
+		printf '\nscripts/test.sh: FAILED in "%s" (exit %d), after %s; parts run: %s\n' \
+			"${parts[${#parts[@]} - 1]}" "$rc" "$took" "${list%; }"
+	else
+		printf '\nscripts/test.sh: FAILED before any part (exit %d), after %s\n' "$rc" "$took"
+	fi
+}
+trap verdict EXIT
 
 # Debian packages the tests start or drive.
 missing=()

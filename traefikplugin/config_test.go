@@ -42,6 +42,10 @@ func TestNewRejectsBadValues(t *testing.T) {
 		{"cost", func(c *Config) { c.Cost = -1 }},
 		{"cost", func(c *Config) { c.Cost = 21 }},
 		{"maxKeys", func(c *Config) { c.MaxKeys = -1 }},
+		{"maxKeys", func(c *Config) { c.MaxKeys = 1<<24 + 1 }},
+		{"maxKeys", func(c *Config) { c.Options = map[string]any{"maxKeys": 1e12} }},
+		{"maxKeys", func(c *Config) { c.Options = map[string]any{"maxKeys": "1e12"} }},
+		{"limit", func(c *Config) { c.Options = map[string]any{"limit": "0x10"} }},
 		{"headers", func(c *Config) { c.Headers = "draft-7" }},
 		{"statusCode", func(c *Config) { c.StatusCode = 200 }},
 		{"statusCode", func(c *Config) { c.StatusCode = 600 }},
@@ -70,7 +74,7 @@ func TestNewRejectsBadValues(t *testing.T) {
 	for _, tt := range tests {
 		c := validConfig()
 		tt.modify(c)
-		h, err := New(context.Background(), http.NotFoundHandler(), c, "bad@file")
+		h, err := newChecked(context.Background(), http.NotFoundHandler(), c, "bad@file")
 		if err == nil {
 			t.Errorf("%s: config %+v accepted", tt.field, c)
 			continue
@@ -115,7 +119,7 @@ func TestNewSpellsCoreErrors(t *testing.T) {
 	for _, tt := range tests {
 		c := validConfig()
 		tt.modify(c)
-		_, err := New(context.Background(), http.NotFoundHandler(), c, tt.name)
+		_, err := newChecked(context.Background(), http.NotFoundHandler(), c, tt.name)
 		if err == nil || !strings.Contains(err.Error(), tt.want) || spelltest.Find(err.Error(), spelltest.Caddy) != "" {
 			t.Errorf("%s: got %v, want an error containing %q", tt.name, err, tt.want)
 		}
@@ -124,10 +128,10 @@ func TestNewSpellsCoreErrors(t *testing.T) {
 }
 
 func TestNewNilArguments(t *testing.T) {
-	if _, err := New(context.Background(), http.NotFoundHandler(), nil, "x"); err == nil {
+	if _, err := newChecked(context.Background(), http.NotFoundHandler(), nil, "x"); err == nil {
 		t.Error("nil config accepted")
 	}
-	if _, err := New(context.Background(), nil, validConfig(), "x"); err == nil {
+	if _, err := newChecked(context.Background(), nil, validConfig(), "x"); err == nil {
 		t.Error("nil next accepted")
 	}
 }
@@ -179,7 +183,7 @@ func TestNewLeavesConfigUnchanged(t *testing.T) {
 	c.SourceCriterion = &SourceCriterion{IPStrategy: &IPStrategy{ExcludedIPs: []string{" 10.0.0.0/8 "}}}
 	before := *c
 	ip := *c.SourceCriterion.IPStrategy
-	if _, err := New(context.Background(), http.NotFoundHandler(), c, "unchanged@file"); err != nil {
+	if _, err := newChecked(context.Background(), http.NotFoundHandler(), c, "unchanged@file"); err != nil {
 		t.Fatal(err)
 	}
 	if c.Window != before.Window || c.SubWindow != "" || c.Cost != 0 || c.StatusCode != 0 || c.Message != "" ||

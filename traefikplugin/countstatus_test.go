@@ -28,7 +28,7 @@ func countStatusMiddleware(t *testing.T, c *Config, name string, b http.Handler)
 	t.Helper()
 	forget(name)
 	t.Cleanup(func() { forget(name); forgetRedis(name) })
-	h, err := New(context.Background(), b, c, name)
+	h, err := newChecked(context.Background(), b, c, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestCountStatusBadValues(t *testing.T) {
 	for _, list := range [][]string{{}, {""}, {"4xx"}, {"600"}, {"500-"}, {"599-500"}, {"401,"}} {
 		c := validConfig()
 		c.CountStatus = list
-		_, err := New(context.Background(), okHandler, c, "bad@file")
+		_, err := newChecked(context.Background(), okHandler, c, "bad@file")
 		if err == nil || !strings.Contains(err.Error(), "countStatus") {
 			t.Errorf("countStatus %q: error %v, want one naming countStatus", list, err)
 		}

@@ -22,7 +22,7 @@ func logDryRun(m *Middleware, key string) {
 	if m.logKey {
 		what = "key " + strconv.Quote(key)
 	}
-	io.WriteString(dryRunLog, "windowlimit: dry run: middleware "+strconv.Quote(m.name)+" would reject "+what+"\n")
+	io.WriteString(dryRunLog, "windowlimit: info: dry run: middleware "+strconv.Quote(m.name)+" would reject "+what+"\n")
 }
 
 // firstThisSecond reports whether the caller is the first to pass this

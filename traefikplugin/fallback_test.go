@@ -306,7 +306,7 @@ func TestFallbackLoggedOnce(t *testing.T) {
 	found := http.Header{"X-Forwarded-For": {"198.51.100.1, 198.51.100.2"}, "X-Key": {"k"}}
 	for i, c := range fallbackCases {
 		name := "fallback-log-" + strconv.Itoa(i) + "@file"
-		line := "windowlimit: middleware " + strconv.Quote(name) + ": " + c.why +
+		line := "windowlimit: warning: middleware " + strconv.Quote(name) + ": " + c.why +
 			"; such requests are counted by their remote address instead, apart from every other key (logged once per middleware instance)\n"
 		cfg := validConfig()
 		sc := c.sc
@@ -333,7 +333,7 @@ func TestFallbackLoggedOnce(t *testing.T) {
 		}
 		// A new instance under the same name, as a reload makes.
 		before = log.String()
-		h2, err := New(context.Background(), okHandler, cfg, name)
+		h2, err := newChecked(context.Background(), okHandler, cfg, name)
 		if err != nil {
 			t.Fatal(err)
 		}

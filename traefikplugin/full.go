@@ -22,7 +22,7 @@ func fullZoneLog(name string, maxKeys int) func(uint64) {
 	var total uint64
 	return func(n uint64) {
 		total += n
-		io.WriteString(fullLog, "windowlimit: middleware "+strconv.Quote(name)+": zone full (maxKeys "+
+		io.WriteString(fullLog, "windowlimit: warning: middleware "+strconv.Quote(name)+": zone full (maxKeys "+
 			strconv.Itoa(maxKeys)+"): evicted "+strconv.FormatUint(n, 10)+
 			" keys that still counted ("+strconv.FormatUint(total, 10)+" in all; they come back with an over-estimate); raise maxKeys if this is your normal traffic, otherwise a flood of fresh keys is on\n")
 	}

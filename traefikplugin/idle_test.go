@@ -61,7 +61,7 @@ func churn(t *testing.T, prefix string, config func() *Config) {
 	clients := redisClients()
 	var peak int
 	for i, name := range names {
-		h, err := New(context.Background(), okHandler, config(), name)
+		h, err := newChecked(context.Background(), okHandler, config(), name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func TestIdleMiddlewareWakes(t *testing.T) {
 	if z.Stats().Asleep || !settle(5*time.Second, func() bool { return registeredZone(name) }) {
 		t.Fatal("the woken zone is not back in the registry")
 	}
-	h2, err := New(context.Background(), okHandler, c, name)
+	h2, err := newChecked(context.Background(), okHandler, c, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestBusyMiddlewareKeepsZone(t *testing.T) {
 			t.Fatal("a zone in use slept")
 		}
 	}
-	h2, err := New(context.Background(), okHandler, c, name)
+	h2, err := newChecked(context.Background(), okHandler, c, name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,7 +153,7 @@ func oddKey(s *keySource, r *http.Request, k string) string {
 		return httplimit.BoundKey("\x00" + k)
 	}
 	if atomic.LoadInt32(&s.logged) == 0 && atomic.CompareAndSwapInt32(&s.logged, 0, 1) {
-		io.WriteString(fallbackLog, "windowlimit: middleware "+strconv.Quote(s.middleware)+": "+foundNothing(s, r)+
+		io.WriteString(fallbackLog, "windowlimit: warning: middleware "+strconv.Quote(s.middleware)+": "+foundNothing(s, r)+
 			"; such requests are counted by their remote address instead, apart from every other key (logged once per middleware instance)\n")
 	}
 	v6Bits := httplimit.DefaultIPv6Prefix

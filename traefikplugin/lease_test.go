@@ -26,7 +26,7 @@ func TestRedisLeaseSetting(t *testing.T) {
 	for _, in := range []string{"on", "true", "0", "autox"} {
 		c := validConfig()
 		c.Redis = &RedisConfig{Endpoints: []string{"127.0.0.1:6379"}, Lease: in}
-		_, err := New(context.Background(), okHandler, c, "bad@file")
+		_, err := newChecked(context.Background(), okHandler, c, "bad@file")
 		if err == nil {
 			forgetRedis("bad@file")
 			t.Errorf("lease %q accepted", in)
@@ -233,7 +233,7 @@ func TestRedisLeaseReload(t *testing.T) {
 	const name = "lease-reload@file"
 	c := redisConfig(srv.Addr(), 1000)
 	h1 := redisMiddleware(t, c, name)
-	h2, err := New(context.Background(), okHandler, c, name)
+	h2, err := newChecked(context.Background(), okHandler, c, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestRedisLeaseReload(t *testing.T) {
 		t.Fatal("a reload with the same configuration made a new table")
 	}
 	c.Limit = 999
-	h3, err := New(context.Background(), okHandler, c, name)
+	h3, err := newChecked(context.Background(), okHandler, c, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestRedisLeaseReload(t *testing.T) {
 		t.Fatal("a changed rule kept the table")
 	}
 	c.Redis.Lease = "off"
-	h4, err := New(context.Background(), okHandler, c, name)
+	h4, err := newChecked(context.Background(), okHandler, c, name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,32 +97,54 @@ type Middleware struct {
 
 // New returns the middleware named name in front of next. Traefik calls it
 // once per router using the middleware and again on every reload; the
-// counts of a name survive as long as its rule does not change. Every bad
-// value of config is reported with the name of its field. New never blocks
-// and never dials Redis: the client connects on the first request.
+// counts of a name survive as long as its rule does not change. New never
+// blocks and never dials Redis: the client connects on the first request.
+//
+// New returns no error. A configuration it cannot build, every bad value
+// named with its option, is logged, and the middleware it returns refuses
+// every request with 500 (see misconfigured): an error would disable the
+// router, and another router matching the same requests would serve them
+// unlimited.
 func New(ctx context.Context, next http.Handler, config *Config, name string) (http.Handler, error) {
-	s, err := config.validate()
-	if err != nil {
-		return nil, wrapError(name, err)
-	}
-	if next == nil {
-		return nil, wrapError(name, fieldError("next", "missing handler"))
-	}
 	if name == "" {
 		name = "windowlimit"
 	}
+	m, err := build(next, config, name)
+	if err != nil {
+		return newMisconfigured(name, err), nil
+	}
+	return m, nil
+}
+
+// build returns the middleware named name in front of next, or the first
+// error of config, its option named as the configuration spells it.
+func build(next http.Handler, config *Config, name string) (*Middleware, error) {
+	if next == nil {
+		return nil, fieldError("next", "missing handler")
+	}
+	if config == nil {
+		return nil, fieldError("config", "missing")
+	}
+	config, err := config.decoded()
+	if err != nil {
+		return nil, err
+	}
+	s, err := config.validate()
+	if err != nil {
+		return nil, err
+	}
 	if s.redis != nil {
 		if err := redisstore.CheckRule(name, s.rule); err != nil {
-			return nil, wrapError(name, spelling.Error(err))
+			return nil, spelling.Error(err)
 		}
 	}
 	z, err := zoneFor(name, s.rule, s.maxKeys, s.persist)
 	if err != nil {
-		return nil, wrapError(name, spelling.Error(err))
+		return nil, spelling.Error(err)
 	}
 	store, err := redisStoreFor(name, s.redis)
 	if err != nil {
-		return nil, wrapError(name, err)
+		return nil, err
 	}
 	if s.source != nil {
 		s.source.middleware = name
@@ -161,22 +183,6 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 	m.lease = leaseTableFor(name, z, m.guard, m.keyCall, s.redis != nil && s.redis.lease && s.countStatus == nil)
 	return m, nil
 }
-
-func wrapError(name string, err error) error {
-	return &configError{name: name, err: err}
-}
-
-// configError is a bad configuration of one middleware.
-type configError struct {
-	name string
-	err  error
-}
-
-func (e *configError) Error() string {
-	return "windowlimit middleware " + strconv.Quote(e.name) + ": " + e.err.Error()
-}
-
-func (e *configError) Unwrap() error { return e.err }
 
 // setPaths sets the header tables of m, whose settings are s, and chooses
 // the memory path when m needs no more than the in-memory zone: any

@@ -37,7 +37,7 @@ func newMiddleware(t *testing.T, c *Config, name string) http.Handler {
 	t.Helper()
 	forget(name)
 	t.Cleanup(func() { forget(name) })
-	h, err := New(context.Background(), okHandler, c, name)
+	h, err := newChecked(context.Background(), okHandler, c, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,8 +175,8 @@ func TestDryRunLogKey(t *testing.T) {
 		logKey bool
 		want   string
 	}{
-		{false, `windowlimit: dry run: middleware "nokey@file" would reject a request` + "\n"},
-		{true, `windowlimit: dry run: middleware "key@file" would reject key "203.0.113.7"` + "\n"},
+		{false, `windowlimit: info: dry run: middleware "nokey@file" would reject a request` + "\n"},
+		{true, `windowlimit: info: dry run: middleware "key@file" would reject key "203.0.113.7"` + "\n"},
 	}
 	for _, tt := range tests {
 		log.Reset()
@@ -337,7 +337,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 			c := validConfig()
 			c.Limit = bc.limit
 			forget("bench@file")
-			h, err := New(context.Background(), okHandler, c, "bench@file")
+			h, err := newChecked(context.Background(), okHandler, c, "bench@file")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -486,7 +486,7 @@ func TestHeadersAreNotShared(t *testing.T) {
 			headertest.Scribble(w.Header())
 			w.WriteHeader(http.StatusOK)
 		})
-		h, err := New(context.Background(), next, c, name)
+		h, err := newChecked(context.Background(), next, c, name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -285,7 +285,7 @@ func TestOverridesBadValues(t *testing.T) {
 	} {
 		cfg := validConfig()
 		cfg.Overrides = c.list
-		_, err := New(context.Background(), okHandler, cfg, "bad")
+		_, err := newChecked(context.Background(), okHandler, cfg, "bad")
 		if err == nil || !strings.Contains(err.Error(), "overrides: ") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want overrides: ...%s", c.list, err, c.want)
 		}
@@ -293,7 +293,7 @@ func TestOverridesBadValues(t *testing.T) {
 	cfg := validConfig()
 	cfg.Algorithm = "log"
 	cfg.Overrides = []string{"a=2000"}
-	if _, err := New(context.Background(), okHandler, cfg, "bad"); err == nil || !strings.Contains(err.Error(), "log algorithm") {
+	if _, err := newChecked(context.Background(), okHandler, cfg, "bad"); err == nil || !strings.Contains(err.Error(), "log algorithm") {
 		t.Errorf("log override above 1024: %v", err)
 	}
 	// A label's comma-separated string, and a key holding '='.
@@ -340,7 +340,7 @@ func FuzzOverriddenKey(f *testing.F) {
 		name := "fuzz-overridden-" + strconv.Itoa(i)
 		forget(name)
 		f.Cleanup(func() { forget(name) })
-		h, err := New(context.Background(), okHandler, c, name)
+		h, err := newChecked(context.Background(), okHandler, c, name)
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -23,16 +23,10 @@ type PersistConfig struct {
 	// middleware; it must be an absolute path. It is created with mode
 	// 0700 if missing. Persistence is off unless it is set. In a
 	// container, mount a volume there.
-	Directory string `json:"directory,omitempty" yaml:"directory,omitempty" mapstructure:"directory"`
+	Directory string `json:"directory,omitempty" yaml:"directory,omitempty"`
 	// Interval is how often the counts are saved, such as "10s"; a bare
 	// number is seconds. Empty means 10s; it is at least 1s.
-	Interval string `json:"interval,omitempty" yaml:"interval,omitempty" mapstructure:"interval"`
-
-	// Unknown holds the options of this block that Traefik's decoder
-	// matched to no field (mapstructure's remain). New refuses them: a
-	// misspelled option would otherwise be dropped, and its default
-	// silently kept.
-	Unknown map[string]any `json:"-" yaml:"-" mapstructure:",remain"`
+	Interval string `json:"interval,omitempty" yaml:"interval,omitempty"`
 }
 
 // persistOptions are the options of the persist block.
@@ -58,9 +52,6 @@ func (c *Config) persistSettings(redis, local bool) (*persistSettings, error) {
 	p := c.Persist
 	if p == nil {
 		return nil, nil
-	}
-	if err := unknownOption("persist.", p.Unknown, persistOptions); err != nil {
-		return nil, err
 	}
 	if p.Directory == "" {
 		if p.Interval != "" {

@@ -35,7 +35,7 @@ func TestPersistRestart(t *testing.T) {
 	}
 	forget(name) // a restart: the next New makes a new zone
 
-	h2, err := New(context.Background(), okHandler, persistedConfig(dir), name)
+	h2, err := newChecked(context.Background(), okHandler, persistedConfig(dir), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,15 +70,14 @@ func TestPersistConfigErrors(t *testing.T) {
 		{&PersistConfig{Directory: "/x", Interval: "100ms"}, "at least 1s"},
 		{&PersistConfig{Directory: "/x", Interval: "soon"}, "persist.interval"},
 		{&PersistConfig{Interval: "5s"}, "persist.directory"},
-		{&PersistConfig{Directory: "/x", Unknown: map[string]any{"intervall": "1s"}}, "persist.intervall"},
 	} {
 		cfg := &Config{Window: "1m", Limit: 5, Persist: c.p}
-		if _, err := New(context.Background(), okHandler, cfg, "bad"); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := newChecked(context.Background(), okHandler, cfg, "bad"); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.p, err, c.want)
 		}
 	}
 	cfg := &Config{Window: "1m", Limit: 5, Persist: &PersistConfig{Directory: "/x"}, Redis: &RedisConfig{Endpoints: []string{"127.0.0.1:1"}}}
-	if _, err := New(context.Background(), okHandler, cfg, "bad"); err == nil || !strings.Contains(err.Error(), "Redis persists") {
+	if _, err := newChecked(context.Background(), okHandler, cfg, "bad"); err == nil || !strings.Contains(err.Error(), "Redis persists") {
 		t.Errorf("persist with redis: %v", err)
 	}
 	forget("bad")

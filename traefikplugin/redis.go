@@ -128,10 +128,14 @@ func newSharedRedis(rs *redisSettings) (*sharedRedis, error) {
 		client.Close()
 		return nil, spelling.Error(err)
 	}
-	where := "windowlimit: redis " + strings.Join(rs.client.Addrs, ",") + ": "
+	where := "redis " + strings.Join(rs.client.Addrs, ",") + ": "
 	gopts := guard.Options{OnError: rs.policy, Store: "redis", NotCounted: redisstore.ErrOutOfMemory}
 	g, err := guard.NewLogged(store, gopts, func(e guard.Event) {
-		io.WriteString(storeLog, where+e.Line(spelling)+"\n")
+		level := "windowlimit: error: "
+		if e.Err == nil {
+			level = "windowlimit: info: " // the end of the failure logged before
+		}
+		io.WriteString(storeLog, level+where+e.Line(spelling)+"\n")
 	})
 	if err != nil {
 		client.Close()

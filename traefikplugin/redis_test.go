@@ -80,7 +80,7 @@ func TestRedisRejectsBadValues(t *testing.T) {
 		c := validConfig()
 		c.Redis = &RedisConfig{Endpoints: []string{"127.0.0.1:6379"}}
 		tt.modify(c.Redis, c)
-		h, err := New(context.Background(), http.NotFoundHandler(), c, "bad@file")
+		h, err := newChecked(context.Background(), http.NotFoundHandler(), c, "bad@file")
 		if err == nil {
 			forgetRedis("bad@file")
 			t.Errorf("%s: config %+v accepted", tt.field, c.Redis)
@@ -99,7 +99,7 @@ func TestRedisRejectsBadValues(t *testing.T) {
 	// onStoreError without redis would be silently ignored: refused.
 	c := validConfig()
 	c.OnStoreError = "deny"
-	if _, err := New(context.Background(), http.NotFoundHandler(), c, "bad@file"); err == nil || !strings.Contains(err.Error(), "onStoreError:") {
+	if _, err := newChecked(context.Background(), http.NotFoundHandler(), c, "bad@file"); err == nil || !strings.Contains(err.Error(), "onStoreError:") {
 		t.Errorf("onStoreError without redis: %v", err)
 	}
 	if n := redisClients(); n != 0 {
@@ -288,13 +288,13 @@ func TestRedisReloadsDoNotLeak(t *testing.T) {
 	defer forget(name)
 	defer forgetRedis(name)
 	c := redisConfig(srv.Addr(), 1000)
-	h1, err := New(context.Background(), okHandler, c, name)
+	h1, err := newChecked(context.Background(), okHandler, c, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	same := redisConfig(srv.Addr(), 1000) // freshly decoded, equal
 	same.Redis.KeyPrefix = c.Redis.KeyPrefix
-	h2, err := New(context.Background(), okHandler, same, name)
+	h2, err := newChecked(context.Background(), okHandler, same, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +310,7 @@ func TestRedisReloadsDoNotLeak(t *testing.T) {
 		if i%3 == 0 {
 			c.OnStoreError = "local"
 		}
-		h, err := New(context.Background(), okHandler, c, name)
+		h, err := newChecked(context.Background(), okHandler, c, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +329,7 @@ func TestRedisReloadsDoNotLeak(t *testing.T) {
 		t.Errorf("%d redis clients after the reloads, want %d", got, clients)
 	}
 	// Dropping the redis block closes the last client of the middleware.
-	if _, err := New(context.Background(), okHandler, validConfig(), name); err != nil {
+	if _, err := newChecked(context.Background(), okHandler, validConfig(), name); err != nil {
 		t.Fatal(err)
 	}
 	if got := redisClients(); got != clients-1 {

@@ -19,7 +19,7 @@ func TestReloadKeepsCount(t *testing.T) {
 	}
 	reloaded := validConfig() // a freshly decoded, equal config
 	reloaded.Limit = 3
-	h2, err := New(context.Background(), okHandler, reloaded, "reload@file")
+	h2, err := newChecked(context.Background(), okHandler, reloaded, "reload@file")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestRoutersShareMiddlewareCount(t *testing.T) {
 	c := validConfig()
 	c.Limit = 1
 	a := newMiddleware(t, c, "shared@file")
-	b, err := New(context.Background(), okHandler, c, "shared@file")
+	b, err := newChecked(context.Background(), okHandler, c, "shared@file")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestReloadWithNewRule(t *testing.T) {
 	old := h.(*Middleware).zone
 	c2 := validConfig()
 	c2.Limit = 2
-	h2, err := New(context.Background(), okHandler, c2, "changed@file")
+	h2, err := newChecked(context.Background(), okHandler, c2, "changed@file")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestReloadWithNewRule(t *testing.T) {
 	c3.Limit = 2
 	c3.Headers = "both"
 	c3.StatusCode = 503
-	h3, err := New(context.Background(), okHandler, c3, "changed@file")
+	h3, err := newChecked(context.Background(), okHandler, c3, "changed@file")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestReloadsDoNotLeak(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		c := validConfig()
 		c.Limit = int64(10 + i%2)
-		h, err := New(context.Background(), okHandler, c, "leak@file")
+		h, err := newChecked(context.Background(), okHandler, c, "leak@file")
 		if err != nil {
 			t.Fatal(err)
 		}

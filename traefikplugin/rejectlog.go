@@ -32,7 +32,7 @@ func rejectionLine(m *Middleware, key string, suppressed int64) string {
 	if m.logKey {
 		what = "key " + strconv.Quote(key)
 	}
-	line := "windowlimit: middleware " + strconv.Quote(m.name) + " rejected " + what +
+	line := "windowlimit: info: middleware " + strconv.Quote(m.name) + " rejected " + what +
 		"; " + strconv.FormatInt(suppressed, 10) + " more rejections since the last line"
 	if m.store == nil {
 		// With Redis, memory holds only onStoreError local's counts.

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-var rejectionLineRE = regexp.MustCompile(`^windowlimit: middleware "([^"]+)" rejected (a request|key "[^"]*"); (\d+) more rejections since the last line(; zone holds (\d+) keys, evicted (\d+) that still counted)?$`)
+var rejectionLineRE = regexp.MustCompile(`^windowlimit: info: middleware "([^"]+)" rejected (a request|key "[^"]*"); (\d+) more rejections since the last line(; zone holds (\d+) keys, evicted (\d+) that still counted)?$`)
 
 // captureRejections sends the rejection lines to a buffer for the test.
 func captureRejections(t *testing.T) *lockedBuffer {

@@ -23,7 +23,7 @@ func TestReloadKeepsCountAcrossUnrelatedChanges(t *testing.T) {
 	changed.StatusCode = 503
 	changed.Message = "slow down"
 	changed.MaxKeys = 100000
-	h2, err := New(context.Background(), okHandler, changed, "unrelated@file")
+	h2, err := newChecked(context.Background(), okHandler, changed, "unrelated@file")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestReloadKeepsCountAcrossUnrelatedChanges(t *testing.T) {
 		t.Fatalf("third request after the reload: %d, want 503 (the count kept)", got)
 	}
 	changed.MaxKeys = 5000
-	h3, err := New(context.Background(), okHandler, changed, "unrelated@file")
+	h3, err := newChecked(context.Background(), okHandler, changed, "unrelated@file")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestReloadIntoDryRunKeepsCount(t *testing.T) {
 	dry := validConfig()
 	dry.Limit = 2
 	dry.DryRun = true
-	h2, err := New(context.Background(), okHandler, dry, "dry-reload@file")
+	h2, err := newChecked(context.Background(), okHandler, dry, "dry-reload@file")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestReloadIntoDryRunKeepsCount(t *testing.T) {
 	if w.Code != 200 || w.Header().Get("X-Ratelimit-Remaining") != "0" {
 		t.Fatalf("third request, in dry run: %d with remaining %q, want 200 with 0", w.Code, w.Header().Get("X-Ratelimit-Remaining"))
 	}
-	h3, err := New(context.Background(), okHandler, c, "dry-reload@file")
+	h3, err := newChecked(context.Background(), okHandler, c, "dry-reload@file")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,11 +43,6 @@ func (c *Config) validate() (settings, error) {
 	if c == nil {
 		return s, fieldError("config", "missing")
 	}
-	// First: a misspelled option explains what follows (a misspelled
-	// window is also a missing one).
-	if err := c.checkUnknown(); err != nil {
-		return s, err
-	}
 	if c.Window == "" {
 		return s, fieldError("window", `required (e.g. "1m")`)
 	}

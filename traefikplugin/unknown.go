@@ -6,10 +6,8 @@ import (
 	"strings"
 )
 
-// The options of each block, as the configuration spells them. Traefik
-// decodes a plugin's options with mapstructure without ErrorUnused, so a
-// key that matches no field reaches New only through the blocks' Unknown
-// maps; these lists name what the key could have been.
+// The options of each block, as the configuration spells them: decode.go
+// decodes these, and refuses any other, naming what it could have been.
 var (
 	topOptions = []string{"window", "subWindow", "limit", "algorithm", "cost", "sourceCriterion",
 		"headers", "maxKeys", "dryRun", "logKey", "statusCode", "message", "redis", "countStatus",
@@ -28,36 +26,6 @@ var rateLimitHints = map[string]string{
 	"period":  "did you mean window? (rateLimit's period is window here)",
 	"burst": "windowlimit has no burst: a window admits up to limit anywhere in it; to bound short bursts, " +
 		"add a second windowlimit middleware with a short window",
-}
-
-// checkUnknown refuses the first option, in the order of the blocks and
-// then of the keys, that Traefik's decoder matched to no field, naming
-// its full path and the nearest known option.
-func (c *Config) checkUnknown() error {
-	if err := unknownOption("", c.Unknown, topOptions); err != nil {
-		return err
-	}
-	if sc := c.SourceCriterion; sc != nil {
-		if err := unknownOption("sourceCriterion.", sc.Unknown, sourceOptions); err != nil {
-			return err
-		}
-		if ip := sc.IPStrategy; ip != nil {
-			if err := unknownOption("sourceCriterion.ipStrategy.", ip.Unknown, ipStrategyOptions); err != nil {
-				return err
-			}
-		}
-	}
-	if r := c.Redis; r != nil {
-		if err := unknownOption("redis.", r.Unknown, redisOptions); err != nil {
-			return err
-		}
-		if t := r.TLS; t != nil {
-			if err := unknownOption("redis.tls.", t.Unknown, redisTLSOptions); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // unknownOption returns the error of the keys of unknown, the options of

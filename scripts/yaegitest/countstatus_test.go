@@ -26,7 +26,7 @@ func TestPluginCountStatus(t *testing.T) {
 		code, _ := strconv.Atoi(r.Header.Get("X-Status"))
 		w.WriteHeader(code)
 	})
-	h, err := b.newHandler(next, cfg, "login@docker")
+	h, err := b.newChecked(next, cfg, "login@docker")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestPluginCountStatusHolds(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusUnauthorized)
 	})
-	h, err := b.newHandler(next, cfg, "login-holds@docker")
+	h, err := b.newChecked(next, cfg, "login-holds@docker")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestPluginCountStatusStreams(t *testing.T) {
 		}
 		w.Write([]byte("data: 2\n\n"))
 	})
-	h, err := b.newHandler(next, cfg, "events@file")
+	h, err := b.newChecked(next, cfg, "events@file")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestPluginCountStatusHijacks(t *testing.T) {
 		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
 		brw.Flush()
 	})
-	h, err := b.newHandler(next, cfg, "ws@file")
+	h, err := b.newChecked(next, cfg, "ws@file")
 	if err != nil {
 		t.Fatal(err)
 	}

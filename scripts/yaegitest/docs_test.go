@@ -71,7 +71,7 @@ func TestDocExamples(t *testing.T) {
 				config := replaceCerts(t, configs[name], files).(map[string]any)
 				cfg, err := b.createConfig(config)
 				if err == nil {
-					_, err = b.newHandler(backend, cfg, name)
+					_, err = b.newChecked(backend, cfg, name)
 				}
 				switch {
 				case block.WantErr == "" && err != nil:

@@ -102,7 +102,7 @@ func TestPluginFallback(t *testing.T) {
 		t.Fatalf("standard error: %d lines, want %d (once per middleware instance):\n%s", len(lines), want, got)
 	}
 	for i, c := range append(cases, cases[0]) {
-		prefix := `windowlimit: middleware "fallback-` + c.name + `@docker": sourceCriterion.` + c.why
+		prefix := `windowlimit: warning: middleware "fallback-` + c.name + `@docker": sourceCriterion.` + c.why
 		if !strings.HasPrefix(lines[i], prefix) || !strings.Contains(lines[i], "counted by their remote address instead") {
 			t.Errorf("line %d: %q, want %q ... counted by their remote address instead", i+1, lines[i], prefix)
 		}

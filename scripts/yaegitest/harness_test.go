@@ -96,6 +96,20 @@ func (w *logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// len returns how many entries were written.
+func (w *logWriter) len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.entries)
+}
+
+// since returns the entries written after the first n.
+func (w *logWriter) since(n int) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.entries[n:]...)
+}
+
 // text returns what was written, failing the test unless every entry was
 // one whole line: Traefik's logger would cut a line written in pieces into
 // several entries, and put several lines in one.

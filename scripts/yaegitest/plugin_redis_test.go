@@ -71,7 +71,7 @@ func TestPluginRedisBadConfig(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: decode: %v", field, err)
 		}
-		if _, err := b.newHandler(backend, cfg, "bad@docker"); err == nil || !strings.Contains(err.Error(), field+":") {
+		if _, err := b.newChecked(backend, cfg, "bad@docker"); err == nil || !strings.Contains(err.Error(), field+":") {
 			t.Errorf("%s: error %v", field, err)
 		}
 	}

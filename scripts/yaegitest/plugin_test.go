@@ -2,6 +2,7 @@ package yaegitest
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -38,6 +39,9 @@ type manifest struct {
 // Traefik's yaegiMiddlewareBuilder does.
 type pluginBuilder struct {
 	fnNew, fnCreateConfig reflect.Value
+	// errLog holds what the plugin wrote to the interpreter's standard
+	// error, Traefik's ERROR level, as well as the stream of the options.
+	errLog *logWriter
 }
 
 // readManifest reads .traefik.yml from the checkout and checks it as
@@ -75,6 +79,12 @@ func loadPlugin(tb testing.TB) (pluginBuilder, manifest) {
 func loadPluginWith(tb testing.TB, opt interp.Options) (pluginBuilder, manifest) {
 	tb.Helper()
 	m := readManifest(tb)
+	errLog := &logWriter{}
+	if opt.Stderr != nil {
+		opt.Stderr = io.MultiWriter(errLog, opt.Stderr)
+	} else {
+		opt.Stderr = io.MultiWriter(errLog, os.Stderr)
+	}
 	i := newInterpreterWith(tb, opt)
 	if _, err := i.Eval(`import "` + m.Import + `"`); err != nil {
 		tb.Fatalf("import %s: %v", m.Import, err)
@@ -86,6 +96,7 @@ func loadPluginWith(tb testing.TB, opt interp.Options) (pluginBuilder, manifest)
 	return pluginBuilder{
 		fnNew:          evalPlugin(tb, i, basePkg+".New"),
 		fnCreateConfig: evalPlugin(tb, i, basePkg+".CreateConfig"),
+		errLog:         errLog,
 	}, m
 }
 
@@ -132,6 +143,29 @@ func (b pluginBuilder) newHandler(next http.Handler, cfg reflect.Value, name str
 	return h, nil
 }
 
+// newChecked calls New as newHandler does and returns, for a middleware
+// that New built refusing every request (a misconfigured one), the error
+// line it logged: the tests of bad values read it from here.
+func (b pluginBuilder) newChecked(next http.Handler, cfg reflect.Value, name string) (http.Handler, error) {
+	before := b.errLog.len()
+	h, err := b.newHandler(next, cfg, name)
+	if err != nil {
+		return nil, errString("New returned an error, which disables the router: " + err.Error())
+	}
+	for _, line := range b.errLog.since(before) {
+		if !strings.Contains(line, "middleware "+strconv.Quote(name)+" is misconfigured: ") {
+			continue
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://example.com/", nil))
+		if w.Code != http.StatusInternalServerError || !strings.Contains(w.Body.String(), "rate limit misconfigured") {
+			return nil, errString("logged " + line + " but answered " + strconv.Itoa(w.Code) + " " + w.Body.String())
+		}
+		return nil, errString(strings.TrimSuffix(line, "\n"))
+	}
+	return h, nil
+}
+
 type errString string
 
 func (e errString) Error() string { return string(e) }
@@ -145,7 +179,7 @@ func (b pluginBuilder) build(tb testing.TB, config map[string]any, name string) 
 	if err != nil {
 		tb.Fatalf("decode config: %v", err)
 	}
-	h, err := b.newHandler(backend, cfg, name)
+	h, err := b.newChecked(backend, cfg, name)
 	if err != nil {
 		tb.Fatalf("New: %v", err)
 	}
@@ -277,7 +311,7 @@ func TestPluginBadConfig(t *testing.T) {
 	for _, tt := range tests {
 		cfg, err := b.createConfig(tt.config)
 		if err == nil {
-			_, err = b.newHandler(backend, cfg, "bad@file")
+			_, err = b.newChecked(backend, cfg, "bad@file")
 		}
 		if err == nil || !strings.Contains(err.Error(), tt.field) {
 			t.Errorf("config %v: error %v, want one naming %s", tt.config, err, tt.field)
@@ -401,9 +435,9 @@ func TestPluginDryRunLogKey(t *testing.T) {
 			}
 		}
 		got := stdout.text(t)
-		want := `windowlimit: dry run: middleware "` + name + `" would reject a request` + "\n"
+		want := `windowlimit: info: dry run: middleware "` + name + `" would reject a request` + "\n"
 		if logKey == "true" {
-			want = `windowlimit: dry run: middleware "` + name + `" would reject key "203.0.113.7"` + "\n"
+			want = `windowlimit: info: dry run: middleware "` + name + `" would reject key "203.0.113.7"` + "\n"
 		}
 		if string(got) != want {
 			t.Errorf("logKey %s: standard output %q, want %q", logKey, got, want)
@@ -426,7 +460,7 @@ func TestPluginHeadersAreNotShared(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := b.newHandler(scribbler, cfg, name)
+		h, err := b.newChecked(scribbler, cfg, name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,10 +21,10 @@ func TestPluginRejectionLog(t *testing.T) {
 		want   string
 	}{
 		{"inline@file", map[string]any{"window": "1m", "limit": "1"}, "",
-			`windowlimit: middleware "inline@file" rejected a request; 0 more rejections since the last line; zone holds 1 keys, evicted 0 that still counted`},
+			`windowlimit: info: middleware "inline@file" rejected a request; 0 more rejections since the last line; zone holds 1 keys, evicted 0 that still counted`},
 		{"keyed@docker", map[string]any{"window": "1m", "limit": "1", "logKey": "true",
 			"sourceCriterion": map[string]any{"requestHeaderName": "X-Api-Key"}}, "team-a",
-			`windowlimit: middleware "keyed@docker" rejected key "team-a"; 0 more rejections since the last line; zone holds 1 keys, evicted 0 that still counted`},
+			`windowlimit: info: middleware "keyed@docker" rejected key "team-a"; 0 more rejections since the last line; zone holds 1 keys, evicted 0 that still counted`},
 	}
 	for _, tt := range tests {
 		stdout := &logWriter{}

@@ -8,10 +8,11 @@ import (
 
 // TestPluginUnknownOptions decodes misspelled options as Traefik does,
 // from the file provider (typed values) and from labels (every value a
-// string), into the interpreted plugin: the remain tag of each block
-// must survive yaegi's own struct types, and New must refuse each key,
-// naming its path and the option it was likely meant to be. Spellings
-// Traefik's decoder matches in another case are accepted.
+// string), into the interpreted plugin: Config's remain tag must survive
+// yaegi's own struct types, and New must refuse each key, naming its
+// path and the option it was likely meant to be, with a middleware that
+// answers 500 (never an error, which would disable the router). Spellings
+// in another case are accepted.
 func TestPluginUnknownOptions(t *testing.T) {
 	b, _ := loadPlugin(t)
 	base := func(more map[string]any) map[string]any {
@@ -40,7 +41,9 @@ func TestPluginUnknownOptions(t *testing.T) {
 		{"redis.tls label", base(map[string]any{"redis": map[string]any{"tls": map[string]any{"insecureskipverfy": "true"}}}),
 			"unknown option redis.tls.insecureskipverfy; did you mean insecureSkipVerify?"},
 		{"two spellings", base(map[string]any{"Limit": "50"}),
-			"option Limit is given twice, also as limit"},
+			"limit: given twice, also as Limit"},
+		{"not a number", base(map[string]any{"maxKeys": "lots"}), `maxKeys: must be a whole number in decimal, got "lots"`},
+		{"not a block", base(map[string]any{"redis": "127.0.0.1:6379"}), `redis: must be a block of options, got "127.0.0.1:6379"`},
 	}
 	for _, tt := range tests {
 		cfg, err := b.createConfig(tt.config)
@@ -48,12 +51,12 @@ func TestPluginUnknownOptions(t *testing.T) {
 			t.Errorf("%s: Traefik's decoder refused %v: %v", tt.name, tt.config, err)
 			continue
 		}
-		h, err := b.newHandler(backend, cfg, "typo@file")
+		h, err := b.newChecked(backend, cfg, "typo@file")
 		if err == nil || h != nil {
 			t.Errorf("%s: %v accepted", tt.name, tt.config)
 			continue
 		}
-		if !strings.Contains(err.Error(), `windowlimit middleware "typo@file": `+tt.want) {
+		if !strings.Contains(err.Error(), `windowlimit: error: middleware "typo@file" is misconfigured: `+tt.want) {
 			t.Errorf("%s: error %q, want %q", tt.name, err, tt.want)
 		}
 	}
@@ -67,7 +70,7 @@ func TestPluginUnknownOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := b.newHandler(backend, cfg, "cases@file")
+	h, err := b.newChecked(backend, cfg, "cases@file")
 	if err != nil {
 		t.Fatalf("options in other cases refused: %v", err)
 	}

@@ -97,6 +97,7 @@ func TestNewZoneErrors(t *testing.T) {
 	}{
 		{Rule{Window: time.Minute}, Options{}, FieldLimit},
 		{Rule{Window: time.Minute, Limit: 1}, Options{MaxKeys: -1}, FieldMaxKeys},
+		{Rule{Window: time.Minute, Limit: 1}, Options{MaxKeys: MaxMaxKeys + 1}, FieldMaxKeys},
 		{Rule{Window: time.Minute, Limit: 1}, Options{SweepInterval: time.Millisecond}, FieldSweepInterval},
 	}
 	for _, tt := range tests {

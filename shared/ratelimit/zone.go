@@ -14,6 +14,12 @@ import (
 // of evicted keys once the zone is full.
 const DefaultMaxKeys = 100000
 
+// MaxMaxKeys is the largest Options.MaxKeys: 16,777,216 keys, about 1.9
+// GB at 10 sub-windows and 1 GB more for the summary of evicted keys.
+// MaxKeys is the zone's memory bound, and a bound that no machine could
+// hold (1e12) is none.
+const MaxMaxKeys = 1 << 24
+
 // MinSweepInterval is the shortest SweepInterval. A sweep walks every key
 // of the zone, shard by shard under its lock: about 5 ms at 100,000 keys,
 // so at this interval the sweeper takes at most a few percent of a core,
@@ -150,6 +156,9 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 	}
 	if opts.MaxKeys < 0 {
 		return nil, fieldError(FieldMaxKeys, "must not be negative, got "+strconv.Itoa(opts.MaxKeys))
+	}
+	if opts.MaxKeys > MaxMaxKeys {
+		return nil, fieldError(FieldMaxKeys, "must be at most "+strconv.Itoa(MaxMaxKeys)+" (the zone's memory bound), got "+strconv.Itoa(opts.MaxKeys))
 	}
 	if opts.SweepInterval > 0 && opts.SweepInterval < MinSweepInterval {
 		return nil, fieldError(FieldSweepInterval, opts.SweepInterval.String()+" is too short (at least "+MinSweepInterval.String()+")")
