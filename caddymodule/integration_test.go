@@ -196,20 +196,27 @@ func TestIntegrationRejectsBadConfig(t *testing.T) {
 	}`)
 	tc.InitServer(good, "caddyfile")
 
-	bad := strings.Replace(good, "limit 1", "limit 1\n\t\t\tsub_window 7s", 1)
-	resp, err := http.Post("http://localhost:"+strconv.Itoa(adminPort)+"/load", "text/caddyfile", strings.NewReader(bad))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "sub_window: 7s does not divide the window 1m0s") {
-		t.Fatalf("loading a bad config: %d %s; want 400 naming the bad sub_window", resp.StatusCode, body)
+	// A value the Caddyfile refuses, and one only the zone's provisioning
+	// can: neither leaves the route unlimited.
+	for _, bad := range []struct{ config, want string }{
+		{strings.Replace(good, "limit 1", "limit 1\n\t\t\tsub_window 7s", 1), "sub_window: 7s does not divide the window 1m0s"},
+		{strings.Replace(good, "limit 1", "limit 1\n\t\t}\n\t\tmax_keys 20000000\n\t\tzone inone {\n\t\t\twindow 1m\n\t\t\tlimit 1", 1),
+			"max_keys: must be at most 16777216"},
+	} {
+		resp, err := http.Post("http://localhost:"+strconv.Itoa(adminPort)+"/load", "text/caddyfile", strings.NewReader(bad.config))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), bad.want) {
+			t.Fatalf("loading a bad config: %d %s; want 400 with %q", resp.StatusCode, body, bad.want)
+		}
 	}
 	// The running config is untouched and still limits.
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/"
 	if r, _ := get(t, tc, url); r.StatusCode != 200 {
-		t.Fatalf("after the rejected load: %d, want 200", r.StatusCode)
+		t.Fatalf("after the rejected loads: %d, want 200", r.StatusCode)
 	}
 	if r, _ := get(t, tc, url); r.StatusCode != 429 {
 		t.Fatalf("second request: %d, want 429", r.StatusCode)

@@ -2,24 +2,30 @@
 // sliding-window rate limiter that Traefik v3 loads from source with its
 // yaegi interpreter.
 //
-// Traefik calls CreateConfig, decodes the middleware's dynamic
-// configuration into the result (weakly typed: labels give every value as
-// a string; a key that matches no field lands in its block's Unknown, and
-// New refuses it), then calls New once per router and again on every
-// reload of the dynamic configuration. Limiter state lives in a
-// package-level registry keyed by the middleware's name, so counts survive
-// reloads.
+// Traefik calls CreateConfig, hands the middleware's dynamic configuration
+// to the result (every option lands in Config.Options: labels give every
+// value as a string), then calls New once per router and again on every
+// reload of the dynamic configuration. New decodes the options itself
+// (decode.go) and never fails: a configuration it cannot build gives a
+// middleware that refuses every request with 500 (misconfigured.go),
+// since a failed New would let another router serve the route unlimited.
+// Limiter state lives in a package-level registry keyed by the
+// middleware's name, so counts survive reloads.
 //
 // The plugin's log lines go to Traefik's own log, at DEBUG or ERROR (see
-// debugLog and errorLog).
+// debugLog and errorLog), and each says whether it is an error, a warning
+// or information.
 //
 // Only the standard library and this module are imported.
 //
 // # Files
 //
 //   - config.go: Config, the dynamic configuration, and CreateConfig.
+//   - decode.go: the options Traefik hands over, decoded into Config.
+//   - misconfigured.go: the middleware of a configuration New cannot build.
 //   - settings.go: the Config checked, with its defaults (validate).
-//   - unknown.go: options that match no field, refused with a suggestion.
+//   - unknown.go: the options of each block; one that matches none is
+//     refused with a suggestion.
 //   - duration.go: durations read as Traefik reads them.
 //   - errors.go: the errors of bad settings, and the core's field names.
 //   - middleware.go: Middleware and New; setPaths chooses its path.
