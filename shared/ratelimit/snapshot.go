@@ -147,6 +147,16 @@ func (z *Zone) takeSnapshot(now time.Time) (*snapshot, error) {
 		sn.newest = make([]int64, 0, n)
 		sn.cells = make([]uint32, 0, n*int(z.m))
 	}
+	// What a restore left first: see persistState.unclaimed.
+	from, waiting, restored := p.unclaimed(t)
+	for j := range waiting {
+		if atomic.LoadUint32(&waiting[j]) != 0 {
+			sn.appendFrom(from, j)
+		}
+	}
+	if afterUnclaimed != nil {
+		afterUnclaimed()
+	}
 	var cp shardCopy
 	for si := range z.shards {
 		s := &z.shards[si]
@@ -164,17 +174,9 @@ func (z *Zone) takeSnapshot(now time.Time) (*snapshot, error) {
 		}
 		s.Unlock()
 	}
-	p.mu.Lock()
-	if p.from != nil && t >= atomic.LoadInt64(&p.live) {
-		p.dropRestored() // everything restored has stopped counting
+	if restored != nil {
+		sn.fold(restored)
 	}
-	for _, j := range p.pending {
-		sn.appendFrom(p.from, j)
-	}
-	if p.sketch != nil {
-		sn.fold(p.sketch)
-	}
-	p.mu.Unlock()
 	return sn, nil
 }
 
@@ -465,16 +467,6 @@ func (z *Zone) restore(sn *snapshot, now time.Time) (int, error) {
 	if sk != nil && sk.live > live {
 		live = sk.live
 	}
-	p.mu.Lock()
-	p.salt = sn.salt
-	p.pending = pending
-	p.from = sn
-	p.sketch = sk
-	p.claimed = 0
-	atomic.StoreInt64(&p.live, live)
-	if len(pending) == 0 && sk == nil {
-		p.dropRestored()
-	}
-	p.mu.Unlock()
+	p.adopt(sn, pending, sk, live)
 	return restored, nil
 }
