@@ -195,6 +195,13 @@ func (p *persistState) adopt(sn *snapshot, pending map[uint64]int, sk *sketch, l
 	p.mu.Unlock()
 }
 
+// waitingLen returns how many restored keys wait to be claimed.
+func (p *persistState) waitingLen() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pending
+}
+
 // unclaimed returns what a snapshot at t must hold of what a restore
 // left: the restored snapshot, its entries' waiting flags (to be read
 // atomically: a claim clears one at any time), and its summary of

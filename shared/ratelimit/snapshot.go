@@ -21,8 +21,10 @@ func (z *Zone) Snapshot(w io.Writer, now time.Time) (int, error) {
 		return 0, errors.New("zone " + strconv.Quote(z.name) + " keeps no snapshots (Options.Persist is off)")
 	}
 	// About 8 bytes of id, 5 of sub-window and one a counter a key, and
-	// a little more, so that append does not double the buffer.
-	data, keys := z.appendSnapshot(make([]byte, 0, 4096+z.Len()*(8+6+int(z.m))), now)
+	// a little more, so that append does not double the buffer: the keys
+	// tracked and those restored and not seen since.
+	n := z.Len() + z.persist.waitingLen()
+	data, keys := z.appendSnapshot(make([]byte, 0, 4096+n*(8+6+int(z.m))), now)
 	if _, err := w.Write(data); err != nil {
 		return 0, err
 	}
