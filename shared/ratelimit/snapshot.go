@@ -379,11 +379,30 @@ func foldInto(dst, src *sketch) *sketch {
 // collided): the result counts, at every time, at least what either did.
 func (sn *snapshot) merge(j, j2 int) {
 	if sn.algorithm == Log {
+		// Each timestamp as often as the entry that holds it most often
+		// does: a key claimed while its snapshot was taken holds its
+		// restored timestamps in both entries, and counts them once.
 		a := sn.ts[sn.off[j] : sn.off[j]+sn.cnt[j]]
 		b := sn.ts[sn.off[j2] : sn.off[j2]+sn.cnt[j2]]
+		sort.Slice(a, func(x, y int) bool { return a[x] < a[y] }) // as Snapshot writes them; a file may lie
+		sort.Slice(b, func(x, y int) bool { return b[x] < b[y] })
 		all := make([]int64, 0, len(a)+len(b))
-		all = append(append(all, a...), b...)
-		sort.Slice(all, func(x, y int) bool { return all[x] < all[y] })
+		for len(a) > 0 || len(b) > 0 {
+			var v int64
+			switch {
+			case len(b) == 0 || len(a) > 0 && a[0] < b[0]:
+				v = a[0]
+				a = a[1:]
+			case len(a) == 0 || b[0] < a[0]:
+				v = b[0]
+				b = b[1:]
+			default: // the same timestamp in both
+				v = a[0]
+				a = a[1:]
+				b = b[1:]
+			}
+			all = append(all, v)
+		}
 		if len(all) > MaxLogLimit {
 			all = all[len(all)-MaxLogLimit:]
 		}
