@@ -50,6 +50,10 @@ type Server struct {
 	// conf, when set, is the configuration file of a Sentinel (see
 	// StartSentinel).
 	conf string
+	// dir is the server's working directory, kept across Restart, so that
+	// a test that saved an RDB (SAVE) restarts from it, as a Redis with
+	// persistence restarts from its last save.
+	dir string
 }
 
 // Start runs redis-server on a free loopback port with extra arguments
@@ -92,8 +96,11 @@ func (s *Server) start() error {
 	} else {
 		args = append(args, "--port", strconv.Itoa(s.port))
 	}
+	if s.dir == "" {
+		s.dir = s.tb.TempDir()
+	}
 	args = append(args, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", s.tb.TempDir(), "--loglevel", "warning")
+		"--dir", s.dir, "--loglevel", "warning")
 	if major(s.tb, s.bin) >= 7 {
 		args = append(args, "--enable-debug-command", "yes")
 	}
@@ -145,7 +152,9 @@ func (s *Server) Kill() {
 	s.cmd = nil
 }
 
-// Restart starts the server again on the same port after Kill.
+// Restart starts the server again on the same port after Kill, in the
+// same directory: from the RDB of its last SAVE, if there was one, else
+// empty.
 func (s *Server) Restart() {
 	s.tb.Helper()
 	var err error

@@ -42,7 +42,7 @@ type Decision struct {
 // store's receipt rather than one of the in-memory zones.
 type Receipt struct {
 	At     int64
-	Life   uint32
+	Life   uint64
 	Remote bool
 }
 

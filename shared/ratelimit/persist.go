@@ -22,7 +22,13 @@ import (
 // cannot aim its key at another's id, and a restored zone names its keys
 // as its predecessor did. A restored key cannot be put in its shard until
 // its first request (the shard is chosen by the new hash): until then it
-// waits in pending, keyed by id, and newSlot claims it.
+// waits in the restored snapshot, found by id, and newSlot claims it.
+//
+// The restored snapshot does not change once restored: a claim only
+// clears its entry's flag in waiting. So a snapshot of the zone encodes
+// the entries still waiting without p.mu, which new keys take under
+// their shard's lock (see unclaimed): at a million restored keys, holding
+// it for the encoding stalled every new key for half a second.
 type persistState struct {
 	// salt prefixes every key hashed to an id. NewZone draws it; Restore
 	// replaces it, before the zone takes a request.
@@ -34,9 +40,14 @@ type persistState struct {
 	live int64
 
 	mu sync.Mutex
-	// pending maps the id of a restored key not seen since to its entry
-	// in from.
-	pending map[uint64]int
+	// index maps the id of a restored key to its entry in from.
+	index map[uint64]int
+	// waiting[j] is 1 while entry j of from waits to be claimed, else 0:
+	// written under mu, read atomically by snapshots, which do not hold
+	// it. Entries not in index are 0.
+	waiting []uint32
+	// pending counts the entries that wait.
+	pending int
 	from    *snapshot
 	// sketch is the restored summary of evicted keys, every shard's folded
 	// into one, indexed by id; nil when none.
@@ -74,9 +85,8 @@ func (p *persistState) restoredLive() int64 { return atomic.LoadInt64(&p.live) }
 // order is a shard, then p.mu).
 func (p *persistState) claim(z *Zone, s *shard, i uint32, id uint64, t int64, limit int64) {
 	p.mu.Lock()
-	j, ok := p.pending[id]
+	j, ok := p.take(id)
 	if ok {
-		delete(p.pending, id)
 		p.claimed++
 	}
 	from := p.from
@@ -85,7 +95,7 @@ func (p *persistState) claim(z *Zone, s *shard, i uint32, id uint64, t int64, li
 	if !ok && p.sketch != nil {
 		e, until = p.sketch.estimate(id, t)
 	}
-	if len(p.pending) == 0 && (p.sketch == nil || t >= p.sketch.live) {
+	if p.pending == 0 && (p.sketch == nil || t >= p.sketch.live) {
 		p.dropRestored()
 	}
 	p.mu.Unlock()
@@ -117,7 +127,9 @@ func (p *persistState) claim(z *Zone, s *shard, i uint32, id uint64, t int64, li
 func (p *persistState) dropRestored() {
 	// One assignment each: yaegi v0.16 panics (reflect: New(nil)) on
 	// nil, nil, nil assigned to typed fields at once.
-	p.pending = nil
+	p.index = nil
+	p.waiting = nil
+	p.pending = 0
 	p.from = nil
 	p.sketch = nil
 	atomic.StoreInt64(&p.live, 0)
@@ -128,11 +140,20 @@ func (p *persistState) dropRestored() {
 func (p *persistState) forget(id uint64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.pending[id]; !ok {
-		return false
+	_, ok := p.take(id)
+	return ok
+}
+
+// take marks the restored entry of the key of id claimed, if it waits,
+// and returns it. The caller holds p.mu.
+func (p *persistState) take(id uint64) (int, bool) {
+	j, ok := p.index[id]
+	if !ok || atomic.LoadUint32(&p.waiting[j]) == 0 {
+		return 0, false
 	}
-	delete(p.pending, id)
-	return true
+	atomic.StoreUint32(&p.waiting[j], 0)
+	p.pending--
+	return j, true
 }
 
 // inspect returns what a restore left for the key of id at t: the count
@@ -140,7 +161,7 @@ func (p *persistState) forget(id uint64) bool {
 func (p *persistState) inspect(z *Zone, id uint64, t int64) (int64, int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if j, ok := p.pending[id]; ok {
+	if j, ok := p.index[id]; ok && atomic.LoadUint32(&p.waiting[j]) != 0 {
 		return p.from.entryLoad(z, j, t)
 	}
 	if p.sketch != nil {
@@ -149,3 +170,58 @@ func (p *persistState) inspect(z *Zone, id uint64, t int64) (int64, int64) {
 	}
 	return 0, 0
 }
+
+// adopt makes sn what a restore left: pending maps the id of each of its
+// entries that still counts to the entry, sk is its summary of evicted
+// keys if that still counts, and live when the last of them stops
+// counting.
+func (p *persistState) adopt(sn *snapshot, pending map[uint64]int, sk *sketch, live int64) {
+	waiting := make([]uint32, len(sn.ids))
+	for _, j := range pending {
+		waiting[j] = 1
+	}
+	p.mu.Lock()
+	p.salt = sn.salt
+	p.index = pending
+	p.waiting = waiting
+	p.pending = len(pending)
+	p.from = sn
+	p.sketch = sk
+	p.claimed = 0
+	atomic.StoreInt64(&p.live, live)
+	if len(pending) == 0 && sk == nil {
+		p.dropRestored()
+	}
+	p.mu.Unlock()
+}
+
+// waitingLen returns how many restored keys wait to be claimed.
+func (p *persistState) waitingLen() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pending
+}
+
+// unclaimed returns what a snapshot at t must hold of what a restore
+// left: the restored snapshot, its entries' waiting flags (to be read
+// atomically: a claim clears one at any time), and its summary of
+// evicted keys; all nil when nothing restored counts at t. It holds p.mu
+// only to read them.
+//
+// A snapshot reads the flags before it copies the shards: an entry
+// claimed before its flag is read is in its shard by then, one claimed
+// after is in the snapshot from the flag, and perhaps from its shard too,
+// which Restore merges (see snapshot.merge). Read the other way round, a
+// key claimed between its shard's copy and its flag would be in neither.
+func (p *persistState) unclaimed(t int64) (*snapshot, []uint32, *sketch) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.from != nil && t >= atomic.LoadInt64(&p.live) {
+		p.dropRestored() // everything restored has stopped counting
+	}
+	return p.from, p.waiting, p.sketch
+}
+
+// afterUnclaimed, if not nil, runs in every snapshot between reading what
+// a restore left and copying the shards: tests claim keys there.
+var afterUnclaimed func()

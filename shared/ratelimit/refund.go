@@ -123,7 +123,7 @@ func countedAt(z *Zone, s *shard, key uint64) Receipt {
 // there. The key's cached denial then goes: its count fell. A key left
 // counting nothing is then as a new one (see headTime), as in a remote
 // store, whose script deletes it.
-func refund(z *Zone, s *shard, key uint64, at int64, life uint32) {
+func refund(z *Zone, s *shard, key uint64, at int64, life uint64) {
 	slot, ok := s.index[key]
 	if !ok || s.lives[slot] != life {
 		return // swept, evicted or forgotten: what it counted is gone or summarized

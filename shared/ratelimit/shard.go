@@ -36,10 +36,12 @@ type shard struct {
 	// lives holds, per slot, the life of the key in it: a number new for
 	// each key the shard creates, which a receipt carries, so that a
 	// count reserved before a key was forgotten or evicted is never given
-	// back from the count of the key that replaced it.
-	lives []uint32
+	// back from the count of the key that replaced it. 64 bits, so that it
+	// never wraps: at 32, a shard's 2^32nd key took the life of its first,
+	// and a receipt of the first gave back the other's count.
+	lives []uint64
 	// born is the last life the shard gave.
-	born uint32
+	born uint64
 	// denied holds, for keys of cost-1 bucket zones last denied, until when
 	// they stay denied: with no admission in between a count only falls, so
 	// the answer is known until then and a denied flood costs a lookup

@@ -21,8 +21,10 @@ func (z *Zone) Snapshot(w io.Writer, now time.Time) (int, error) {
 		return 0, errors.New("zone " + strconv.Quote(z.name) + " keeps no snapshots (Options.Persist is off)")
 	}
 	// About 8 bytes of id, 5 of sub-window and one a counter a key, and
-	// a little more, so that append does not double the buffer.
-	data, keys := z.appendSnapshot(make([]byte, 0, 4096+z.Len()*(8+6+int(z.m))), now)
+	// a little more, so that append does not double the buffer: the keys
+	// tracked and those restored and not seen since.
+	n := z.Len() + z.persist.waitingLen()
+	data, keys := z.appendSnapshot(make([]byte, 0, 4096+n*(8+6+int(z.m))), now)
 	if _, err := w.Write(data); err != nil {
 		return 0, err
 	}
@@ -147,6 +149,16 @@ func (z *Zone) takeSnapshot(now time.Time) (*snapshot, error) {
 		sn.newest = make([]int64, 0, n)
 		sn.cells = make([]uint32, 0, n*int(z.m))
 	}
+	// What a restore left first: see persistState.unclaimed.
+	from, waiting, restored := p.unclaimed(t)
+	for j := range waiting {
+		if atomic.LoadUint32(&waiting[j]) != 0 {
+			sn.appendFrom(from, j)
+		}
+	}
+	if afterUnclaimed != nil {
+		afterUnclaimed()
+	}
 	var cp shardCopy
 	for si := range z.shards {
 		s := &z.shards[si]
@@ -164,17 +176,9 @@ func (z *Zone) takeSnapshot(now time.Time) (*snapshot, error) {
 		}
 		s.Unlock()
 	}
-	p.mu.Lock()
-	if p.from != nil && t >= atomic.LoadInt64(&p.live) {
-		p.dropRestored() // everything restored has stopped counting
+	if restored != nil {
+		sn.fold(restored)
 	}
-	for _, j := range p.pending {
-		sn.appendFrom(p.from, j)
-	}
-	if p.sketch != nil {
-		sn.fold(p.sketch)
-	}
-	p.mu.Unlock()
 	return sn, nil
 }
 
@@ -375,11 +379,30 @@ func foldInto(dst, src *sketch) *sketch {
 // collided): the result counts, at every time, at least what either did.
 func (sn *snapshot) merge(j, j2 int) {
 	if sn.algorithm == Log {
+		// Each timestamp as often as the entry that holds it most often
+		// does: a key claimed while its snapshot was taken holds its
+		// restored timestamps in both entries, and counts them once.
 		a := sn.ts[sn.off[j] : sn.off[j]+sn.cnt[j]]
 		b := sn.ts[sn.off[j2] : sn.off[j2]+sn.cnt[j2]]
+		sort.Slice(a, func(x, y int) bool { return a[x] < a[y] }) // as Snapshot writes them; a file may lie
+		sort.Slice(b, func(x, y int) bool { return b[x] < b[y] })
 		all := make([]int64, 0, len(a)+len(b))
-		all = append(append(all, a...), b...)
-		sort.Slice(all, func(x, y int) bool { return all[x] < all[y] })
+		for len(a) > 0 || len(b) > 0 {
+			var v int64
+			switch {
+			case len(b) == 0 || len(a) > 0 && a[0] < b[0]:
+				v = a[0]
+				a = a[1:]
+			case len(a) == 0 || b[0] < a[0]:
+				v = b[0]
+				b = b[1:]
+			default: // the same timestamp in both
+				v = a[0]
+				a = a[1:]
+				b = b[1:]
+			}
+			all = append(all, v)
+		}
 		if len(all) > MaxLogLimit {
 			all = all[len(all)-MaxLogLimit:]
 		}
@@ -465,16 +488,6 @@ func (z *Zone) restore(sn *snapshot, now time.Time) (int, error) {
 	if sk != nil && sk.live > live {
 		live = sk.live
 	}
-	p.mu.Lock()
-	p.salt = sn.salt
-	p.pending = pending
-	p.from = sn
-	p.sketch = sk
-	p.claimed = 0
-	atomic.StoreInt64(&p.live, live)
-	if len(pending) == 0 && sk == nil {
-		p.dropRestored()
-	}
-	p.mu.Unlock()
+	p.adopt(sn, pending, sk, live)
 	return restored, nil
 }

@@ -1,6 +1,9 @@
 package ratelimit
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // appendSnapshot appends to b the file bytes of a snapshot of z at now,
 // the bytes marshal of z.takeSnapshot(now) gives but for the keys'
@@ -13,6 +16,25 @@ func (z *Zone) appendSnapshot(b []byte, now time.Time) ([]byte, int) {
 	t := now.UnixNano()
 	b, count := appendHeader(b, z.name, z.window, z.span, z.rule.Algorithm, t, &p.salt)
 	keys := 0
+	// What a restore left first, without a lock: see persistState.unclaimed.
+	from, waiting, restored := p.unclaimed(t)
+	if from != nil {
+		m := from.ring()
+		for j := range waiting {
+			if atomic.LoadUint32(&waiting[j]) == 0 {
+				continue
+			}
+			if from.algorithm == Log {
+				b = appendLogEntry(b, from.ids[j], from.ts[from.off[j]:from.off[j]+from.cnt[j]])
+			} else {
+				b = appendBucketEntry(b, from.ids[j], from.newest[j], from.cells[j*m:(j+1)*m])
+			}
+			keys++
+		}
+	}
+	if afterUnclaimed != nil {
+		afterUnclaimed()
+	}
 	var sk *sketch
 	var cp shardCopy
 	cells := make([]uint32, z.m)
@@ -47,24 +69,8 @@ func (z *Zone) appendSnapshot(b []byte, now time.Time) ([]byte, int) {
 		}
 		s.Unlock()
 	}
-	p.mu.Lock()
-	if p.from != nil && t >= p.restoredLive() {
-		p.dropRestored() // everything restored has stopped counting
+	if restored != nil {
+		sk = foldInto(sk, restored)
 	}
-	if from := p.from; from != nil {
-		m := from.ring()
-		for _, j := range p.pending {
-			if from.algorithm == Log {
-				b = appendLogEntry(b, from.ids[j], from.ts[from.off[j]:from.off[j]+from.cnt[j]])
-			} else {
-				b = appendBucketEntry(b, from.ids[j], from.newest[j], from.cells[j*m:(j+1)*m])
-			}
-			keys++
-		}
-	}
-	if p.sketch != nil {
-		sk = foldInto(sk, p.sketch)
-	}
-	p.mu.Unlock()
 	return finish(b, count, keys, sk), keys
 }

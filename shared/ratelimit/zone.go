@@ -372,7 +372,7 @@ func (z *Zone) Stats() ZoneStats {
 	}
 	if p := z.persist; p != nil {
 		p.mu.Lock()
-		st.Pending = len(p.pending)
+		st.Pending = p.pending
 		p.mu.Unlock()
 	}
 	return st

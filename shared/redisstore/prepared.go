@@ -117,7 +117,7 @@ func takeOneDone(s *Store, pc *preparedCall, ctx context.Context, now time.Time,
 		ResetAfter: time.Duration(res[3]) * time.Microsecond,
 	}
 	if it.Refundable && res[4] != 0 {
-		out[0].Receipt = ratelimit.Receipt{At: res[4], Life: uint32(res[5]), Remote: true}
+		out[0].Receipt = ratelimit.Receipt{At: res[4], Life: uint64(res[5]), Remote: true}
 	}
 	if len(res) > want {
 		return out[0].Allowed, ErrOutOfMemory

@@ -59,7 +59,8 @@ import (
 // retry-after and reset-after in microseconds; for a reserved item a fifth
 // and a sixth, its receipt: the time it was counted at, in microseconds
 // (the time of its sub-window, or its log entry's score), 0 if it was not
-// counted, and the key's life (0 for a log); for a leased item a fifth,
+// counted, and the key's life stamped with the server's LASTSAVE (see
+// stamp in the script; 0 for a log); for a leased item a fifth,
 // sixth and seventh, the units granted and the time they were counted at
 // (0 and 0 if none; log rules grant none), and the key's life, denied or
 // not (0 for no key). When every item admits but Redis refuses to count
@@ -71,11 +72,11 @@ import (
 const redisScript = `
 local floor, ceil = math.floor, math.ceil
 local now
-if ARGV[1] == '0' then
+if ARGV[1] ~= '0' then
+  now = tonumber(ARGV[1])
+elseif ARGV[2] ~= '3' then -- a refund reads the clock only to charge a lease (see charge)
   local tm = redis.call('TIME')
   now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
-else
-  now = tonumber(ARGV[1])
 end
 local lib = rawget(_G, 'struct')
 local out = nil
@@ -196,7 +197,11 @@ if lib and #KEYS == 1 and (ARGV[2] == '0' or ARGV[2] == '1' or ARGV[2] == '2') t
         r = redis.pcall('SET', key, nv, 'PX', ceil(((c + reach) * T - t) / 1000) + 1)
       end
       out = {1, N - add - whole, 0, (c + reach) * T - t}
-      if ARGV[2] == '1' then out[5], out[6] = t, life end -- the receipt
+      if ARGV[2] == '1' then -- the receipt: the life stamped with the last save (see stamp)
+        local saved = redis.pcall('LASTSAVE')
+        if type(saved) ~= 'number' then saved = 0 end
+        out[5], out[6] = t, (life + saved) % 4294967296
+      end
       if ARGV[2] == '2' then out[5], out[6], out[7] = g, t, life end -- the lease
       if type(r) == 'table' and r.err then
         -- The script's first write: Redis over its maxmemory refuses it
@@ -221,6 +226,8 @@ if lib and #KEYS == 1 and ARGV[2] == '3' then
   local alg, W, T, _, cost, shape, at, life, granted = sunpack('<i1i8i8i8i8i8i8i8i8i8', ARGV[3])
   if alg ~= 3 and granted == 0 then
     local v = redis.pcall('GET', key)
+    local saved = redis.pcall('LASTSAVE') -- see stamp
+    if type(saved) ~= 'number' then saved = 0 end
     local m = W / T + 1
     local w, cf = 0, false
     if type(v) == 'string' then w = (#v - 19) / (m + 2) end
@@ -228,7 +235,7 @@ if lib and #KEYS == 1 and ARGV[2] == '3' then
     elseif w == 4 then cf = '<I4' elseif w == 5 then cf = '<I5' elseif w == 6 then cf = '<I6' end
     local sh, newest, total = 0, 0, 0
     if cf then sh, newest, total = sunpack('<i8i7' .. string.sub(cf, 2), v) end
-    if cf and sh == -shape and newest * T < 9007199254740992 and sunpack('<I4', v, #v - 3) == life then
+    if cf and sh == -shape and newest * T < 9007199254740992 and (sunpack('<I4', v, #v - 3) + saved) % 4294967296 == life then
       out = {0}
       local reach, b = m, floor(at / T)
       if alg == 1 then reach = 1 end
@@ -343,6 +350,26 @@ local V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE, FOREIGN, LEASED = false, 0
 local function successor(x)
   if x >= 4294967295 then return 1 end
   return x + 1
+end
+
+-- stamp returns what a reservation's receipt names as the life of a key
+-- of life x: x plus the server's LASTSAVE, modulo 2^32. A Redis that
+-- comes back with an older copy of the key (a restart from its last RDB
+-- save or from its AOF, a failover to a replica that missed writes) keeps
+-- the key's life, but not the reservations counted after the copy: their
+-- refunds must not come off it. Such a Redis has another LASTSAVE (a
+-- restart sets it to its start; a replica has its own), so the receipts
+-- of before name another life, and their counts stay. So does that of a
+-- request in flight across a save (BGSAVE), which errs on the safe side.
+-- Not told apart: a restart within the second of the save it restarts
+-- from. miniredis has no LASTSAVE: 0.
+local SAVED = false
+local function stamp(x)
+  if not SAVED then
+    SAVED = redis.pcall('LASTSAVE')
+    if type(SAVED) ~= 'number' then SAVED = 0 end
+  end
+  return (x + SAVED) % 4294967296
 end
 
 -- born returns the life of a key created now: the server's time in
@@ -684,7 +711,7 @@ local function decide()
       if receipts[i] then
         -- A log's entry is its own receipt: its score is the time it was
         -- counted at, and no later life holds an entry there.
-        if rule[1] == 3 then res[receipts[i]] = s.t else res[receipts[i]], res[receipts[i] + 1] = TM, LIFE end
+        if rule[1] == 3 then res[receipts[i]] = s.t else res[receipts[i]], res[receipts[i] + 1] = TM, stamp(LIFE) end
       end
       if leases[i] then
         res[leases[i] + 2] = LIFE
@@ -706,6 +733,10 @@ end
 -- with the ones spent before it (the safe side), if their sub-window
 -- still counts. It returns 2 if it counted them.
 local function charge(key, T, units, shape, m, reach, at)
+  if not now then
+    local tm = redis.call('TIME') -- a refund's call has not read it (see now)
+    now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+  end
   local c = floor(now / T)
   if NEWEST and c < NEWEST then c = NEWEST end
   local b = floor(at / T)
@@ -742,8 +773,10 @@ local function refundBuckets(key, alg, W, T, cost, shape, at, life, granted, con
   load(key, shape, m, T)
   local reach = m
   if alg == 1 then reach = 1 end
+  local own = LIFE -- the life a receipt of this key names
+  if granted == 0 and LIFE then own = stamp(LIFE) end -- a reservation's
   local carried = granted > 0 and LIFE and LIFE ~= life and LIFE == successor(life)
-  if not V or REWRITE or LIFE ~= life and not carried then
+  if not V or REWRITE or own ~= life and not carried then
     local spent = granted - confirmed - cost
     if granted > 0 and spent > 0 and not FOREIGN then return charge(key, T, spent, shape, m, reach, at) end
     return 0

@@ -15,7 +15,7 @@ import (
 )
 
 // Names lists the scenarios in the order Run runs them.
-var Names = []string{"limit", "retry-after", "algorithms", "multi-rule", "concurrency", "max-keys", "take-at-common-case"}
+var Names = []string{"limit", "retry-after", "algorithms", "multi-rule", "concurrency", "max-keys", "take-at-common-case", "restore-twice"}
 
 // Run runs the named scenario.
 func Run(name string) error {
@@ -34,6 +34,8 @@ func Run(name string) error {
 		return maxKeys()
 	case "take-at-common-case":
 		return takeAtCommonCase()
+	case "restore-twice":
+		return restoreTwice()
 	}
 	return fmt.Errorf("unknown scenario %q", name)
 }
