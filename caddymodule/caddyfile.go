@@ -56,8 +56,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	            <matchers>
 //	        }
 //	    }
-//	    store          memory | redis {
-//	        address      <host:port>
+//	    store          memory | redis [<host:port> | <redis[s]:// URL>] {
+//	        address      <host:port>          # or on the store's line
 //	        url          redis[s]://[user:password@]host:port[/db]
 //	        addresses    <host:port>...           # Redis Cluster
 //	        sentinel     <master> <host:port>...  # Redis Sentinel
@@ -95,6 +95,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //
 // Every subdirective may appear once (zones once per name; match blocks
 // may repeat, and a request matches the zone if it matches any of them).
+// A misspelled subdirective is refused with the one meant, and settings
+// that cannot run together (persist with store redis, an address without
+// a port) are refused here, at adapt time, with the fix.
 // A directive without a store of its own takes the store and
 // on_store_error of the rate_limit global option, if there is one.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
