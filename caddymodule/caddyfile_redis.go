@@ -55,7 +55,10 @@ func (h *Handler) unmarshalStore(d *caddyfile.Dispenser) error {
 		if err := r.setTarget(target, args[1:]); err != nil {
 			return d.Errf("store redis: %v", err)
 		}
-		target += " " + args[1] + " on the store redis line"
+		if target == "address" {
+			target += " " + args[1] // a URL is not repeated: it may hold a password
+		}
+		target += " on the store redis line"
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		sub := d.Val()

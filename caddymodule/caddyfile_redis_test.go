@@ -87,6 +87,7 @@ func TestUnmarshalCaddyfileRedisErrors(t *testing.T) {
 		{"memory argument", "store memory a:1", "wrong argument count"},
 		{"address on the line and in the block", "store redis a:1 {\n\t\taddress b:1\n\t}", "set one of address, url, addresses (cluster) and sentinel (address a:1 on the store redis line is set above)"},
 		{"url in the block too", "store redis a:1 {\n\t\turl redis://b:1\n\t}", "set one of address, url, addresses (cluster) and sentinel"},
+		{"url on the line, address in the block", "store redis redis://u:secret@b:1 {\n\t\taddress a:1\n\t}", "(url on the store redis line is set above)"},
 		{"address without a port on the line", "store redis 127.0.0.1", `store redis: address: "127.0.0.1" has no port: write 127.0.0.1:6379`},
 		{"address without a port", "store redis {\n\t\taddress redis\n\t}", `store redis: address: "redis" has no port: write redis:6379`},
 		{"IPv6 address without a port", "store redis ::1", `store redis: address: "::1" has no port: write [::1]:6379`},
