@@ -126,13 +126,13 @@ build() {
 		build_with_go
 	fi
 }
-# go build leaves an up-to-date binary as it is: the same modification
-# time and inode afterwards mean it was reused, not built.
-before=$(stat -c '%y %i' "$output" 2>/dev/null || true)
+# go build leaves an up-to-date binary's bytes as they are (it only
+# touches the file): the same checksum afterwards means it was reused.
+before=$(sha256sum "$output" 2>/dev/null || true)
 started=$SECONDS
 progress xcaddy.sh build 9>"$cache/caddy-build.lock"
 took=$((SECONDS - started))
-if [[ -n $before && $(stat -c '%y %i' "$output") == "$before" ]]; then
+if [[ -n $before && $(sha256sum "$output") == "$before" ]]; then
 	echo "xcaddy.sh: $output is up to date with this checkout: reused it (checked in $((took / 60)) min $((took % 60)) s)" >&2
 else
 	echo "xcaddy.sh: built $output (Caddy $caddy_version with $module/caddymodule) in $((took / 60)) min $((took % 60)) s" >&2

@@ -463,12 +463,12 @@ example_part() {
 	# (xcaddy, when on PATH, builds afresh every time: then the time it took).
 	CADDY_OUTPUT=$WC_CADDY "$WL_ROOT/xcaddy.sh" version >"$WL_WORK/xcaddy.log" 2>&1 ||
 		{ cat "$WL_WORK/xcaddy.log" >&2; wl_die "./xcaddy.sh version failed"; }
-	local built="is up to date with this checkout: reused it (checked in "
-	command -v xcaddy >/dev/null && built="xcaddy.sh: built $WC_CADDY "
-	grep -qF "$built" "$WL_WORK/xcaddy.log" && ! grep -q "3 to 5 minutes" "$WL_WORK/xcaddy.log" &&
+	local built='^xcaddy.sh: .* is up to date with this checkout: reused it \(checked in [0-9]+ min [0-9]+ s\)$'
+	command -v xcaddy >/dev/null && built='^xcaddy.sh: (built .* in [0-9]+ min [0-9]+ s|.* reused it .*)$'
+	grep -qE "$built" "$WL_WORK/xcaddy.log" && ! grep -q "3 to 5 minutes" "$WL_WORK/xcaddy.log" &&
 		grep -q '^v2\.' "$WL_WORK/xcaddy.log" ||
-		{ cat "$WL_WORK/xcaddy.log" >&2; wl_die "./xcaddy.sh version: want '$built...' before Caddy's version, and no 3 to 5 minute announcement"; }
-	wl_pass "./xcaddy.sh version: $(grep -F "$built" "$WL_WORK/xcaddy.log"); then $(grep '^v2\.' "$WL_WORK/xcaddy.log" | cut -c1-20)"
+		{ cat "$WL_WORK/xcaddy.log" >&2; wl_die "./xcaddy.sh version: want a line matching '$built' before Caddy's version, and no 3 to 5 minute announcement"; }
+	wl_pass "./xcaddy.sh version: $(grep -E "$built" "$WL_WORK/xcaddy.log"); then $(grep '^v2\.' "$WL_WORK/xcaddy.log" | cut -c1-20)"
 	(cd "$WL_ROOT" && "$WC_CADDY" validate --config Caddyfile.example) >"$WL_WORK/validate.log" 2>&1 ||
 		{ cat "$WL_WORK/validate.log" >&2; wl_die "caddy validate rejected Caddyfile.example"; }
 	wl_pass "caddy validate --config Caddyfile.example"
