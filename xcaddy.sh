@@ -2,7 +2,7 @@
 # Builds ./caddy: Caddy with the standard modules and this checkout's
 # rate_limit module (github.com/windowlimit/windowlimit/caddymodule).
 #
-#   ./xcaddy.sh                      build ./caddy
+#   ./xcaddy.sh                      build ./caddy (or reuse it, if up to date)
 #   ./xcaddy.sh run [caddy args]     build, then `caddy run [caddy args]`
 #   ./xcaddy.sh <cmd> [caddy args]   build, then `caddy <cmd> [caddy args]`
 #                                    (adapt, validate, reload, version, ...)
@@ -108,7 +108,10 @@ replace_if_changed() {
 }
 
 mkdir -p "$cache"
-if [[ ! -x $output || ! -f $cache/caddy-build/go.sum ]]; then
+# Only a build directory that never built (its go.sum is written by the
+# first) means downloading and compiling Caddy; once it has, Go's build
+# cache makes any build seconds, whether or not $output exists.
+if ! command -v xcaddy >/dev/null && [[ ! -f $cache/caddy-build/go.sum ]]; then
 	echo "xcaddy.sh: building $output (Caddy $caddy_version with $module/caddymodule):" \
 		"the first build downloads and compiles Caddy, 3 to 5 minutes on 2 cores; later ones take seconds" >&2
 else
@@ -123,11 +126,18 @@ build() {
 		build_with_go
 	fi
 }
+# go build leaves an up-to-date binary's bytes as they are (it only
+# touches the file): the same checksum afterwards means it was reused.
+before=$(sha256sum "$output" 2>/dev/null || true)
 started=$SECONDS
 progress xcaddy.sh build 9>"$cache/caddy-build.lock"
 took=$((SECONDS - started))
+if [[ -n $before && $(sha256sum "$output") == "$before" ]]; then
+	echo "xcaddy.sh: $output is up to date with this checkout: reused it (checked in $((took / 60)) min $((took % 60)) s)" >&2
+else
+	echo "xcaddy.sh: built $output (Caddy $caddy_version with $module/caddymodule) in $((took / 60)) min $((took % 60)) s" >&2
+fi
 
 if [[ $# -gt 0 ]]; then
 	exec "$output" "$@"
 fi
-echo "built $output (Caddy $caddy_version with $module/caddymodule) in $((took / 60)) min $((took % 60)) s" >&2

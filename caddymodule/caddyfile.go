@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -27,13 +28,14 @@ func init() {
 
 func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	m := new(Handler)
-	if err := m.unmarshalDirective(h.Dispenser); err != nil {
+	ln := newDirectiveLines()
+	if err := m.unmarshalDirective(h.Dispenser, ln); err != nil {
 		return nil, err
 	}
 	if g, ok := h.Option(globalOptionName).(*globalDefaults); ok {
 		g.applyTo(m)
 	}
-	return m, m.checkStore(h.Dispenser)
+	return m, m.checkCombinations(h.Dispenser, ln)
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
@@ -54,8 +56,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	            <matchers>
 //	        }
 //	    }
-//	    store          memory | redis {
-//	        address      <host:port>
+//	    store          memory | redis [<host:port> | <redis[s]:// URL>] {
+//	        address      <host:port>          # or on the store's line
 //	        url          redis[s]://[user:password@]host:port[/db]
 //	        addresses    <host:port>...           # Redis Cluster
 //	        sentinel     <master> <host:port>...  # Redis Sentinel
@@ -93,18 +95,23 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //
 // Every subdirective may appear once (zones once per name; match blocks
 // may repeat, and a request matches the zone if it matches any of them).
+// A misspelled subdirective is refused with the one meant, and settings
+// that cannot run together (persist with store redis, an address without
+// a port) are refused here, at adapt time, with the fix.
 // A directive without a store of its own takes the store and
 // on_store_error of the rate_limit global option, if there is one.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	if err := h.unmarshalDirective(d); err != nil {
+	ln := newDirectiveLines()
+	if err := h.unmarshalDirective(d, ln); err != nil {
 		return err
 	}
-	return h.checkStore(d)
+	return h.checkCombinations(d, ln)
 }
 
 // unmarshalDirective parses the directive's tokens, without the checks
-// that depend on the global option's defaults.
-func (h *Handler) unmarshalDirective(d *caddyfile.Dispenser) error {
+// that depend on the global option's defaults, and keeps in ln the token
+// of each setting for those.
+func (h *Handler) unmarshalDirective(d *caddyfile.Dispenser, ln *directiveLines) error {
 	d.Next() // the directive's name
 	if d.NextArg() {
 		return d.ArgErr()
@@ -117,11 +124,12 @@ func (h *Handler) unmarshalDirective(d *caddyfile.Dispenser) error {
 				return d.Errf("duplicate subdirective %s", name)
 			}
 			seen[name] = true
+			ln.handler[name] = d.Token()
 		}
 		var err error
 		switch name {
 		case "zone":
-			err = h.unmarshalZone(d)
+			err = h.unmarshalZone(d, ln)
 		case "store":
 			err = h.unmarshalStore(d)
 		case "on_store_error":
@@ -145,6 +153,9 @@ func (h *Handler) unmarshalDirective(d *caddyfile.Dispenser) error {
 		case "sweep_interval":
 			var dur caddy.Duration
 			if dur, err = positiveDuration(d); err == nil {
+				if time.Duration(dur) < ratelimit.MinSweepInterval {
+					err = d.Errf("sweep_interval: %v is too short (at least %v)", time.Duration(dur), ratelimit.MinSweepInterval)
+				}
 				h.SweepInterval = dur
 			}
 		case "jitter":
@@ -169,7 +180,7 @@ func (h *Handler) unmarshalDirective(d *caddyfile.Dispenser) error {
 				"share one exact limit between instances through Redis instead: "+
 				"store redis { address <host:port> } (or url, addresses, sentinel: see docs/caddy.md, The Redis store)", name)
 		default:
-			err = d.Errf("unknown subdirective %q", name)
+			err = unknownSubdirective(d, "", handlerSubdirectives, handlerHint(name))
 		}
 		if err != nil {
 			return err
@@ -181,21 +192,16 @@ func (h *Handler) unmarshalDirective(d *caddyfile.Dispenser) error {
 	return nil
 }
 
-// checkStore reports on_store_error without a Redis store, once the
-// global defaults are in.
-func (h *Handler) checkStore(d *caddyfile.Dispenser) error {
-	if h.OnStoreError != "" && h.Redis == nil {
-		return d.Err("on_store_error applies only to the Redis store: add store redis { ... } or remove it")
-	}
-	return nil
-}
-
-// unmarshalZone parses `zone <name> { ... }`, the dispenser being on "zone".
-func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
+// unmarshalZone parses `zone <name> { ... }`, the dispenser being on
+// "zone", and keeps the token of each of its settings in ln.
+func (h *Handler) unmarshalZone(d *caddyfile.Dispenser, ln *directiveLines) error {
 	zoneAt := d.Token()
 	name, err := oneArgBeforeBlock(d)
 	if err != nil {
 		return err
+	}
+	if name == "" {
+		return d.Err("zone name must not be empty")
 	}
 	if _, dup := h.RateLimits[name]; dup {
 		return d.Errf("duplicate zone %q", name)
@@ -263,7 +269,7 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
 				z.MatcherSetsRaw = append(z.MatcherSetsRaw, set)
 			}
 		default:
-			err = d.Errf("unknown subdirective %q", sub)
+			err = unknownSubdirective(d, "", zoneSubdirectives, zoneHint(sub))
 		}
 		if err != nil {
 			return inZone(name, err)
@@ -278,6 +284,8 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
 		h.RateLimits = make(map[string]*Zone)
 	}
 	h.RateLimits[name] = z
+	at["zone"] = zoneAt
+	ln.zones[name] = at
 	return nil
 }
 

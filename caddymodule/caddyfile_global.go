@@ -38,13 +38,13 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 		return nil, d.ArgErr()
 	}
 	var h Handler
-	seen := make(map[string]bool)
+	ln := newDirectiveLines()
 	for d.NextBlock(0) {
 		name := d.Val()
-		if seen[name] {
+		if _, seen := ln.handler[name]; seen {
 			return nil, d.Errf("rate_limit: duplicate %s", name)
 		}
-		seen[name] = true
+		ln.handler[name] = d.Token()
 		var err error
 		switch name {
 		case "store":
@@ -52,14 +52,13 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 		case "on_store_error":
 			h.OnStoreError, err = unmarshalFailurePolicy(d)
 		default:
-			err = d.Errf("rate_limit global option: unknown subdirective %q "+
-				"(only store and on_store_error are set here; zones belong in each site's rate_limit)", name)
+			err = unknownSubdirective(d, "rate_limit global option: ", globalSubdirectives, globalHint(name))
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
-	if err := h.checkStore(d); err != nil {
+	if err := h.checkCombinations(d, ln); err != nil {
 		return nil, err
 	}
 	return &globalDefaults{redis: h.Redis, onStoreError: h.OnStoreError}, nil

@@ -3,26 +3,35 @@ package caddymodule
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 	"github.com/windowlimit/windowlimit/shared/redisstore"
 )
 
-// unmarshalStore parses `store memory` or `store redis [{ ... }]`, the
-// dispenser being on "store".
+// unmarshalStore parses `store memory` or `store redis [<address or URL>]
+// [{ ... }]`, the dispenser being on "store". The address on the store's
+// line is the block's address (or url, for a redis:// or rediss:// URL),
+// as users write it.
 func (h *Handler) unmarshalStore(d *caddyfile.Dispenser) error {
 	storeAt := d.Token()
-	kind, err := oneArgBeforeBlock(d)
-	if err != nil {
-		return err
+	args := d.RemainingArgs()
+	if len(args) == 0 {
+		return d.ArgErr()
 	}
 	h.storeGiven = true
-	switch kind {
+	switch kind := args[0]; kind {
 	case "memory":
+		if len(args) > 1 {
+			return d.ArgErr()
+		}
 		if d.NextBlock(d.Nesting()) {
 			return d.Err("store memory: takes no block")
 		}
@@ -31,9 +40,26 @@ func (h *Handler) unmarshalStore(d *caddyfile.Dispenser) error {
 	default:
 		return d.Errf("store: unknown store %q (want memory or redis)", kind)
 	}
+	if len(args) > 2 {
+		return d.Errf("store redis: one address or URL on this line, got %d; "+
+			"a Redis Cluster's nodes go in the block: store redis { addresses <host:port>... }", len(args)-1)
+	}
 	r := new(RedisConfig)
 	at := make(map[string]caddyfile.Token) // subdirective -> its token
 	target := ""                           // the first of address, url, addresses and sentinel
+	if len(args) == 2 {
+		target = "address"
+		if isRedisURL(args[1]) {
+			target = "url"
+		}
+		if err := r.setTarget(target, args[1:]); err != nil {
+			return d.Errf("store redis: %v", err)
+		}
+		if target == "address" {
+			target += " " + args[1] // a URL is not repeated: it may hold a password
+		}
+		target += " on the store redis line"
+	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		sub := d.Val()
 		if _, dup := at[sub]; dup {
@@ -49,14 +75,19 @@ func (h *Handler) unmarshalStore(d *caddyfile.Dispenser) error {
 		}
 		var err error
 		switch sub {
-		case "address":
-			r.Address, err = oneArg(d)
-		case "url":
-			r.URL, err = oneArg(d)
+		case "address", "url":
+			var v string
+			if v, err = oneArg(d); err == nil {
+				if terr := r.setTarget(sub, []string{v}); terr != nil {
+					err = d.Errf("store redis: %v", terr)
+				}
+			}
 		case "addresses":
-			r.Addresses = d.RemainingArgs()
-			if len(r.Addresses) == 0 {
+			args := d.RemainingArgs()
+			if len(args) == 0 {
 				err = d.ArgErr()
+			} else if terr := r.setTarget(sub, args); terr != nil {
+				err = d.Errf("store redis: %v", terr)
 			}
 		case "sentinel":
 			args := d.RemainingArgs()
@@ -64,7 +95,9 @@ func (h *Handler) unmarshalStore(d *caddyfile.Dispenser) error {
 				err = d.Err("sentinel: want a master name and at least one sentinel address")
 				break
 			}
-			r.SentinelMaster, r.SentinelAddresses = args[0], args[1:]
+			if terr := r.setTarget(sub, args); terr != nil {
+				err = d.Errf("store redis: %v", terr)
+			}
 		case "sentinel_username":
 			r.SentinelUsername, err = oneArg(d)
 		case "sentinel_password":
@@ -113,7 +146,7 @@ func (h *Handler) unmarshalStore(d *caddyfile.Dispenser) error {
 				err = d.Errf("store redis: lease: want auto or off, got %q", r.Lease)
 			}
 		default:
-			err = d.Errf("store redis: unknown subdirective %q", sub)
+			err = unknownSubdirective(d, "store redis: ", redisSubdirectives, "")
 		}
 		if err != nil {
 			return err
@@ -168,7 +201,7 @@ func unmarshalRedisTLS(d *caddyfile.Dispenser) (*RedisTLS, error) {
 			err = noArgs(d)
 			t.InsecureSkipVerify = true
 		default:
-			err = d.Errf("tls: unknown subdirective %q", sub)
+			err = unknownSubdirective(d, "tls: ", redisTLSSubdirectives, "")
 		}
 		if err != nil {
 			return nil, err
@@ -183,4 +216,77 @@ func unmarshalRedisTLS(d *caddyfile.Dispenser) (*RedisTLS, error) {
 		return nil, errAt(tok, fmt.Errorf("store redis: %w", err), d.Token())
 	}
 	return t, nil
+}
+
+// isRedisURL reports whether s, the argument of `store redis <s>`, is a
+// URL rather than an address.
+func isRedisURL(s string) bool {
+	return strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")
+}
+
+// setTarget sets where r connects (sub is address, url, addresses or
+// sentinel; args its arguments) and checks what can be checked before
+// the placeholders are replaced: an address has a port, a URL parses. A
+// value with a placeholder is checked at provisioning, once replaced.
+func (r *RedisConfig) setTarget(sub string, args []string) error {
+	switch sub {
+	case "address":
+		r.Address = args[0]
+		return checkAddressArg("address", args[0], "6379")
+	case "url":
+		r.URL = args[0]
+		return checkURLArg(args[0])
+	case "addresses":
+		r.Addresses = args
+		for i, a := range args {
+			if err := checkAddressArg("addresses["+strconv.Itoa(i)+"]", a, "6379"); err != nil {
+				return err
+			}
+		}
+	case "sentinel":
+		r.SentinelMaster, r.SentinelAddresses = args[0], args[1:]
+		for i, a := range args[1:] {
+			if err := checkAddressArg("sentinel address "+strconv.Itoa(i+1), a, "26379"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkAddressArg checks that addr, unless it holds a placeholder, is
+// host:port, and says how to write it, with the default port, when only
+// the port is missing.
+func checkAddressArg(field, addr, port string) error {
+	if strings.Contains(addr, "{") {
+		return nil
+	}
+	err := redisstore.CheckAddress(addr)
+	if err == nil {
+		return nil
+	}
+	host := addr
+	if ip, perr := netip.ParseAddr(addr); perr == nil {
+		host = ip.String()
+	} else if addr == "" || strings.Contains(addr, ":") || strings.Contains(addr, "/") {
+		return fmt.Errorf("%s: %w", field, err)
+	}
+	return fmt.Errorf("%s: %q has no port: write %s", field, addr, net.JoinHostPort(host, port))
+}
+
+// checkURLArg checks that u, unless it holds a placeholder, is a Redis URL
+// with a database Redis has, as provisioning does.
+func checkURLArg(u string) error {
+	if strings.Contains(u, "{") {
+		return nil
+	}
+	parsed, err := redis.ParseURL(u)
+	if err != nil {
+		// The URL may hold a password: name the field, not the value.
+		return fmt.Errorf("url: %v", redactURLError(err, u))
+	}
+	if err := (&redisstore.Settings{DB: parsed.DB}).Check(); err != nil {
+		return fmt.Errorf("url: %w", spelling.Error(err))
+	}
+	return nil
 }

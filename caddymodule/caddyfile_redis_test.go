@@ -49,6 +49,12 @@ func TestUnmarshalCaddyfileRedis(t *testing.T) {
 		{"bare tls", "store redis {\n\t\ttls\n\t}", `{"tls":{}}`},
 		{"lease off", "store redis {\n\t\tlease off\n\t}", `{"lease":"off"}`},
 		{"lease auto", "store redis {\n\t\taddress r:6379\n\t\tlease auto\n\t}", `{"address":"r:6379","lease":"auto"}`},
+		// The address on the store's line, as users write it.
+		{"address on the line", "store redis 127.0.0.1:6379", `{"address":"127.0.0.1:6379"}`},
+		{"address on the line and a block", "store redis r:6379 {\n\t\tpassword {env.P}\n\t}", `{"address":"r:6379","password":"{env.P}"}`},
+		{"url on the line", "store redis redis://r:6380/2", `{"url":"redis://r:6380/2"}`},
+		{"tls url on the line", "store redis rediss://u:{env.P}@r:6380", `{"url":"rediss://u:{env.P}@r:6380"}`},
+		{"placeholder address", "store redis {env.REDIS_ADDR}", `{"address":"{env.REDIS_ADDR}"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,7 +83,19 @@ func TestUnmarshalCaddyfileRedisErrors(t *testing.T) {
 	}{
 		{"unknown store", "store etcd", `unknown store "etcd" (want memory or redis)`},
 		{"memory block", "store memory {\n\t\taddress a:1\n\t}", "store memory: takes no block"},
-		{"redis argument", "store redis a:1", "wrong argument count"},
+		{"redis two addresses", "store redis a:1 b:1", "store redis: one address or URL on this line, got 2; a Redis Cluster's nodes go in the block: store redis { addresses <host:port>... }"},
+		{"memory argument", "store memory a:1", "wrong argument count"},
+		{"address on the line and in the block", "store redis a:1 {\n\t\taddress b:1\n\t}", "set one of address, url, addresses (cluster) and sentinel (address a:1 on the store redis line is set above)"},
+		{"url in the block too", "store redis a:1 {\n\t\turl redis://b:1\n\t}", "set one of address, url, addresses (cluster) and sentinel"},
+		{"url on the line, address in the block", "store redis redis://u:secret@b:1 {\n\t\taddress a:1\n\t}", "(url on the store redis line is set above)"},
+		{"address without a port on the line", "store redis 127.0.0.1", `store redis: address: "127.0.0.1" has no port: write 127.0.0.1:6379`},
+		{"address without a port", "store redis {\n\t\taddress redis\n\t}", `store redis: address: "redis" has no port: write redis:6379`},
+		{"IPv6 address without a port", "store redis ::1", `store redis: address: "::1" has no port: write [::1]:6379`},
+		{"address empty port", "store redis {\n\t\taddress redis:\n\t}", `store redis: address: "redis:" is not host:port`},
+		{"cluster node without a port", "store redis {\n\t\taddresses a:1 b\n\t}", `store redis: addresses[1]: "b" has no port: write b:6379`},
+		{"sentinel without a port", "store redis {\n\t\tsentinel m s1\n\t}", `store redis: sentinel address 1: "s1" has no port: write s1:26379`},
+		{"url bad scheme", "store redis {\n\t\turl http://r:6379\n\t}", `store redis: url: redis: invalid URL scheme: http`},
+		{"url db", "store redis redis://r:6379/-1", "store redis: url: db: must not be negative, got -1"},
 		{"unknown", "store redis {\n\t\thost a\n\t}", `store redis: unknown subdirective "host"`},
 		{"duplicate", "store redis {\n\t\tdb 1\n\t\tdb 2\n\t}", "store redis: duplicate db"},
 		{"address missing", "store redis {\n\t\taddress\n\t}", "wrong argument count"},

@@ -159,7 +159,7 @@ func (h *Handler) unmarshalPersist(d *caddyfile.Dispenser) error {
 			}
 			p.Interval = dur
 		default:
-			return d.Errf("persist: unknown subdirective %q (directory, interval)", sub)
+			return unknownSubdirective(d, "persist: ", persistSubdirectives, "")
 		}
 	}
 	h.Persist = p

@@ -6,7 +6,9 @@
 #     Retry-After > 0 and the rate-limit headers, across a `caddy reload`
 #     made after the 10th request (which must keep the count);
 #  2. the metrics on the admin endpoint count the decisions;
-#  3. `caddy validate` and `caddy adapt` accept Caddyfile.example, and the
+#  3. `./xcaddy.sh version` says it reused the binary just built (no
+#     3 to 5 minute announcement) before Caddy's version;
+#     `caddy validate` and `caddy adapt` accept Caddyfile.example, and the
 #     example, run on a free port, limits its API and its failed logins
 #     (count_status 401) as it says; then, run afresh, the curl lines of
 #     README.md's Caddy quickstart print the "# ..." line under each
@@ -455,6 +457,18 @@ persist_part() {
 # example_part is part 3: Caddyfile.example, then README's Caddy quickstart.
 example_part() {
 	local n status
+	# ./xcaddy.sh <command>, as README's quickstart runs it: the build's
+	# line before the command's output. wc_build has just built the binary,
+	# so it is reused, and no first build of 3 to 5 minutes is announced
+	# (xcaddy, when on PATH, builds afresh every time: then the time it took).
+	CADDY_OUTPUT=$WC_CADDY "$WL_ROOT/xcaddy.sh" version >"$WL_WORK/xcaddy.log" 2>&1 ||
+		{ cat "$WL_WORK/xcaddy.log" >&2; wl_die "./xcaddy.sh version failed"; }
+	local built='^xcaddy.sh: .* is up to date with this checkout: reused it \(checked in [0-9]+ min [0-9]+ s\)$'
+	command -v xcaddy >/dev/null && built='^xcaddy.sh: (built .* in [0-9]+ min [0-9]+ s|.* reused it .*)$'
+	grep -qE "$built" "$WL_WORK/xcaddy.log" && ! grep -q "3 to 5 minutes" "$WL_WORK/xcaddy.log" &&
+		grep -q '^v2\.' "$WL_WORK/xcaddy.log" ||
+		{ cat "$WL_WORK/xcaddy.log" >&2; wl_die "./xcaddy.sh version: want a line matching '$built' before Caddy's version, and no 3 to 5 minute announcement"; }
+	wl_pass "./xcaddy.sh version: $(grep -E "$built" "$WL_WORK/xcaddy.log"); then $(grep '^v2\.' "$WL_WORK/xcaddy.log" | cut -c1-20)"
 	(cd "$WL_ROOT" && "$WC_CADDY" validate --config Caddyfile.example) >"$WL_WORK/validate.log" 2>&1 ||
 		{ cat "$WL_WORK/validate.log" >&2; wl_die "caddy validate rejected Caddyfile.example"; }
 	wl_pass "caddy validate --config Caddyfile.example"
