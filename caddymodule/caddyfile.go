@@ -145,8 +145,8 @@ func (h *Handler) unmarshalDirective(d *caddyfile.Dispenser, ln *directiveLines)
 		case "max_keys":
 			var n int64
 			if n, err = positiveInt(d); err == nil {
-				if n > math.MaxInt32 {
-					err = d.Errf("max_keys: %d is too large", n)
+				if n > ratelimit.MaxMaxKeys {
+					err = d.Errf("max_keys: %d is too large: at most %d (the zone's memory bound)", n, ratelimit.MaxMaxKeys)
 				}
 				h.MaxKeys = int(n)
 			}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddytest"
 )
 
@@ -196,21 +197,30 @@ func TestIntegrationRejectsBadConfig(t *testing.T) {
 	}`)
 	tc.InitServer(good, "caddyfile")
 
-	// A value the Caddyfile refuses, and one only the zone's provisioning
-	// can: neither leaves the route unlimited.
-	for _, bad := range []struct{ config, want string }{
-		{strings.Replace(good, "limit 1", "limit 1\n\t\t\tsub_window 7s", 1), "sub_window: 7s does not divide the window 1m0s"},
+	// A value the Caddyfile refuses, and the same in JSON, which only the
+	// zone's provisioning refuses: neither leaves the route unlimited.
+	adapted, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(good), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	badJSON := strings.Replace(string(adapted), `"handler":"rate_limit"`, `"handler":"rate_limit","max_keys":20000000`, 1)
+	if badJSON == string(adapted) {
+		t.Fatalf("no rate_limit handler in %s", adapted)
+	}
+	for _, bad := range []struct{ config, typ, want string }{
+		{strings.Replace(good, "limit 1", "limit 1\n\t\t\tsub_window 7s", 1), "text/caddyfile", "sub_window: 7s does not divide the window 1m0s"},
 		{strings.Replace(good, "limit 1", "limit 1\n\t\t}\n\t\tmax_keys 20000000\n\t\tzone inone {\n\t\t\twindow 1m\n\t\t\tlimit 1", 1),
-			"max_keys: must be at most 16777216"},
+			"text/caddyfile", "max_keys: 20000000 is too large: at most 16777216"},
+		{badJSON, "application/json", "max_keys: must be at most 16777216"},
 	} {
-		resp, err := http.Post("http://localhost:"+strconv.Itoa(adminPort)+"/load", "text/caddyfile", strings.NewReader(bad.config))
+		resp, err := http.Post("http://localhost:"+strconv.Itoa(adminPort)+"/load", bad.typ, strings.NewReader(bad.config))
 		if err != nil {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), bad.want) {
-			t.Fatalf("loading a bad config: %d %s; want 400 with %q", resp.StatusCode, body, bad.want)
+			t.Fatalf("loading a bad %s: %d %s; want 400 with %q", bad.typ, resp.StatusCode, body, bad.want)
 		}
 	}
 	// The running config is untouched and still limits.
