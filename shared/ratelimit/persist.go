@@ -27,6 +27,9 @@ type persistState struct {
 	// salt prefixes every key hashed to an id. NewZone draws it; Restore
 	// replaces it, before the zone takes a request.
 	salt [16]byte
+	// scope is Options.Scope, written in every snapshot and checked by
+	// Restore.
+	scope string
 	// live is the Unix nanosecond at which the last restored entry, or
 	// sketch cell, stops counting: from then on no new key looks at what a
 	// restore left. Read atomically on the new-key path; 0 when nothing

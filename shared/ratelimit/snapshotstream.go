@@ -11,7 +11,7 @@ import "time"
 func (z *Zone) appendSnapshot(b []byte, now time.Time) ([]byte, int) {
 	p := z.persist
 	t := now.UnixNano()
-	b, count := appendHeader(b, z.name, z.window, z.span, z.rule.Algorithm, t, &p.salt)
+	b, count := appendHeader(b, z.name, p.scope, z.window, z.span, z.rule.Algorithm, t, &p.salt)
 	keys := 0
 	var sk *sketch
 	var cp shardCopy
