@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -55,6 +56,13 @@ func newKeySource(template string, v4, v6 int) keySource {
 		k.placeholder = template[1 : len(template)-1]
 	}
 	return k
+}
+
+// scope names what k's keys mean, for the zone's snapshot and pool key:
+// the template and the prefixes that group addresses. {remote_host} and
+// {client_ip} are two scopes, even where they give the same string.
+func (k *keySource) scope() string {
+	return k.template + " ipv4_prefix=" + strconv.Itoa(k.v4) + " ipv6_prefix=" + strconv.Itoa(k.v6)
 }
 
 // needsReplacer reports whether of needs the request's replacer.
