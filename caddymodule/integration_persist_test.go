@@ -78,7 +78,7 @@ func TestIntegrationPersistForeignInstance(t *testing.T) {
 
 	// A runs again, holding its snapshot; B, this Caddy, starts on the
 	// same directory.
-	lock, err := os.OpenFile(files[0]+".lock", os.O_RDWR, 0)
+	lock, err := os.OpenFile(files[0]+".lock", os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
