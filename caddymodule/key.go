@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"net/http"
 	"net/netip"
-	"strconv"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -59,11 +58,10 @@ func newKeySource(template string, v4, v6 int) keySource {
 }
 
 // scope names what k's keys mean, for the zone's snapshot and pool key:
-// the template and the prefixes that group addresses. {remote_host} and
-// {client_ip} are two scopes, even where they give the same string.
-func (k *keySource) scope() string {
-	return k.template + " ipv4_prefix=" + strconv.Itoa(k.v4) + " ipv6_prefix=" + strconv.Itoa(k.v6)
-}
+// its template. {remote_host} and {client_ip} are two scopes, even where
+// they give the same string. The prefixes that group addresses are not
+// in it: an address grouped otherwise is another string.
+func (k *keySource) scope() string { return k.template }
 
 // needsReplacer reports whether of needs the request's replacer.
 func (k *keySource) needsReplacer() bool { return !k.clientIP && !k.static }

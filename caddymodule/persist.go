@@ -272,17 +272,8 @@ func startSaver(z *ratelimit.Zone, lineage string, gen any, plan *persistPlan, p
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if plan != nil {
-		path := filepath.Join(plan.dir, lineage)
-		switch err := persist.Claim(path); {
-		case err == nil:
-			sv.path, sv.claimed = path, true
-		case errors.Is(err, persist.ErrClaimed):
-			logger.Warn("rate_limit zone's snapshot is held by another process (another Caddy on this data directory?): "+
-				"this one neither restores nor saves it; give each instance its own persist directory",
-				zap.String("zone", z.Name()), zap.String("file", path))
-		default:
-			logger.Error("rate_limit zone runs without snapshots", zap.String("zone", z.Name()), zap.Error(err))
-		}
+		sv.path = filepath.Join(plan.dir, lineage)
+		sv.claim()
 	}
 	savers.Lock()
 	savers.byLineage[lineage] = sv
@@ -301,8 +292,11 @@ func startSaver(z *ratelimit.Zone, lineage string, gen any, plan *persistPlan, p
 		}
 	case sv.claimed:
 		n, err = persist.Load(z, sv.path, now)
-	default:
+	case plan == nil:
 		close(sv.done)
+		return sv
+	default:
+		go sv.loop() // claims the file once the other process lets go
 		return sv
 	}
 	switch {
@@ -317,12 +311,30 @@ func startSaver(z *ratelimit.Zone, lineage string, gen any, plan *persistPlan, p
 	default:
 		logger.Error("rate_limit zone starts empty: its snapshot could not be restored", zap.String("zone", z.Name()), zap.Error(err))
 	}
-	if !sv.claimed {
-		close(sv.done)
+	if plan == nil {
+		close(sv.done) // counts kept in memory only
 		return sv
 	}
 	go sv.loop()
 	return sv
+}
+
+// claim makes this process the one that reads and writes the zone's
+// file, or says in one line why not: another process holds it (another
+// Caddy on this data directory), or the file or its directory is refused.
+// The saver tries again at every interval, quietly.
+func (sv *zoneSaver) claim() {
+	err := persist.Claim(sv.path, sv.plan.interval)
+	switch {
+	case err == nil:
+		sv.claimed = true
+	case errors.Is(err, persist.ErrClaimed):
+		sv.logger.Warn("rate_limit zone's snapshot is held by another process (another Caddy on this data directory?): "+
+			"this one neither restores nor saves it until that process stops; give each instance its own persist directory",
+			zap.String("zone", sv.zone.Name()), zap.String("file", sv.path), zap.Error(err))
+	default:
+		sv.logger.Error("rate_limit zone runs without snapshots", zap.String("zone", sv.zone.Name()), zap.Error(err))
+	}
 }
 
 func (sv *zoneSaver) loop() {
@@ -344,12 +356,30 @@ func (sv *zoneSaver) save() {
 	savers.Lock()
 	owner := savers.byLineage[sv.lineage] == sv
 	savers.Unlock()
-	if !owner || !sv.claimed {
+	if !owner {
 		return // a newer zone of this lineage keeps the counts
+	}
+	if !sv.claimed {
+		if persist.Claim(sv.path, sv.plan.interval) != nil {
+			return
+		}
+		sv.claimed = true
+		sv.logger.Info("rate_limit zone's snapshot is this process's now: saved from now on", zap.String("zone", sv.zone.Name()))
 	}
 	name := sv.zone.Name()
 	now := time.Now()
-	n, err := persist.Save(sv.zone, sv.path, now)
+	err := persist.Renew(sv.path)
+	if errors.Is(err, persist.ErrClaimed) {
+		sv.claimed = false
+		persist.Release(sv.path)
+		sv.logger.Warn("rate_limit zone's snapshot was taken over by another process: this one no longer saves it",
+			zap.String("zone", name), zap.Error(err))
+		return
+	}
+	var n int
+	if err == nil {
+		n, err = persist.Save(sv.zone, sv.path, now)
+	}
 	if err != nil {
 		countPersist(name, func(c *persistCount) { c.failed++ })
 		now := time.Now()

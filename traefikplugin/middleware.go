@@ -116,7 +116,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 			return nil, wrapError(name, spelling.Error(err))
 		}
 	}
-	z, err := zoneFor(name, s.rule, s.maxKeys, s.persist)
+	z, err := zoneFor(name, s.rule, s.maxKeys, keyScope(s.source), s.persist)
 	if err != nil {
 		return nil, wrapError(name, spelling.Error(err))
 	}

@@ -7,18 +7,16 @@
 // names the files and writes them so that a crash never leaves a partial
 // one: a temporary file, synced, renamed over the previous snapshot.
 // It trusts a file only as far as its directory: a snapshot, its lock and
-// its directory that another user owns or that group or others may write
-// are refused, and one process at a time holds a snapshot (Claim).
-//
-// The os_*.go files are chosen by !windows and windows, not unix: yaegi,
-// which interprets this package in Traefik, knows GOOS tags only.
+// its directory that another user owns (where FileOwner tells) or that
+// group or others may write are refused, and one process at a time holds
+// a snapshot (Claim). It imports no syscall: yaegi, which interprets it
+// in Traefik, has none.
 //
 // # Files
 //
 //   - file.go: FileName, Save and Load, and the checks of a file and its
 //     directory before either (regular, not a link, its owner, its mode,
 //     its size).
-//   - claim.go: Claim and Release, one process at a time on a snapshot.
-//   - os_unix.go, os_windows.go: what the checks and the lock take from
-//     the system.
+//   - claim.go: Claim, Renew and Release, one process at a time on a
+//     snapshot, through a lease in its lock file.
 package persist

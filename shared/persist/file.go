@@ -100,37 +100,39 @@ func bare(err error) error {
 }
 
 // Load restores the snapshot at path into z, a new zone, and returns how
-// many keys it restored. It opens path without following a symbolic link
-// and without blocking (a FIFO there never hangs it), then refuses what
-// is not a regular file, a file or directory that another user owns or
-// that group or others may write, and a file larger than z can take
-// (z.MaxSnapshotSize), before it reads a byte. A missing file is an
-// error that errors.Is(err, os.ErrNotExist) recognizes: nothing to
-// restore.
+// many keys it restored. It looks at path before it opens it: what is not
+// a regular file (a link, a FIFO, a device) is refused unopened, as is a
+// file or directory that another user owns or that group or others may
+// write, and a file larger than z can take (z.MaxSnapshotSize); the file
+// opened must be the one looked at. A missing file is an error that
+// errors.Is(err, os.ErrNotExist) recognizes: nothing to restore.
 func Load(z *ratelimit.Zone, path string, now time.Time) (int, error) {
 	if err := checkDir(filepath.Dir(path)); err != nil {
 		return 0, err
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
-	if err != nil {
-		if isLink(err) {
-			return 0, fmt.Errorf("snapshot file %s is a symbolic link: refused (the directory's owner keeps the snapshot itself there)", path)
-		}
-		return 0, fmt.Errorf("opening snapshot file: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
+	st, err := os.Lstat(path)
 	if err != nil {
 		return 0, fmt.Errorf("reading snapshot file: %w", err)
 	}
+	if st.Mode()&os.ModeSymlink != 0 {
+		return 0, fmt.Errorf("snapshot file %s is a symbolic link: refused (the snapshot itself belongs there)", path)
+	}
 	if !st.Mode().IsRegular() {
-		return 0, fmt.Errorf("snapshot file %s is not a regular file", path)
+		return 0, fmt.Errorf("snapshot file %s is not a regular file (%v): refused unopened", path, st.Mode().Type())
 	}
 	if err := checkOwner("snapshot file", path, st, ""); err != nil {
 		return 0, err
 	}
 	if max := z.MaxSnapshotSize(); st.Size() > max {
 		return 0, fmt.Errorf("snapshot file %s is %d bytes, more than the %d a snapshot of this zone can take", path, st.Size(), max)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("opening snapshot file: %w", err)
+	}
+	defer f.Close()
+	if opened, err := f.Stat(); err != nil || !os.SameFile(st, opened) {
+		return 0, fmt.Errorf("snapshot file %s changed while it was opened", path)
 	}
 	n, err := z.Restore(f, now)
 	if err != nil {
@@ -152,6 +154,12 @@ func checkDir(dir string) error {
 	return checkOwner("snapshot directory", dir, st, "chmod go-w "+dir+", or persist to a directory only this user can write")
 }
 
+// FileOwner, when set, returns the uid that owns the file of st: a host
+// that can read it sets it (Caddy, on unix). Yaegi, which runs this
+// package in Traefik, has no syscall package to read it with: there only
+// the mode is checked.
+var FileOwner func(st os.FileInfo) (uid int, ok bool)
+
 // checkOwner refuses what, at path, of st, if another user (but root)
 // owns it or group or others may write it, saying how to fix it (fix; a
 // file's fix is its own).
@@ -159,9 +167,11 @@ func checkOwner(what, path string, st os.FileInfo, fix string) error {
 	if fix == "" {
 		fix = "remove it; the next snapshot writes it afresh"
 	}
-	if uid, ok := ownerOf(st); ok && uid != 0 && uid != euid() {
-		return fmt.Errorf("%s %s belongs to uid %d, not to this process's uid %d: refused, it is neither read nor written (%s)",
-			what, path, uid, euid(), fix)
+	if FileOwner != nil {
+		if uid, ok := FileOwner(st); ok && uid != 0 && uid != os.Geteuid() {
+			return fmt.Errorf("%s %s belongs to uid %d, not to this process's uid %d: refused, it is neither read nor written (%s)",
+				what, path, uid, os.Geteuid(), fix)
+		}
 	}
 	if st.Mode().Perm()&0o022 != 0 {
 		return fmt.Errorf("%s %s may be written by group or others (mode %v): refused, it is neither read nor written (%s)",
@@ -171,7 +181,8 @@ func checkOwner(what, path string, st os.FileInfo, fix string) error {
 }
 
 // removeTemps removes the temporary files that interrupted saves of the
-// snapshot at path left, and reports how many it removed. Only the owner
+// snapshot at path (and of its lock) left, and reports how many it
+// removed. Only the owner
 // of path (see Claim) calls it, before any save of its own. path's base
 // is a FileName, which holds no pattern character.
 func removeTemps(path string) int {

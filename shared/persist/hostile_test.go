@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -97,6 +98,8 @@ func TestForeignOwner(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("giving a file to another user takes root")
 	}
+	FileOwner = func(st os.FileInfo) (int, bool) { return int(st.Sys().(*syscall.Stat_t).Uid), true }
+	defer func() { FileOwner = nil }()
 	dir, path := saved(t)
 	rule := ratelimit.Rule{Window: time.Minute, Limit: 5}
 	at := time.Unix(1_800_000_000, 0)
@@ -148,34 +151,39 @@ func TestSaveErrorStable(t *testing.T) {
 	}
 }
 
-// TestClaim: one process at a time holds a snapshot: another's claim
-// fails with ErrClaimed until the holder releases it; claims within one
-// process count, and the first removes what interrupted saves left.
+// TestClaim: one process at a time holds a snapshot: another's fresh
+// lease refuses a claim with ErrClaimed, a stale one or one of a process
+// gone is taken over, claims within one process count, the first removes
+// what interrupted saves left, and Renew sees a takeover.
 func TestClaim(t *testing.T) {
 	dir, path := saved(t)
+	lock := path + ".lock"
 	left := filepath.Join(dir, "."+filepath.Base(path)+".123456.tmp")
 	other := filepath.Join(dir, ".zone-other.wlsnap.1.tmp")
 	os.WriteFile(left, []byte("half"), 0o600)
 	os.WriteFile(other, []byte("half"), 0o600)
+	host, _ := os.Hostname()
 
-	// Another process: its own open file of the lock, locked.
-	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		t.Fatal(err)
-	}
-	if err := Claim(path); !errors.Is(err, ErrClaimed) {
-		t.Fatalf("claim of a snapshot another process holds: %v", err)
+	// Another host's process holds it, renewed just now.
+	os.WriteFile(lock, []byte("other-host 1\n"), 0o600)
+	if err := Claim(path, time.Second); !errors.Is(err, ErrClaimed) || !strings.Contains(err.Error(), "other-host 1") {
+		t.Fatalf("claim of a snapshot another host holds: %v", err)
 	}
 	if _, err := os.Stat(left); err != nil {
 		t.Fatal("a claim that failed removed a temporary file")
 	}
-	f.Close() // that process ends
-
-	if err := Claim(path); err != nil {
-		t.Fatal(err)
+	// A live process of this host (this one's parent) holds it.
+	os.WriteFile(lock, []byte(host+" "+strconv.Itoa(os.Getppid())+"\n"), 0o600)
+	if _, err := os.Stat("/proc/self"); err == nil {
+		if err := Claim(path, time.Second); !errors.Is(err, ErrClaimed) {
+			t.Fatalf("claim of a snapshot a live process of this host holds: %v", err)
+		}
+	}
+	// That process stopped three intervals ago.
+	old := time.Now().Add(-3 * time.Second)
+	os.Chtimes(lock, old, old)
+	if err := Claim(path, time.Second); err != nil {
+		t.Fatalf("claim of a stale lease: %v", err)
 	}
 	if _, err := os.Stat(left); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the interrupted save's temporary file is still there: %v", err)
@@ -183,17 +191,30 @@ func TestClaim(t *testing.T) {
 	if _, err := os.Stat(other); err != nil {
 		t.Fatal("another zone's temporary file was removed")
 	}
-	if err := Claim(path); err != nil { // a reload's new zone
+	if err := Claim(path, time.Second); err != nil { // a reload's new zone
 		t.Fatal(err)
 	}
-	g, _ := os.OpenFile(path+".lock", os.O_RDWR, 0)
-	defer g.Close()
-	Release(path)
-	if err := syscall.Flock(int(g.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
-		t.Fatal("one release of two claims let the lock go")
+	if err := Renew(path); err != nil {
+		t.Fatal(err)
 	}
 	Release(path)
-	if err := syscall.Flock(int(g.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		t.Fatalf("the last release kept the lock: %v", err)
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatal("one release of two claims let the snapshot go")
 	}
+	Release(path)
+	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the last release left the lock file: %v", err)
+	}
+
+	// A process of this host that is gone: taken over at once.
+	os.WriteFile(lock, []byte(host+" 999999999\n"), 0o600)
+	if err := Claim(path, time.Minute); err != nil {
+		t.Fatalf("claim of a lease whose process is gone: %v", err)
+	}
+	// Another host took it over meanwhile: the next save must not be.
+	os.WriteFile(lock, []byte("other-host 1\n"), 0o600)
+	if err := Renew(path); !errors.Is(err, ErrClaimed) {
+		t.Fatalf("renew after a takeover: %v", err)
+	}
+	Release(path)
 }

@@ -48,6 +48,14 @@ type persistState struct {
 	claimed int
 }
 
+// Scope returns Options.Scope of a zone that keeps snapshots, else "".
+func (z *Zone) Scope() string {
+	if z.persist == nil {
+		return ""
+	}
+	return z.persist.scope
+}
+
 func newPersistState() *persistState {
 	p := &persistState{}
 	if _, err := rand.Read(p.salt[:]); err != nil {
