@@ -44,7 +44,8 @@ func TestPluginPersistForeignInstance(t *testing.T) {
 	}
 	file := firstSnapshot(t, dir)
 	time.Sleep(1500 * time.Millisecond) // a save with the three requests
-	a.build(t, map[string]any{"window": "1h", "limit": "3"}, "held@file") // A's saver stops
+	// A's saver stops: the same name without persist.
+	a.build(t, map[string]any{"window": "1h", "limit": "3"}, "held@file")
 	time.Sleep(200 * time.Millisecond)
 	saved, _ := os.ReadFile(file)
 
