@@ -186,7 +186,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	opts.Persist = persist != nil
 
 	names := make([]string, 0, len(h.RateLimits))
 	for name := range h.RateLimits {
@@ -300,7 +299,10 @@ func (h *Handler) provisionZone(ctx caddy.Context, name string, cfg *Zone, opts 
 			return nil, err
 		}
 	}
-	poolKey, zone, err := acquireZone(name, rule, opts, persist)
+	opts.Scope = z.key.scope()
+	// The config load's metrics registry tells it apart: every module of
+	// one load shares it, and each load makes its own.
+	poolKey, zone, err := acquireZone(name, rule, opts, persist, ctx.GetMetricsRegistry())
 	if err != nil {
 		return nil, err
 	}

@@ -57,6 +57,12 @@ func newKeySource(template string, v4, v6 int) keySource {
 	return k
 }
 
+// scope names what k's keys mean, for the zone's snapshot and pool key:
+// its template. {remote_host} and {client_ip} are two scopes, even where
+// they give the same string. The prefixes that group addresses are not
+// in it: an address grouped otherwise is another string.
+func (k *keySource) scope() string { return k.template }
+
 // needsReplacer reports whether of needs the request's replacer.
 func (k *keySource) needsReplacer() bool { return !k.clientIP && !k.static }
 

@@ -166,15 +166,27 @@ func (h *Handler) unmarshalPersist(d *caddyfile.Dispenser) error {
 	return nil
 }
 
-// zoneSaver saves one pooled zone: every interval, and once more when
-// the zone is released for good.
+// zoneSaver keeps one pooled zone's snapshots: it restores the zone, and,
+// when the zone is persisted and its file claimed, saves it every
+// interval and once more when the zone is released for good. A zone whose
+// persistence a reload turned off keeps a saver too, without a plan: it
+// keeps its predecessor's counts in memory, and hands them on.
 type zoneSaver struct {
-	zone   *ratelimit.Zone
-	path   string
+	zone *ratelimit.Zone
+	// lineage names the zone's counts: its name, key and shape (the
+	// snapshot's file name, without a directory).
+	lineage string
+	// gen is the config load that made the zone (its caddy.Context's
+	// metrics registry): two zones of one lineage in one load are two sites or
+	// handlers that would share a file.
+	gen    any
 	plan   *persistPlan
+	path   string // "" when the zone is not saved
 	logger *zap.Logger
-	stop   chan struct{}
-	done   chan struct{}
+	// claimed is set when this process holds path (persist.Claim): only
+	// then is it read and written.
+	claimed    bool
+	stop, done chan struct{}
 	// inherited is set when the zone took its counts from the live zone
 	// it replaces, which no longer writes the file: the counts are newer
 	// than the file's.
@@ -190,15 +202,15 @@ type zoneSaver struct {
 	savedKeys, restoredKeys int
 }
 
-// savers maps a snapshot file to the saver that owns it: the newest zone
-// of its name and shape. A reload that changes a zone's limit makes a
-// new zone before it releases the old one; the new one restores from the
-// old one's memory, then owns the file, and the old one's release writes
-// nothing over it.
+// savers maps a lineage to the saver of its newest zone, which alone
+// writes the lineage's file. A reload that changes a zone's limit, or its
+// persistence, makes a new zone before it releases the old one; the new
+// one restores from the old one's memory, then owns the file, and the old
+// one's release writes nothing over it.
 var savers = struct {
 	sync.Mutex
-	byPath map[string]*zoneSaver
-}{byPath: make(map[string]*zoneSaver)}
+	byLineage map[string]*zoneSaver
+}{byLineage: make(map[string]*zoneSaver)}
 
 // persistCounts are the process's snapshot counters per zone name, for
 // metrics.
@@ -220,34 +232,72 @@ func countPersist(name string, f func(*persistCount)) {
 	persistCounts.Unlock()
 }
 
-// startSaver restores the new zone z, made with Options.Persist, from the
-// zone of its name and shape still live in this process if any (a reload
-// that changed the zone), else from its snapshot file, then saves it
-// every interval. Every failure is one log line and an empty zone, or a
-// zone that runs without snapshots: never a failed config load.
-func startSaver(z *ratelimit.Zone, plan *persistPlan, logger *zap.Logger) *zoneSaver {
+// newPersistedZone makes the zone of name for a config load (gen), with
+// its saver when its counts are kept: when plan persists it, or when a
+// live zone of its lineage kept them (a reload that turned persist off
+// keeps the counts in memory). The second zone of one lineage in one
+// load (two sites with a zone of one name and key, and different limits)
+// is warned about and neither restored nor saved.
+func newPersistedZone(name string, rule ratelimit.Rule, opts ratelimit.Options, plan *persistPlan, gen any, logger *zap.Logger) (pooledZone, error) {
+	lineage := persist.FileName(name, opts.Scope, rule)
+	savers.Lock()
+	prev := savers.byLineage[lineage]
+	savers.Unlock()
+	if prev != nil && prev.gen == gen {
+		logger.Warn("rate_limit zones of one name, key and window in two places share one snapshot: "+
+			"only the first is restored and saved; give them distinct names",
+			zap.String("zone", name), zap.String("key", opts.Scope))
+		plan, prev = nil, nil
+	}
+	opts.Persist = plan != nil || prev != nil
+	z, err := ratelimit.NewZone(name, rule, opts)
+	if err != nil {
+		return pooledZone{}, err
+	}
+	p := pooledZone{Zone: z}
+	if opts.Persist {
+		p.saver = startSaver(z, lineage, gen, plan, prev, logger)
+	}
+	return p, nil
+}
+
+// startSaver restores the new zone z, made with Options.Persist, from
+// prev, the live zone of its lineage if any (a reload), else from its
+// snapshot file, then saves it every interval. Every failure is one log
+// line and an empty zone, or a zone that runs without snapshots: never a
+// failed config load.
+func startSaver(z *ratelimit.Zone, lineage string, gen any, plan *persistPlan, prev *zoneSaver, logger *zap.Logger) *zoneSaver {
 	sv := &zoneSaver{
-		zone: z, plan: plan, logger: logger,
-		path: filepath.Join(plan.dir, persist.FileName(z.Name(), z.Rule())),
+		zone: z, lineage: lineage, gen: gen, plan: plan, logger: logger,
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
+	if plan != nil {
+		sv.path = filepath.Join(plan.dir, lineage)
+		sv.claim()
+	}
 	savers.Lock()
-	prev := savers.byPath[sv.path]
-	savers.byPath[sv.path] = sv
+	savers.byLineage[lineage] = sv
 	savers.Unlock()
 	now := time.Now()
 	var n int
 	var err error
 	from := sv.path
-	if prev != nil {
+	switch {
+	case prev != nil:
 		from = "the zone it replaces"
 		var buf bytes.Buffer
 		if _, err = prev.zone.Snapshot(&buf, now); err == nil {
 			n, err = z.Restore(&buf, now)
 			sv.inherited = err == nil
 		}
-	} else {
+	case sv.claimed:
 		n, err = persist.Load(z, sv.path, now)
+	case plan == nil:
+		close(sv.done)
+		return sv
+	default:
+		go sv.loop() // claims the file once the other process lets go
+		return sv
 	}
 	switch {
 	case err == nil:
@@ -261,8 +311,30 @@ func startSaver(z *ratelimit.Zone, plan *persistPlan, logger *zap.Logger) *zoneS
 	default:
 		logger.Error("rate_limit zone starts empty: its snapshot could not be restored", zap.String("zone", z.Name()), zap.Error(err))
 	}
+	if plan == nil {
+		close(sv.done) // counts kept in memory only
+		return sv
+	}
 	go sv.loop()
 	return sv
+}
+
+// claim makes this process the one that reads and writes the zone's
+// file, or says in one line why not: another process holds it (another
+// Caddy on this data directory), or the file or its directory is refused.
+// The saver tries again at every interval, quietly.
+func (sv *zoneSaver) claim() {
+	err := persist.Claim(sv.path, sv.plan.interval)
+	switch {
+	case err == nil:
+		sv.claimed = true
+	case errors.Is(err, persist.ErrClaimed):
+		sv.logger.Warn("rate_limit zone's snapshot is held by another process (another Caddy on this data directory?): "+
+			"this one neither restores nor saves it until that process stops; give each instance its own persist directory",
+			zap.String("zone", sv.zone.Name()), zap.String("file", sv.path), zap.Error(err))
+	default:
+		sv.logger.Error("rate_limit zone runs without snapshots", zap.String("zone", sv.zone.Name()), zap.Error(err))
+	}
 }
 
 func (sv *zoneSaver) loop() {
@@ -282,14 +354,32 @@ func (sv *zoneSaver) loop() {
 // save writes a snapshot of the zone, counting and logging a failure.
 func (sv *zoneSaver) save() {
 	savers.Lock()
-	owner := savers.byPath[sv.path] == sv
+	owner := savers.byLineage[sv.lineage] == sv
 	savers.Unlock()
 	if !owner {
-		return // a newer zone of this name and shape writes the file
+		return // a newer zone of this lineage keeps the counts
+	}
+	if !sv.claimed {
+		if persist.Claim(sv.path, sv.plan.interval) != nil {
+			return
+		}
+		sv.claimed = true
+		sv.logger.Info("rate_limit zone's snapshot is this process's now: saved from now on", zap.String("zone", sv.zone.Name()))
 	}
 	name := sv.zone.Name()
 	now := time.Now()
-	n, err := persist.Save(sv.zone, sv.path, now)
+	err := persist.Renew(sv.path)
+	if errors.Is(err, persist.ErrClaimed) {
+		sv.claimed = false
+		persist.Release(sv.path)
+		sv.logger.Warn("rate_limit zone's snapshot was taken over by another process: this one no longer saves it",
+			zap.String("zone", name), zap.Error(err))
+		return
+	}
+	var n int
+	if err == nil {
+		n, err = persist.Save(sv.zone, sv.path, now)
+	}
 	if err != nil {
 		countPersist(name, func(c *persistCount) { c.failed++ })
 		now := time.Now()
@@ -310,28 +400,31 @@ func (sv *zoneSaver) save() {
 }
 
 // release stops the saver of a zone released for good and writes its last
-// snapshot, unless a newer zone of its name and shape owns the file, or
-// the zone never took a key and read its counts from the file (caddy
+// snapshot, unless a newer zone of its lineage keeps the counts, or the
+// zone never took a key and read its counts from the file (caddy
 // validate, a config replaced before it served): the file holds all it
-// has.
+// has. Then it lets go of the file.
 func (sv *zoneSaver) release() {
 	close(sv.stop)
 	<-sv.done
 	if sv.inherited || sv.zone.Stats().Used {
-		sv.save() // nothing if a newer zone owns the file
+		sv.save() // nothing if a newer zone keeps the counts
 	}
 	savers.Lock()
-	if savers.byPath[sv.path] == sv {
-		delete(savers.byPath, sv.path)
+	if savers.byLineage[sv.lineage] == sv {
+		delete(savers.byLineage, sv.lineage)
 	}
 	savers.Unlock()
+	if sv.claimed {
+		persist.Release(sv.path)
+	}
 }
 
 // saverOf returns the saver of zone z, or nil.
 func saverOf(z *ratelimit.Zone) *zoneSaver {
 	savers.Lock()
 	defer savers.Unlock()
-	for _, sv := range savers.byPath {
+	for _, sv := range savers.byLineage {
 		if sv.zone == z {
 			return sv
 		}
@@ -364,10 +457,10 @@ type persistInfo struct {
 // persistInfoOf returns z's persistence for the admin API, nil if none.
 func persistInfoOf(z *ratelimit.Zone) *persistInfo {
 	sv := saverOf(z)
-	if sv == nil {
+	if sv == nil || sv.plan == nil {
 		return nil
 	}
-	info := &persistInfo{File: sv.path, Interval: sv.plan.interval.String(), Pending: z.Stats().Pending}
+	info := &persistInfo{File: filepath.Join(sv.plan.dir, sv.lineage), Interval: sv.plan.interval.String(), Pending: z.Stats().Pending}
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
 	info.SavedKeys, info.RestoredKeys = sv.savedKeys, sv.restoredKeys

@@ -148,7 +148,7 @@ func TestPersistCaddyfile(t *testing.T) {
 func TestPersistUnusedZoneWritesNothing(t *testing.T) {
 	dir := t.TempDir()
 	cleanupHandler(t, provisionRaw(t, persistConfig(dir, "unused", 2)))
-	if files, _ := filepath.Glob(filepath.Join(dir, "*")); len(files) != 0 {
+	if files, _ := filepath.Glob(filepath.Join(dir, "*.wlsnap")); len(files) != 0 {
 		t.Fatalf("files %v, want none", files)
 	}
 }

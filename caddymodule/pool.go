@@ -34,18 +34,15 @@ func (p pooledZone) Destruct() error {
 
 // acquireZone returns the zone of this name and settings, creating it if no
 // loaded config has it, and its pool key for releaseZone.
-func acquireZone(name string, rule ratelimit.Rule, opts ratelimit.Options, persist *persistPlan) (string, *ratelimit.Zone, error) {
+// gen is the config load asking (see zoneSaver.gen).
+func acquireZone(name string, rule ratelimit.Rule, opts ratelimit.Options, persist *persistPlan, gen any) (string, *ratelimit.Zone, error) {
 	key := ratelimit.ZoneID(name, rule, opts) + persist.poolSuffix()
 	v, _, err := zones.LoadOrNew(key, func() (caddy.Destructor, error) {
 		logger := caddy.Log().Named("http.handlers.rate_limit")
 		opts.Evicting = fullZoneLog(logger, name, opts.MaxKeys)
-		z, err := ratelimit.NewZone(name, rule, opts)
+		p, err := newPersistedZone(name, rule, opts, persist, gen, logger)
 		if err != nil {
 			return nil, spelling.Error(err)
-		}
-		p := pooledZone{Zone: z}
-		if persist != nil {
-			p.saver = startSaver(z, persist, logger)
 		}
 		return p, nil
 	})

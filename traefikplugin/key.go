@@ -101,6 +101,31 @@ func newKeySource(sc *SourceCriterion) (*keySource, error) {
 	return &keySource{kind: sourceIP, ip: &ipStrategy{v6Bits: httplimit.DefaultIPv6Prefix}}, nil
 }
 
+// keyScope names what a middleware's keys mean, for its zone's snapshot
+// and registry id: the source, and for an IP strategy which address it
+// takes. How IPv6 addresses are grouped is not in it: a key grouped
+// otherwise is another string. s is nil for the remote address. A
+// snapshot goes back only into a zone of the same scope.
+func keyScope(s *keySource) string {
+	if s == nil {
+		return "remoteAddr"
+	}
+	switch s.kind {
+	case sourceHeader:
+		return "requestHeaderName=" + s.header
+	case sourceHost:
+		return "requestHost"
+	}
+	scope := "ipStrategy depth=" + strconv.Itoa(s.ip.depth) + " excludedIPs="
+	for i, p := range s.ip.excluded {
+		if i > 0 {
+			scope += ","
+		}
+		scope += p.String()
+	}
+	return scope
+}
+
 // isRemoteAddr reports whether the key is the remote address, IPv6
 // grouped by ipv6Prefix: ServeHTTP computes it inline (see addrKey).
 func (s *keySource) isRemoteAddr() bool {

@@ -138,7 +138,7 @@ func build(next http.Handler, config *Config, name string) (*Middleware, error) 
 			return nil, spelling.Error(err)
 		}
 	}
-	z, err := zoneFor(name, s.rule, s.maxKeys, s.persist)
+	z, err := zoneFor(name, s.rule, s.maxKeys, keyScope(s.source), s.persist)
 	if err != nil {
 		return nil, spelling.Error(err)
 	}

@@ -88,12 +88,15 @@ func (p *persistSettings) idSuffix() string {
 	return " persist=" + strconv.Quote(p.dir) + " every " + p.interval.String()
 }
 
-// saver saves the zone of one registered middleware every interval.
+// saver saves the zone of one registered middleware every interval, once
+// it holds the zone's snapshot file (see persist.Claim).
 type saver struct {
 	name    string
 	zone    *ratelimit.Zone
 	path    string
 	every   time.Duration
+	claimed bool
+	tried   bool // claim was called, and logged
 	stop    chan struct{}
 	done    chan struct{} // closed when loop returns
 	lastErr string
@@ -102,38 +105,71 @@ type saver struct {
 
 func newSaver(name string, z *ratelimit.Zone, p *persistSettings) *saver {
 	return &saver{name: name, zone: z, every: p.interval, stop: make(chan struct{}), done: make(chan struct{}),
-		path: filepath.Join(p.dir, persist.FileName(name, z.Rule()))}
+		path: filepath.Join(p.dir, persist.FileName(name, z.Scope(), z.Rule()))}
 }
 
-// restore fills the new zone of the saver from prev, the zone it
-// replaces if that one was persisted to the same file, else from the
-// file. Every failure is one log line, and the zone starts empty.
-func (sv *saver) restore(prev *saver) {
+// claim makes this process the one that reads and writes the saver's
+// file, or says in one line why not: another Traefik holds it, or the
+// file or its directory is refused. The zone then runs without
+// snapshots.
+func (sv *saver) claim() {
+	sv.tried = true
+	err := persist.Claim(sv.path, sv.every)
+	switch {
+	case err == nil:
+		sv.claimed = true
+	case errors.Is(err, persist.ErrClaimed):
+		io.WriteString(persistLog, "windowlimit: middleware "+strconv.Quote(sv.name)+": snapshot "+sv.path+
+			" is held by another process (another Traefik on this directory?): this one neither restores nor saves it;"+
+			" give each instance its own persist.directory ("+err.Error()+")\n")
+	default:
+		io.WriteString(persistLog, "windowlimit: middleware "+strconv.Quote(sv.name)+": runs without snapshots: "+err.Error()+"\n")
+	}
+}
+
+// restore fills z, new and keeping snapshots, from prev, the zone of its
+// lineage it replaces, if any, else from sv's file if sv holds it. Every
+// failure is one log line, and the zone starts empty.
+func restore(name string, z *ratelimit.Zone, sv *saver, prev *ratelimit.Zone) {
 	now := time.Now()
 	var n int
 	var err error
-	from := sv.path
-	if prev != nil && prev.path == sv.path {
+	var from string
+	switch {
+	case prev != nil:
 		from = "the zone it replaces"
 		var buf bytes.Buffer
-		if _, err = prev.zone.Snapshot(&buf, now); err == nil {
-			n, err = sv.zone.Restore(&buf, now)
+		if _, err = prev.Snapshot(&buf, now); err == nil {
+			n, err = z.Restore(&buf, now)
 		}
-	} else {
-		n, err = persist.Load(sv.zone, sv.path, now)
+	case sv != nil && sv.claimed:
+		from = sv.path
+		n, err = persist.Load(z, sv.path, now)
+	default:
+		return
 	}
 	switch {
 	case err == nil:
-		io.WriteString(persistLog, "windowlimit: middleware "+strconv.Quote(sv.name)+": restored "+strconv.Itoa(n)+" keys from "+from+"\n")
+		io.WriteString(persistLog, "windowlimit: middleware "+strconv.Quote(name)+": restored "+strconv.Itoa(n)+" keys from "+from+"\n")
 	case errors.Is(err, os.ErrNotExist):
 	default:
-		io.WriteString(persistLog, "windowlimit: middleware "+strconv.Quote(sv.name)+": starts empty, its snapshot could not be restored: "+err.Error()+"\n")
+		io.WriteString(persistLog, "windowlimit: middleware "+strconv.Quote(name)+": starts empty, its snapshot could not be restored: "+err.Error()+"\n")
 	}
 }
 
-// loop saves the zone every interval until stop is closed.
+// loop saves the zone every interval until stop is closed. A saver that
+// does not hold its file yet (a zone that woke) claims it first; one that
+// cannot tries again at every interval, quietly, and saves once it can.
 func (sv *saver) loop() {
 	defer close(sv.done)
+	if !sv.claimed && !sv.tried {
+		select {
+		case <-sv.stop:
+			return
+		default:
+		}
+		sv.claim()
+	}
 	tick := time.NewTicker(sv.every)
 	defer tick.Stop()
 	for {
@@ -156,10 +192,27 @@ func (sv *saver) owns() bool {
 	return r != nil && r.saver == sv
 }
 
-// save writes a snapshot, and logs a failure (the same one at most once a
-// minute): the zone runs on without snapshots.
+// save writes a snapshot, if sv holds its file, and logs a failure (the
+// same one at most once a minute): the zone runs on without snapshots.
 func (sv *saver) save() {
-	if _, err := persist.Save(sv.zone, sv.path, time.Now()); err != nil {
+	if !sv.claimed {
+		if persist.Claim(sv.path, sv.every) != nil {
+			return
+		}
+		sv.claimed = true
+		io.WriteString(persistLog, "windowlimit: middleware "+strconv.Quote(sv.name)+": snapshot "+sv.path+" is this process's now: saved from now on\n")
+	}
+	err := persist.Renew(sv.path)
+	if errors.Is(err, persist.ErrClaimed) {
+		sv.claimed = false
+		persist.Release(sv.path)
+		io.WriteString(persistLog, "windowlimit: middleware "+strconv.Quote(sv.name)+": snapshot taken over by another process, no longer saved here: "+err.Error()+"\n")
+		return
+	}
+	if err == nil {
+		_, err = persist.Save(sv.zone, sv.path, time.Now())
+	}
+	if err != nil {
 		now := time.Now()
 		if msg := err.Error(); msg != sv.lastErr || now.Sub(sv.lastLog) >= time.Minute {
 			sv.lastErr, sv.lastLog = msg, now
@@ -173,16 +226,19 @@ func (sv *saver) save() {
 	}
 }
 
-// halt stops the saver's loop, and saves a last time if final: its zone
-// left the registry idle, and no other zone of its name owns the file.
-// The last save runs on a goroutine of its own, once the loop has
-// returned: the caller may hold the zone's shards (see zoneSleeps).
+// halt stops the saver's loop, saves a last time if final (its zone left
+// the registry idle, and no other zone of its name owns the file), and
+// lets go of the file. That runs on a goroutine of its own, once the loop
+// has returned: the caller may hold the zone's shards (see zoneSleeps).
 func (sv *saver) halt(final bool) {
 	close(sv.stop)
-	if final {
-		go func() {
-			<-sv.done
+	go func() {
+		<-sv.done
+		if final {
 			sv.save()
-		}()
-	}
+		}
+		if sv.claimed {
+			persist.Release(sv.path)
+		}
+	}()
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/windowlimit/windowlimit/shared/persist"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
@@ -52,45 +53,97 @@ type registered struct {
 	// saver, when the middleware has persist, saves the zone (persist.go).
 	saver   *saver
 	persist *persistSettings
+	// base is the zone's ratelimit.ZoneID: id without persistence.
+	base string
+	// lineage names the counts the zone holds: its name, scope and
+	// shape (its snapshot's file name); keeps is set when it keeps
+	// snapshots (Options.Persist), and so hands its counts on to the next
+	// zone of its lineage, whatever persist becomes.
+	lineage string
+	keeps   bool
+	// as is what the zone registers as when it wakes (see zoneWoken).
+	as *wokenAs
 }
 
-// zoneFor returns the zone of the middleware name for rule, maxKeys and
-// persist (nil: none), reusing the registered one when they match. A new
-// persisted zone is restored before anyone gets it: from the zone of the
-// name it replaces, or from its snapshot file. That happens without
+// wokenAs is the id and persistence a sleeping zone registers with when
+// it wakes: those of its last New, which a reload that removes persist
+// changes without making a new zone. registryMu guards it.
+type wokenAs struct {
+	id, base, lineage string
+	persist           *persistSettings
+	keeps             bool
+}
+
+// zoneFor returns the zone of the middleware name for rule, maxKeys, the
+// key's scope and persistence ps (nil: none), reusing the registered one when
+// they match. A new persisted zone is restored before anyone gets it:
+// from the zone of the name it replaces, if that one kept snapshots, or
+// from its snapshot file. A reload that only removes persist keeps the
+// zone and its counts, and stops its saver: a change of persistence is
+// not a change of what a count means. The restore happens without
 // registryMu, whose lock order comes after a zone's shards.
-func zoneFor(name string, rule ratelimit.Rule, maxKeys int, persist *persistSettings) (*ratelimit.Zone, error) {
-	opts := ratelimit.Options{MaxKeys: maxKeys, Persist: persist != nil}
-	id := ratelimit.ZoneID(name, rule, opts) + persist.idSuffix()
+func zoneFor(name string, rule ratelimit.Rule, maxKeys int, scope string, ps *persistSettings) (*ratelimit.Zone, error) {
+	opts := ratelimit.Options{MaxKeys: maxKeys, Scope: scope, Persist: ps != nil}
+	base := ratelimit.ZoneID(name, rule, opts)
+	id := base + ps.idSuffix()
+	lineage := persist.FileName(name, scope, rule)
 	registryMu.Lock()
-	var prev *saver
+	var prev *ratelimit.Zone
 	if r := registry[name]; r != nil {
 		if r.id == id {
 			r.lastNew = time.Now()
 			registryMu.Unlock()
 			return r.zone, nil
 		}
-		prev = r.saver
+		if r.keeps && ps == nil && r.base == base {
+			// persist removed: the zone stays, its saver stops.
+			sv := r.saver
+			// One assignment each: yaegi v0.16 panics on nils assigned
+			// to typed fields at once.
+			r.id = id
+			r.saver = nil
+			r.persist = nil
+			r.lastNew = time.Now()
+			r.as.id = id
+			r.as.persist = nil
+			registryMu.Unlock()
+			if sv != nil {
+				sv.halt(false)
+			}
+			return r.zone, nil
+		}
+		if r.keeps && r.lineage == lineage {
+			prev = r.zone
+		}
 	}
 	registryMu.Unlock()
+	opts.Persist = opts.Persist || prev != nil
+	as := &wokenAs{id: id, base: base, lineage: lineage, persist: ps, keeps: opts.Persist}
 	opts.Evicting = fullZoneLog(name, maxKeys)
 	opts.SleepAfter = idleAfter(rule.Window)
 	opts.Sleep = func(z *ratelimit.Zone) bool { return zoneSleeps(name, z, opts.SleepAfter) }
-	opts.Woken = func(z *ratelimit.Zone) { zoneWoken(name, id, z, persist) }
+	opts.Woken = func(z *ratelimit.Zone) { zoneWoken(name, as, z) }
 	z, err := ratelimit.NewZone(name, rule, opts)
 	if err != nil {
 		return nil, err
 	}
 	var sv *saver
-	if persist != nil {
-		sv = newSaver(name, z, persist)
-		sv.restore(prev)
+	if ps != nil {
+		sv = newSaver(name, z, ps)
+		sv.claim()
+	}
+	if opts.Persist {
+		restore(name, z, sv, prev)
 	}
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if r := registry[name]; r != nil {
 		if r.id == id { // another New made it meanwhile
 			z.Close()
+			if sv != nil {
+				go sv.loop()
+				sv.halt(false) // lets go of the file once the loop returns
+			}
 			r.lastNew = time.Now()
 			return r.zone, nil
 		}
@@ -103,7 +156,8 @@ func zoneFor(name string, rule ratelimit.Rule, maxKeys int, persist *persistSett
 		}
 		delete(registry, name)
 	}
-	registry[name] = &registered{id: id, zone: z, lastNew: time.Now(), saver: sv, persist: persist}
+	registry[name] = &registered{id: id, base: base, lineage: lineage, zone: z, lastNew: time.Now(),
+		saver: sv, persist: ps, keeps: opts.Persist, as: as}
 	if sv != nil {
 		go sv.loop()
 	}
@@ -135,19 +189,21 @@ func zoneSleeps(name string, z *ratelimit.Zone, idle time.Duration) bool {
 	return true
 }
 
-// zoneWoken takes back name's zone z, made for id, which slept and took a
-// key again: a handler still serves it, and a reload must find its counts.
-// The request that woke z calls it, with a shard of z locked (the lock
-// order is a zone's shards, then registryMu, as in zoneSleeps).
-// If the name has another zone by now (a reload made one while z slept),
+// zoneWoken takes back name's zone z, which slept and took a key again,
+// as its last New made it (as): a handler still serves it, and a reload
+// must find its counts. The request that woke z calls it, with a shard of
+// z locked (the lock order is a zone's shards, then registryMu, as in
+// zoneSleeps); the saver claims its file on a goroutine of its own. If
+// the name has another zone by now (a reload made one while z slept),
 // that one stays: z serves only handlers Traefik is dropping.
-func zoneWoken(name, id string, z *ratelimit.Zone, persist *persistSettings) {
+func zoneWoken(name string, as *wokenAs, z *ratelimit.Zone) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if registry[name] == nil {
-		r := &registered{id: id, zone: z, lastNew: time.Now(), persist: persist}
-		if persist != nil {
-			r.saver = newSaver(name, z, persist)
+		r := &registered{id: as.id, base: as.base, lineage: as.lineage, zone: z, lastNew: time.Now(),
+			persist: as.persist, keeps: as.keeps, as: as}
+		if as.persist != nil {
+			r.saver = newSaver(name, z, as.persist)
 			go r.saver.loop()
 		}
 		registry[name] = r

@@ -2,6 +2,7 @@ package traefikplugin
 
 import (
 	"context"
+	"net/http"
 	"testing"
 )
 
@@ -66,5 +67,29 @@ func TestReloadIntoDryRunKeepsCount(t *testing.T) {
 	}
 	if got := serve(h3, "203.0.113.7:1", nil).Code; got != 429 {
 		t.Fatalf("fourth request, out of dry run: %d, want 429 (the count kept)", got)
+	}
+}
+
+// A reload that keys on something else starts afresh, even where both
+// keys give the same string: two headers are two zones, across a reload
+// as across a restart (see keyScope).
+func TestReloadOtherKeyStartsAfresh(t *testing.T) {
+	byHeader := func(name string) *Config {
+		c := validConfig()
+		c.Limit = 1
+		c.SourceCriterion = &SourceCriterion{RequestHeaderName: name}
+		return c
+	}
+	h := newMiddleware(t, byHeader("X-Client"), "rekeyed@file")
+	serve(h, "203.0.113.7:1", http.Header{"X-Client": {"alice"}})
+	if got := serve(h, "203.0.113.7:1", http.Header{"X-Client": {"alice"}}).Code; got != 429 {
+		t.Fatalf("second request: %d, want 429", got)
+	}
+	h2, err := New(context.Background(), okHandler, byHeader("X-User"), "rekeyed@file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := serve(h2, "203.0.113.7:1", http.Header{"X-User": {"alice"}}).Code; got != 200 {
+		t.Fatalf("first request keyed on X-User after the reload: %d, want 200 (another zone)", got)
 	}
 }

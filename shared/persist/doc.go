@@ -6,8 +6,17 @@
 // are the ratelimit package's (Zone.Snapshot, Zone.Restore). This package
 // names the files and writes them so that a crash never leaves a partial
 // one: a temporary file, synced, renamed over the previous snapshot.
+// It trusts a file only as far as its directory: a snapshot, its lock and
+// its directory that another user owns (where FileOwner tells) or that
+// group or others may write are refused, and one process at a time holds
+// a snapshot (Claim). It imports no syscall: yaegi, which interprets it
+// in Traefik, has none.
 //
 // # Files
 //
-//   - file.go: FileName, Save and Load.
+//   - file.go: FileName, Save and Load, and the checks of a file and its
+//     directory before either (regular, not a link, its owner, its mode,
+//     its size).
+//   - claim.go: Claim, Renew and Release, one process at a time on a
+//     snapshot, through a lease in its lock file.
 package persist

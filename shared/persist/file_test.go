@@ -31,7 +31,7 @@ func TestSaveLoad(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		ratelimit.TakeAt(z, "client", at.UnixNano())
 	}
-	path := filepath.Join(t.TempDir(), FileName("login", rule))
+	path := filepath.Join(t.TempDir(), FileName("login", "", rule))
 	if n, err := Save(z, path, at); err != nil || n != 1 {
 		t.Fatalf("Save: %d keys, %v", n, err)
 	}
@@ -56,7 +56,7 @@ func TestFileErrors(t *testing.T) {
 		ratelimit.TakeAt(z, "k"+strconv.Itoa(i), at.UnixNano())
 	}
 	dir := t.TempDir()
-	path := filepath.Join(dir, "sub", FileName("z", rule))
+	path := filepath.Join(dir, "sub", FileName("z", "", rule))
 	if _, err := Save(z, path, at); err != nil {
 		t.Fatal(err)
 	}
@@ -97,17 +97,20 @@ func TestFileErrors(t *testing.T) {
 // name and shape but not its limit.
 func TestFileName(t *testing.T) {
 	r := ratelimit.Rule{Window: time.Minute, SubWindow: 6 * time.Second, Limit: 5}
-	a := FileName("../etc/pass wd", r)
+	a := FileName("../etc/pass wd", "", r)
 	if strings.ContainsAny(a, "/ ") || !strings.HasSuffix(a, ".wlsnap") {
 		t.Fatalf("unsafe name %q", a)
 	}
 	other := r
 	other.Limit = 50
-	if FileName("z", r) != FileName("z", other) {
+	if FileName("z", "", r) != FileName("z", "", other) {
 		t.Error("the limit changed the file name")
 	}
 	other.Window = 2 * time.Minute
-	if FileName("z", r) == FileName("z", other) || FileName("z", r) == FileName("y", r) {
+	if FileName("z", "", r) == FileName("z", "", other) || FileName("z", "", r) == FileName("y", "", r) {
 		t.Error("another shape or name shares the file name")
+	}
+	if FileName("z", "{remote_host}", r) == FileName("z", "{client_ip}", r) {
+		t.Error("another scope (key template) shares the file name")
 	}
 }

@@ -33,6 +33,9 @@ type persistState struct {
 	// salt prefixes every key hashed to an id. NewZone draws it; Restore
 	// replaces it, before the zone takes a request.
 	salt [16]byte
+	// scope is Options.Scope, written in every snapshot and checked by
+	// Restore.
+	scope string
 	// live is the Unix nanosecond at which the last restored entry, or
 	// sketch cell, stops counting: from then on no new key looks at what a
 	// restore left. Read atomically on the new-key path; 0 when nothing
@@ -54,6 +57,14 @@ type persistState struct {
 	sketch *sketch
 	// claimed counts the restored keys seen again since the last restore.
 	claimed int
+}
+
+// Scope returns Options.Scope of a zone that keeps snapshots, else "".
+func (z *Zone) Scope() string {
+	if z.persist == nil {
+		return ""
+	}
+	return z.persist.scope
 }
 
 func newPersistState() *persistState {

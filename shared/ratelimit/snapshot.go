@@ -1,6 +1,8 @@
 package ratelimit
 
 import (
+	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -32,26 +34,43 @@ func (z *Zone) Snapshot(w io.Writer, now time.Time) (int, error) {
 }
 
 // Restore reads a snapshot from r and puts it into z, which must be new:
-// empty, and taking no request before Restore returns. It reads r whole,
-// and at most the bytes a snapshot of z's rule and max keys can take,
-// before it uses any of it: a corrupt, foreign, future or oversized
+// empty, and taking no request before Restore returns. It reads the
+// header first and refuses a snapshot of more keys than twice z's max
+// keys; then it reads r whole, and at most the bytes that many keys can
+// take, before it uses any of it: a corrupt, foreign, future or oversized
 // snapshot is an error and leaves z empty. The snapshot must be of a zone
-// of z's name, window, sub-window and algorithm; the limit may differ.
-// Keys whose window is over at now are dropped. It returns how many keys
-// it restored.
+// of z's name, scope, window, sub-window and algorithm; the limit may
+// differ. Keys whose window is over at now are dropped. It returns how
+// many keys it restored.
 func (z *Zone) Restore(r io.Reader, now time.Time) (int, error) {
 	if z.persist == nil {
 		return 0, errors.New("zone " + strconv.Quote(z.name) + " keeps no snapshots (Options.Persist is off)")
 	}
+	lim := z.limits()
+	br := bufio.NewReaderSize(r, maxSnapshotHeader)
+	head, err := br.Peek(maxSnapshotHeader)
+	if err != nil && err != io.EOF {
+		return 0, fmt.Errorf("reading snapshot: %w", err)
+	}
+	_, hr, err := readHeader(head, lim)
+	if err != nil {
+		return 0, err
+	}
 	max := snapshotBound(z.rule, z.maxKeys)
-	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if len(hr.b) >= 8 {
+		keys := binary.LittleEndian.Uint64(hr.b)
+		if n := snapshotSize(z.rule, z.maxKeys, keys); n < max {
+			max = n
+		}
+	}
+	data, err := io.ReadAll(io.LimitReader(br, max+1))
 	if err != nil {
 		return 0, fmt.Errorf("reading snapshot: %w", err)
 	}
 	if int64(len(data)) > max {
 		return 0, fmt.Errorf("snapshot is more than the %d bytes a zone of %d keys can take", max, z.maxKeys)
 	}
-	sn, err := unmarshalSnapshot(data)
+	sn, err := unmarshalSnapshot(data, lim)
 	if err != nil {
 		return 0, err
 	}
@@ -69,6 +88,7 @@ func (z *Zone) Restore(r io.Reader, now time.Time) (int, error) {
 // receipts do not survive: a restored key starts a new life.
 type snapshot struct {
 	name      string
+	scope     string
 	window    int64
 	subWindow int64
 	algorithm Algorithm
@@ -109,18 +129,18 @@ func (sn *snapshot) reach() int64 {
 }
 
 // shape names the identity and the rule's shape, for errors.
-func shape(name string, window, subWindow int64, a Algorithm) string {
-	return strconv.Quote(name) + " (window " + time.Duration(window).String() +
+func shape(name, scope string, window, subWindow int64, a Algorithm) string {
+	return strconv.Quote(name) + " (scope " + strconv.Quote(scope) + ", window " + time.Duration(window).String() +
 		", sub_window " + time.Duration(subWindow).String() + ", " + a.String() + ")"
 }
 
 // matches returns an error unless the snapshot is of a zone of z's name,
-// window, sub-window and algorithm: the limit, the cost and max_keys may
-// differ (counts never depend on them).
+// scope, window, sub-window and algorithm: the limit, the cost and
+// max_keys may differ (counts never depend on them).
 func (sn *snapshot) matches(z *Zone) error {
-	if sn.name != z.name || sn.window != z.window || sn.subWindow != z.span || sn.algorithm != z.rule.Algorithm {
-		return errors.New("snapshot is of zone " + shape(sn.name, sn.window, sn.subWindow, sn.algorithm) +
-			", not of " + shape(z.name, z.window, z.span, z.rule.Algorithm))
+	if sn.name != z.name || sn.scope != z.persist.scope || sn.window != z.window || sn.subWindow != z.span || sn.algorithm != z.rule.Algorithm {
+		return errors.New("snapshot is of zone " + shape(sn.name, sn.scope, sn.window, sn.subWindow, sn.algorithm) +
+			", not of " + shape(z.name, z.persist.scope, z.window, z.span, z.rule.Algorithm))
 	}
 	return nil
 }
@@ -137,7 +157,7 @@ func (z *Zone) takeSnapshot(now time.Time) (*snapshot, error) {
 		return nil, errors.New("zone " + strconv.Quote(z.name) + " keeps no snapshots (Options.Persist is off)")
 	}
 	t := now.UnixNano()
-	sn := &snapshot{name: z.name, window: z.window, subWindow: z.span, algorithm: z.rule.Algorithm, taken: t, salt: p.salt}
+	sn := &snapshot{name: z.name, scope: p.scope, window: z.window, subWindow: z.span, algorithm: z.rule.Algorithm, taken: t, salt: p.salt}
 	// Room for every key up front, so that no slab grows under a lock.
 	n := z.Len()
 	n += n/16 + 16

@@ -42,7 +42,7 @@ func FuzzReadSnapshot(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		sn, err := unmarshalSnapshot(data)
+		sn, err := unmarshalSnapshot(data, testLimits)
 		if err != nil {
 			return
 		}
@@ -50,7 +50,7 @@ func FuzzReadSnapshot(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sn2, err := unmarshalSnapshot(again)
+		sn2, err := unmarshalSnapshot(again, testLimits)
 		if err != nil {
 			t.Fatalf("re-encoded snapshot does not decode: %v", err)
 		}

@@ -27,7 +27,7 @@ func roundTrip(t testing.TB, sn *snapshot) *snapshot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := unmarshalSnapshot(b)
+	got, err := unmarshalSnapshot(b, testLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,20 +235,20 @@ func TestSnapshotFileErrors(t *testing.T) {
 	sn, _ := z.takeSnapshot(at)
 	good, _ := sn.marshal()
 	for n := 0; n < len(good); n++ {
-		if _, err := unmarshalSnapshot(good[:n]); err == nil {
+		if _, err := unmarshalSnapshot(good[:n], testLimits); err == nil {
 			t.Fatalf("truncated to %d bytes: no error", n)
 		}
 	}
 	for i := 0; i < len(good); i++ {
 		bad := bytes.Clone(good)
 		bad[i] ^= 0x40
-		if _, err := unmarshalSnapshot(bad); err == nil {
+		if _, err := unmarshalSnapshot(bad, testLimits); err == nil {
 			t.Fatalf("byte %d flipped: no error", i)
 		}
 	}
 	future := bytes.Clone(good)
 	future[len(snapshotMagic)] = snapshotVersion + 1
-	if _, err := unmarshalSnapshot(future); err == nil || !bytes.Contains([]byte(err.Error()), []byte("version")) {
+	if _, err := unmarshalSnapshot(future, testLimits); err == nil || !bytes.Contains([]byte(err.Error()), []byte("version")) {
 		t.Fatalf("future version: %v", err)
 	}
 
@@ -366,7 +366,7 @@ func TestSnapshotMatchesTaken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		streamed, err := unmarshalSnapshot(buf.Bytes())
+		streamed, err := unmarshalSnapshot(buf.Bytes(), testLimits)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -393,7 +393,7 @@ func TestSnapshotMatchesTaken(t *testing.T) {
 			}
 		}
 		ka, _ := taken.marshal()
-		kb, _ := unmarshalSnapshot(ka)
+		kb, _ := unmarshalSnapshot(ka, testLimits)
 		if (streamed.sk == nil) != (kb.sk == nil) || streamed.sk != nil && fmt.Sprint(streamed.sk.counts, streamed.sk.until) != fmt.Sprint(kb.sk.counts, kb.sk.until) {
 			t.Fatalf("%v: the summaries of evicted keys differ", rule.Algorithm)
 		}

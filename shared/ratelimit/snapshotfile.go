@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"time"
 )
 
@@ -12,7 +13,8 @@ import (
 // (uv):
 //
 //	magic "WLSNAP" | version u8 | algorithm u8 | window i64 | sub_window i64
-//	| taken i64 | salt [16] | name: uv length, bytes | keys: u64
+//	| taken i64 | salt [16] | name: uv length, bytes | scope: uv length, bytes
+//	| keys: u64
 //	| per key, buckets: id u64 | newest sub-window uv | k+1 counts uv
 //	| per key, log:     id u64 | n uv | first timestamp uv | n-1 gaps uv
 //	| sketch width uv (0: none) | cells written uv
@@ -26,14 +28,35 @@ import (
 const (
 	snapshotMagic = "WLSNAP"
 	// snapshotVersion is the version of the snapshot file this code
-	// writes and the only one it reads.
-	snapshotVersion = 1
-	// maxSnapshotName bounds a zone name in a snapshot file.
+	// writes and the only one it reads. Version 2 added the scope.
+	snapshotVersion = 2
+	// maxSnapshotName bounds a zone name, and a scope, in a snapshot
+	// file.
 	maxSnapshotName = 4096
 	// maxSketchWidth bounds the summary's width in a snapshot file: that
-	// of a zone of 2^25 keys in one shard.
+	// of a zone of 2^25 keys in one shard. A reader allocates no more
+	// than its own zone's width (see snapshotLimits).
 	maxSketchWidth = 1 << 26
+	// maxSnapshotHeader bounds the bytes of a header, up to and
+	// including the key count.
+	maxSnapshotHeader = len(snapshotMagic) + 2 + 24 + 16 + 2*(binary.MaxVarintLen64+maxSnapshotName) + 8
 )
+
+// snapshotLimits are what a reader allows a snapshot to make it
+// allocate: at most keys keys, and a summary of evicted keys at most width
+// wide (a wider one is folded to width as it is read).
+type snapshotLimits struct {
+	keys  uint64
+	width int
+}
+
+// limits returns the bounds of what z reads from a snapshot: twice its
+// max keys (its own keys and as many restored ones not yet claimed), and
+// the summary width its shards make.
+func (z *Zone) limits() snapshotLimits {
+	w, _ := sketchWidth(z.perShard)
+	return snapshotLimits{keys: 2 * uint64(z.maxKeys), width: w}
+}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -42,11 +65,11 @@ func (sn *snapshot) marshal() ([]byte, error) {
 	m := sn.ring()
 	// The usual size (a byte a small count), not the largest: append
 	// grows the rest.
-	size := 64 + len(sn.name) + len(sn.ids)*(8+5+m) + len(sn.ts)*4
+	size := 64 + len(sn.name) + len(sn.scope) + len(sn.ids)*(8+5+m) + len(sn.ts)*4
 	if sn.sk != nil {
 		size += 16 + len(sn.sk.counts)*20
 	}
-	b, count := appendHeader(make([]byte, 0, size), sn.name, sn.window, sn.subWindow, sn.algorithm, sn.taken, &sn.salt)
+	b, count := appendHeader(make([]byte, 0, size), sn.name, sn.scope, sn.window, sn.subWindow, sn.algorithm, sn.taken, &sn.salt)
 	for j, id := range sn.ids {
 		if sn.algorithm == Log {
 			b = appendLogEntry(b, id, sn.ts[sn.off[j]:sn.off[j]+sn.cnt[j]])
@@ -59,7 +82,7 @@ func (sn *snapshot) marshal() ([]byte, error) {
 
 // appendHeader appends the header of a snapshot, up to and including its
 // key count, which it writes as 0 and whose offset it returns for finish.
-func appendHeader(b []byte, name string, window, subWindow int64, a Algorithm, taken int64, salt *[16]byte) ([]byte, int) {
+func appendHeader(b []byte, name, scope string, window, subWindow int64, a Algorithm, taken int64, salt *[16]byte) ([]byte, int) {
 	b = append(b, snapshotMagic...)
 	b = append(b, snapshotVersion, byte(a))
 	b = binary.LittleEndian.AppendUint64(b, uint64(window))
@@ -68,6 +91,8 @@ func appendHeader(b []byte, name string, window, subWindow int64, a Algorithm, t
 	b = append(b, salt[:]...)
 	b = binary.AppendUvarint(b, uint64(len(name)))
 	b = append(b, name...)
+	b = binary.AppendUvarint(b, uint64(len(scope)))
+	b = append(b, scope...)
 	count := len(b)
 	return binary.LittleEndian.AppendUint64(b, 0), count
 }
@@ -163,29 +188,38 @@ func (r *reader) u64(what string) uint64 {
 	return v
 }
 
+// text reads a length-prefixed string of at most maxSnapshotName bytes.
+func (r *reader) text(what string) string {
+	n := r.uvarint(what + " length")
+	if r.err == nil && (n > maxSnapshotName || n > uint64(len(r.b))) {
+		r.fail(what + " too long")
+	}
+	if r.err != nil {
+		return ""
+	}
+	v := string(r.b[:n])
+	r.b = r.b[n:]
+	return v
+}
+
 // maxSnapshotTime bounds a time in a snapshot file: every time a zone
 // reads stays below it (see Zone.maxTime).
 const maxSnapshotTime = int64(1) << 62
 
-// unmarshalSnapshot decodes a snapshot file's bytes, checking its magic,
-// version and checksum first, then every value against its bound: a
-// corrupt, foreign or future file is an error, never a panic, a huge
-// allocation or a snapshot that would loosen a limit.
-func unmarshalSnapshot(data []byte) (*snapshot, error) {
-	if len(data) < len(snapshotMagic)+2+4 || string(data[:len(snapshotMagic)]) != snapshotMagic {
-		return nil, errors.New("not a windowlimit snapshot (no magic header)")
+// readHeader decodes the header of a snapshot from the start of b, up to
+// and including its key count, which it checks against lim. It returns
+// the snapshot's shape and a reader at the key count.
+func readHeader(b []byte, lim snapshotLimits) (*snapshot, *reader, error) {
+	if len(b) < len(snapshotMagic)+2 || string(b[:len(snapshotMagic)]) != snapshotMagic {
+		return nil, nil, errors.New("not a windowlimit snapshot (no magic header)")
 	}
-	if v := data[len(snapshotMagic)]; v != snapshotVersion {
-		return nil, fmt.Errorf("snapshot format version %d, this build reads version %d only", v, snapshotVersion)
+	if v := b[len(snapshotMagic)]; v != snapshotVersion {
+		return nil, nil, fmt.Errorf("snapshot format version %d, this build reads version %d only", v, snapshotVersion)
 	}
-	body := data[:len(data)-4]
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
-		return nil, errors.New("corrupt snapshot: checksum mismatch")
-	}
-	r := &reader{b: body[len(snapshotMagic)+1:]}
+	r := &reader{b: b[len(snapshotMagic)+1:]}
 	sn := &snapshot{}
 	if len(r.b) < 1+24+16 {
-		return nil, errors.New("corrupt snapshot: header cut short")
+		return nil, nil, errors.New("corrupt snapshot: header cut short")
 	}
 	sn.algorithm = Algorithm(r.b[0])
 	r.b = r.b[1:]
@@ -197,20 +231,43 @@ func unmarshalSnapshot(data []byte) (*snapshot, error) {
 	rule := Rule{Window: time.Duration(sn.window), SubWindow: time.Duration(sn.subWindow), Limit: 1, Algorithm: sn.algorithm}
 	if sn.algorithm > Log || sn.window <= 0 || sn.subWindow <= 0 || rule.Normalize() != nil ||
 		rule.SubWindow != time.Duration(sn.subWindow) {
-		return nil, errors.New("corrupt snapshot: bad rule shape")
+		return nil, nil, errors.New("corrupt snapshot: bad rule shape")
 	}
 	if sn.taken < 0 || sn.taken >= maxSnapshotTime {
-		return nil, errors.New("corrupt snapshot: time taken out of range")
+		return nil, nil, errors.New("corrupt snapshot: time taken out of range")
 	}
-	nameLen := r.uvarint("name length")
-	if r.err == nil && (nameLen > maxSnapshotName || nameLen > uint64(len(r.b))) {
-		r.fail("name too long")
+	sn.name = r.text("name")
+	sn.scope = r.text("scope")
+	if r.err == nil && len(r.b) >= 8 {
+		if keys := binary.LittleEndian.Uint64(r.b); keys > lim.keys {
+			r.err = fmt.Errorf("snapshot holds %d keys, more than the %d this zone reads (twice its max keys)", keys, lim.keys)
+		}
 	}
 	if r.err != nil {
-		return nil, r.err
+		return nil, nil, r.err
 	}
-	sn.name = string(r.b[:nameLen])
-	r.b = r.b[nameLen:]
+	return sn, r, nil
+}
+
+// unmarshalSnapshot decodes a snapshot file's bytes, checking its magic,
+// version and checksum first, then every value against its bound and
+// lim: a corrupt, foreign or future file is an error, never a panic, an
+// allocation beyond lim or a snapshot that would loosen a limit.
+func unmarshalSnapshot(data []byte, lim snapshotLimits) (*snapshot, error) {
+	if len(data) < len(snapshotMagic)+2+4 {
+		return nil, errors.New("not a windowlimit snapshot (no magic header)")
+	}
+	body := data[:len(data)-4]
+	if _, _, err := readHeader(body, lim); err != nil {
+		return nil, err
+	}
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
+		return nil, errors.New("corrupt snapshot: checksum mismatch")
+	}
+	sn, r, err := readHeader(body, lim)
+	if err != nil {
+		return nil, err
+	}
 	keys := r.u64("key count")
 	m := sn.ring()
 	minKey := uint64(8 + 1 + m) // a bucket key: id, newest, m counts
@@ -276,9 +333,15 @@ func unmarshalSnapshot(data []byte) (*snapshot, error) {
 		if width < 16 || width > maxSketchWidth || width&(width-1) != 0 {
 			r.fail("bad sketch width")
 		} else {
-			sk := &sketch{width: int(width)}
+			// Read at most at the zone's own width: a wider summary is
+			// folded as it is read, each cell into the one covering it.
+			to := int(width)
+			if to > lim.width {
+				to = lim.width
+			}
+			sk := &sketch{width: to}
 			w, shift := 16, uint(60)
-			for w < int(width) {
+			for w < to {
 				w *= 2
 				shift--
 			}
@@ -289,9 +352,10 @@ func unmarshalSnapshot(data []byte) (*snapshot, error) {
 				r.fail("more sketch cells than bytes")
 			}
 			if r.err == nil && live > 0 {
-				sk.counts = make([]uint32, cells)
-				sk.until = make([]int64, cells)
+				sk.counts = make([]uint32, sketchRows*to)
+				sk.until = make([]int64, sketchRows*to)
 			}
+			ratio := int64(width) / int64(to)
 			prev := int64(-1)
 			for i := uint64(0); i < live && r.err == nil; i++ {
 				gap := r.uvarint("sketch index")
@@ -306,8 +370,8 @@ func unmarshalSnapshot(data []byte) (*snapshot, error) {
 					break
 				}
 				prev += int64(gap)
-				sk.counts[prev] = uint32(cnt)
-				sk.until[prev] = int64(until)
+				row, col := prev/int64(width), prev%int64(width)
+				sk.raise(int(row*int64(to)+col/ratio), uint32(cnt), int64(until), math.MinInt64)
 				if int64(until) > sk.live {
 					sk.live = int64(until)
 				}
@@ -335,6 +399,13 @@ func snapshotBound(rule Rule, maxKeys int) int64 {
 	if maxKeys <= 0 {
 		maxKeys = DefaultMaxKeys
 	}
+	return snapshotSize(rule, maxKeys, 2*uint64(maxKeys))
+}
+
+// snapshotSize returns the largest snapshot of keys keys a zone of rule
+// and maxKeys reads: the header, every key at its largest encoding, and
+// the summary of evicted keys at the zone's width.
+func snapshotSize(rule Rule, maxKeys int, keys uint64) int64 {
 	perKey := int64(8 + 10)
 	if rule.Algorithm == Log {
 		l := rule.Limit
@@ -346,5 +417,9 @@ func snapshotBound(rule Rule, maxKeys int) int64 {
 		perKey += 5 * (int64(rule.buckets()) + 1)
 	}
 	width, _ := sketchWidth(maxKeys)
-	return 1<<16 + 2*int64(maxKeys)*perKey + int64(sketchRows*width)*20
+	return 1<<16 + int64(keys)*perKey + int64(sketchRows*width)*20
 }
+
+// MaxSnapshotSize returns the most bytes Restore reads into z: a larger
+// snapshot file is refused from its size alone.
+func (z *Zone) MaxSnapshotSize() int64 { return snapshotBound(z.rule, z.maxKeys) }

@@ -14,7 +14,7 @@ import (
 func (z *Zone) appendSnapshot(b []byte, now time.Time) ([]byte, int) {
 	p := z.persist
 	t := now.UnixNano()
-	b, count := appendHeader(b, z.name, z.window, z.span, z.rule.Algorithm, t, &p.salt)
+	b, count := appendHeader(b, z.name, p.scope, z.window, z.span, z.rule.Algorithm, t, &p.salt)
 	keys := 0
 	// What a restore left first, without a lock: see persistState.unclaimed.
 	from, waiting, restored := p.unclaimed(t)

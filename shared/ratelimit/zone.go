@@ -71,6 +71,11 @@ type Options struct {
 	// names it by (8 bytes per key, and a SHA-256 per new key), so that
 	// Snapshot and Restore work; without it they refuse.
 	Persist bool
+	// Scope is what else a persisted zone's snapshot belongs to, beyond
+	// its name and shape: the host's key template, say. A snapshot goes
+	// back only into a zone of the same scope, and ZoneID tells zones of
+	// different scopes apart, so that a reload and a restart agree.
+	Scope string
 	// Woken is told that a sleeping zone took a key again, by the request
 	// that woke it, before the request is decided, so that the host can
 	// take the zone back before anyone looks for it; a shard of the zone
@@ -197,6 +202,7 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 	z.maxTime = math.MaxInt64 - 2*(z.window+z.span)
 	if opts.Persist {
 		z.persist = newPersistState()
+		z.persist.scope = opts.Scope
 	}
 
 	// Shards: a power of two, at most 64, with at least 1024 keys each so

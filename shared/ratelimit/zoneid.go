@@ -8,11 +8,11 @@ import "strconv"
 // means a fresh zone, never one read with another rule. rule must be
 // normalized, so that a default written out and one left implicit give
 // one ID; so do the options' (a zero MaxKeys or SweepInterval and the
-// default written out). Of opts, only MaxKeys and SweepInterval shape the
-// state.
+// default written out). Of opts, only MaxKeys, SweepInterval and Scope
+// shape the state.
 func ZoneID(name string, rule Rule, opts Options) string {
 	maxKeys, sweep := effectiveOptions(rule, opts)
-	return strconv.Quote(name) +
+	id := strconv.Quote(name) +
 		" window=" + strconv.FormatInt(int64(rule.Window), 10) +
 		" sub_window=" + strconv.FormatInt(int64(rule.SubWindow), 10) +
 		" limit=" + strconv.FormatInt(rule.Limit, 10) +
@@ -20,4 +20,8 @@ func ZoneID(name string, rule Rule, opts Options) string {
 		" algorithm=" + rule.Algorithm.String() +
 		" max_keys=" + strconv.Itoa(maxKeys) +
 		" sweep_interval=" + strconv.FormatInt(int64(sweep), 10)
+	if opts.Scope != "" {
+		id += " scope=" + strconv.Quote(opts.Scope)
+	}
+	return id
 }
