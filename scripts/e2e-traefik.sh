@@ -303,7 +303,7 @@ persist_part() {
 	kill -9 "$WT_TRAEFIK_PID"
 	wait "$WT_TRAEFIK_PID" 2>/dev/null || true
 	cp "$dir/traefik.log" "$dir/traefik-1.log"
-	wt_start_traefik "$web" "$ping" "$dir"
+	WL_TRAEFIK_LOG_LEVEL=DEBUG wt_start_traefik "$web" "$ping" "$dir"
 	wt_wait_status "http://127.0.0.1:$web/plain" 200 || wl_die "instance persist never loaded its routers again"
 	got=$(wl_fetch "http://127.0.0.1:$web/login/")
 	ra2=$(wl_header Retry-After)
@@ -311,7 +311,7 @@ persist_part() {
 	[[ $got == 429 ]] || wl_die "persist: after SIGKILL two intervals after the 5th request: $got, want 429"
 	(((ra1 - ra2) <= 1 + ${took%.*} && ra2 <= ra1)) ||
 		wl_die "persist: Retry-After $ra2 after the restart, $ra1 before it, ${took}s earlier"
-	grep -q 'windowlimit: middleware \"persist-limit@file\": restored 1 keys from' "$dir/traefik.log" ||
+	grep -q 'windowlimit: info: middleware \"persist-limit@file\": restored 1 keys from' "$dir/traefik.log" ||
 		wl_die "persist: Traefik's log says nothing restored: $(grep -i windowlimit "$dir/traefik.log" | head -5)"
 	wl_pass "persist: 5 x 200, 429 (Retry-After $ra1), two intervals, SIGKILL, start: 429 (Retry-After $ra2, ${took}s after the first 429); logged"
 	file=$(ls "$dir"/snapshots/*.wlsnap)

@@ -42,8 +42,13 @@ type persistSettings struct {
 }
 
 // persistLog receives the lines about snapshots: Traefik's ERROR level
-// (see errorLog), the only one a plugin can be sure to be seen at.
-var persistLog = errorLog
+// (see errorLog), the only one a plugin can be sure to be seen at; and
+// persistInfoLog the line that a restore went well, at DEBUG (see the
+// levels in docs/traefik.md).
+var (
+	persistLog     = errorLog
+	persistInfoLog = debugLog
+)
 
 // persistSettings validates c.Persist for a middleware with the Redis
 // store (redis) and onStoreError local (local), and returns nil when
@@ -119,11 +124,11 @@ func (sv *saver) claim() {
 	case err == nil:
 		sv.claimed = true
 	case errors.Is(err, persist.ErrClaimed):
-		io.WriteString(persistLog, "windowlimit: middleware "+strconv.Quote(sv.name)+": snapshot "+sv.path+
+		io.WriteString(persistLog, "windowlimit: warning: middleware "+strconv.Quote(sv.name)+": snapshot "+sv.path+
 			" is held by another process (another Traefik on this directory?): this one neither restores nor saves it;"+
 			" give each instance its own persist.directory ("+err.Error()+")\n")
 	default:
-		io.WriteString(persistLog, "windowlimit: middleware "+strconv.Quote(sv.name)+": runs without snapshots: "+err.Error()+"\n")
+		io.WriteString(persistLog, "windowlimit: error: middleware "+strconv.Quote(sv.name)+": runs without snapshots: "+err.Error()+"\n")
 	}
 }
 
@@ -150,10 +155,10 @@ func restore(name string, z *ratelimit.Zone, sv *saver, prev *ratelimit.Zone) {
 	}
 	switch {
 	case err == nil:
-		io.WriteString(persistLog, "windowlimit: middleware "+strconv.Quote(name)+": restored "+strconv.Itoa(n)+" keys from "+from+"\n")
+		io.WriteString(persistInfoLog, "windowlimit: info: middleware "+strconv.Quote(name)+": restored "+strconv.Itoa(n)+" keys from "+from+"\n")
 	case errors.Is(err, os.ErrNotExist):
 	default:
-		io.WriteString(persistLog, "windowlimit: middleware "+strconv.Quote(name)+": starts empty, its snapshot could not be restored: "+err.Error()+"\n")
+		io.WriteString(persistLog, "windowlimit: error: middleware "+strconv.Quote(name)+": starts empty, its snapshot could not be restored: "+err.Error()+"\n")
 	}
 }
 
@@ -200,13 +205,13 @@ func (sv *saver) save() {
 			return
 		}
 		sv.claimed = true
-		io.WriteString(persistLog, "windowlimit: middleware "+strconv.Quote(sv.name)+": snapshot "+sv.path+" is this process's now: saved from now on\n")
+		io.WriteString(persistLog, "windowlimit: info: middleware "+strconv.Quote(sv.name)+": snapshot "+sv.path+" is this process's now: saved from now on\n")
 	}
 	err := persist.Renew(sv.path)
 	if errors.Is(err, persist.ErrClaimed) {
 		sv.claimed = false
 		persist.Release(sv.path)
-		io.WriteString(persistLog, "windowlimit: middleware "+strconv.Quote(sv.name)+": snapshot taken over by another process, no longer saved here: "+err.Error()+"\n")
+		io.WriteString(persistLog, "windowlimit: warning: middleware "+strconv.Quote(sv.name)+": snapshot taken over by another process, no longer saved here: "+err.Error()+"\n")
 		return
 	}
 	if err == nil {
@@ -216,13 +221,13 @@ func (sv *saver) save() {
 		now := time.Now()
 		if msg := err.Error(); msg != sv.lastErr || now.Sub(sv.lastLog) >= time.Minute {
 			sv.lastErr, sv.lastLog = msg, now
-			io.WriteString(persistLog, "windowlimit: middleware "+strconv.Quote(sv.name)+": snapshot failed, the zone runs on without one: "+msg+"\n")
+			io.WriteString(persistLog, "windowlimit: error: middleware "+strconv.Quote(sv.name)+": snapshot failed, the zone runs on without one: "+msg+"\n")
 		}
 		return
 	}
 	if sv.lastErr != "" {
 		sv.lastErr = ""
-		io.WriteString(persistLog, "windowlimit: middleware "+strconv.Quote(sv.name)+": snapshots written again\n")
+		io.WriteString(persistLog, "windowlimit: info: middleware "+strconv.Quote(sv.name)+": snapshots written again\n")
 	}
 }
 
