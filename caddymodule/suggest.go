@@ -6,6 +6,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/windowlimit/windowlimit/shared/optname"
 )
 
 // The subdirectives of each Caddyfile block, as UnmarshalCaddyfile reads
@@ -74,38 +76,12 @@ func zoneHint(name string) string {
 }
 
 // nearestSubdirective returns the known subdirective nearest to name when
-// it is near enough to be a typo (at most one edit in four letters, as
-// the Traefik plugin's options), comparing without case, or "".
+// it is near enough to be a typo, comparing without case, or "" (the
+// rule of the Traefik plugin's options: optname.Nearest).
 func nearestSubdirective(name string, known []string) string {
-	lname := strings.ToLower(name)
-	best, near := -1, ""
-	for _, k := range known {
-		dist := editDistance(lname, k)
-		if dist <= 1+len(k)/4 && (best < 0 || dist < best) {
-			best, near = dist, k
-		}
+	same, near := optname.Nearest(name, known)
+	if same != "" {
+		return same
 	}
 	return near
-}
-
-// editDistance is the Levenshtein distance between a and b in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			d := prev[j-1]
-			if a[i-1] != b[j-1] {
-				d++
-			}
-			d = min(d, prev[j]+1, cur[j-1]+1)
-			cur[j] = d
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

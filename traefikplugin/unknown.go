@@ -2,6 +2,7 @@ package traefikplugin
 
 import (
 	"errors"
+	"github.com/windowlimit/windowlimit/shared/optname"
 	"sort"
 	"strings"
 )
@@ -43,7 +44,7 @@ func unknownOption(path string, unknown map[string]any, known []string) error {
 	sort.Strings(keys)
 	k := keys[0]
 	msg := "unknown option " + path + k
-	switch same, near := nearestOption(k, known); {
+	switch same, near := optname.Nearest(k, known); {
 	case same != "":
 		// Traefik's decoder matches keys in any case and took one
 		// spelling; this one is a second value for the same option.
@@ -59,50 +60,4 @@ func unknownOption(path string, unknown map[string]any, known []string) error {
 		msg += "; also unknown: " + path + strings.Join(keys[1:], ", "+path)
 	}
 	return errors.New(msg)
-}
-
-// nearestOption returns the known option that k spells in another case,
-// or else the known option nearest to k when it is near enough to be a
-// typo: at most one edit in four letters, and at least one.
-func nearestOption(k string, known []string) (same, near string) {
-	lk := strings.ToLower(k)
-	best := -1
-	for _, o := range known {
-		lo := strings.ToLower(o)
-		if lo == lk {
-			return o, ""
-		}
-		d := editDistance(lk, lo)
-		if d <= 1+len(lo)/4 && (best < 0 || d < best) {
-			best, near = d, o
-		}
-	}
-	return "", near
-}
-
-// editDistance is the Levenshtein distance between a and b in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			d := prev[j-1]
-			if a[i-1] != b[j-1] {
-				d++
-			}
-			if prev[j]+1 < d {
-				d = prev[j] + 1
-			}
-			if cur[j-1]+1 < d {
-				d = cur[j-1] + 1
-			}
-			cur[j] = d
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

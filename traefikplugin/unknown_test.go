@@ -109,22 +109,3 @@ func TestBuildAcceptsAnyCaseAndEmptyBlocks(t *testing.T) {
 		t.Fatalf("limit %d, want 5", m.ruleLimit)
 	}
 }
-
-func TestNearestOption(t *testing.T) {
-	for _, tt := range []struct{ k, same, near string }{
-		{"dept", "", "depth"},
-		{"DEPTH", "depth", ""},
-		{"ipv6subnets", "", "ipv6Subnet"},
-		{"excludedIP", "", "excludedIPs"},
-		{"x", "", ""},
-		{"trusted", "", ""},
-	} {
-		same, near := nearestOption(tt.k, ipStrategyOptions)
-		if same != tt.same || near != tt.near {
-			t.Errorf("nearestOption(%q) = %q, %q; want %q, %q", tt.k, same, near, tt.same, tt.near)
-		}
-	}
-	if d := editDistance("sourcecriteria", "sourcecriterion"); d != 2 {
-		t.Errorf("editDistance = %d, want 2", d)
-	}
-}
