@@ -142,10 +142,6 @@ func TestDifferentialLeases(t *testing.T) {
 		simBackends[1],
 		{"cluster", func(t *testing.T) []string { return redistest.Cluster(t) }},
 	}
-	// Windows of 10 s: Redis expires keys on its own clock, so simulated
-	// time must run faster than real time, and a request of these traces
-	// (at most 600 a window) moves it 16 ms or more, more than a script
-	// call takes on a busy machine.
 	rules := []ratelimit.Rule{
 		{Window: 10 * time.Second, SubWindow: time.Second, Limit: 200},
 		{Window: 10 * time.Second, SubWindow: time.Second, Limit: 200, Algorithm: ratelimit.Strict},

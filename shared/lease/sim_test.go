@@ -67,21 +67,22 @@ func (c *simClock) advance(t time.Time) {
 }
 
 // serverRunner is the simulated Redis server's side of the script calls:
-// it counts them and moves the time the script counts at (the caller's,
-// CallerTime) by the server clock's skew, which tests step.
+// it counts them, moves the time the script counts at (the caller's,
+// CallerTime) by the server clock's skew, which tests step, and expires
+// the keys on that time (simExpiry), not on the real server's clock.
 type serverRunner struct {
-	redisstore.ScriptRunner
+	*simExpiry
 	clock *simClock
 	calls int64 // atomic: leases give back from goroutines of their own
 }
 
 func (c *serverRunner) EvalSha(ctx context.Context, sha string, keys, args []string) ([]int64, error) {
 	atomic.AddInt64(&c.calls, 1)
-	return c.ScriptRunner.EvalSha(ctx, sha, keys, c.skewed(args))
+	return c.evalSha(ctx, sha, keys, c.skewed(args))
 }
 
 func (c *serverRunner) Eval(ctx context.Context, script string, keys, args []string) ([]int64, error) {
-	return c.ScriptRunner.Eval(ctx, script, keys, c.skewed(args))
+	return c.eval(ctx, script, keys, c.skewed(args))
 }
 
 // Calls returns how many script calls reached the server.
@@ -128,7 +129,7 @@ func newFleet(t testing.TB, addrs []string, r ratelimit.Rule, n int, leases bool
 	fleets++
 	prefix := "sim" + strconv.Itoa(fleets) + ":" // fleets sharing a Redis keep apart
 	clock := &simClock{now: epoch}
-	f := &fleet{client: c, prefix: prefix, clock: clock, runner: &serverRunner{ScriptRunner: c, clock: clock}, zone: z}
+	f := &fleet{client: c, prefix: prefix, clock: clock, runner: &serverRunner{simExpiry: newSimExpiry(c), clock: clock}, zone: z}
 	for i := 0; i < n; i++ {
 		s, err := redisstore.New(f.runner, redisstore.Settings{KeyPrefix: prefix, Cluster: len(addrs) > 1, CallerTime: true})
 		if err != nil {
@@ -170,9 +171,13 @@ func (f *fleet) take(i int, key string) ratelimit.Decision {
 // shape in 8 bytes, the newest sub-window in 7, then the total, the m
 // cells and the leased units, w bytes each, then the key's life in 4):
 // the newest sub-window, and the count Redis holds for sub-window b (-1
-// when its cell is no longer kept).
+// when its cell is no longer kept). Keys due by the server's simulated
+// time are expired first, as Redis would on reading them.
 func (f *fleet) bucket(key string, b int64) (newest, counted int64, ok bool) {
 	k := redisstore.Key(f.prefix, f.zone.Name(), key)
+	if err := f.runner.expire(context.Background(), f.clock.now.Add(f.clock.skew).UnixMicro()); err != nil {
+		return 0, 0, false
+	}
 	rep, err := f.client.DoKey(context.Background(), k, "GET", k)
 	if err != nil || rep.Nil || len(rep.Str) < 15 {
 		return 0, 0, false
