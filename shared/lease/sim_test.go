@@ -107,6 +107,7 @@ type fleet struct {
 	tables []*Table
 	guards []*guard.Guard
 	stores []*redisstore.Store
+	reads  map[string]read
 }
 
 var fleets int
@@ -129,7 +130,7 @@ func newFleet(t testing.TB, addrs []string, r ratelimit.Rule, n int, leases bool
 	fleets++
 	prefix := "sim" + strconv.Itoa(fleets) + ":" // fleets sharing a Redis keep apart
 	clock := &simClock{now: epoch}
-	f := &fleet{client: c, prefix: prefix, clock: clock, runner: &serverRunner{simExpiry: newSimExpiry(c), clock: clock}, zone: z}
+	f := &fleet{client: c, prefix: prefix, clock: clock, runner: &serverRunner{simExpiry: newSimExpiry(c), clock: clock}, zone: z, reads: map[string]read{}}
 	for i := 0; i < n; i++ {
 		s, err := redisstore.New(f.runner, redisstore.Settings{KeyPrefix: prefix, Cluster: len(addrs) > 1, CallerTime: true})
 		if err != nil {
@@ -178,11 +179,10 @@ func (f *fleet) bucket(key string, b int64) (newest, counted int64, ok bool) {
 	if err := f.runner.expire(context.Background(), f.clock.now.Add(f.clock.skew).UnixMicro()); err != nil {
 		return 0, 0, false
 	}
-	rep, err := f.client.DoKey(context.Background(), k, "GET", k)
-	if err != nil || rep.Nil || len(rep.Str) < 15 {
+	v, ok := f.get(k)
+	if !ok || len(v) < 15 {
 		return 0, 0, false
 	}
-	v := rep.Str
 	le := func(p, n int) int64 {
 		var x int64
 		for j := p + n - 1; j >= p; j-- {
@@ -198,6 +198,28 @@ func (f *fleet) bucket(key string, b int64) (newest, counted int64, ok bool) {
 		return newest, -1, true
 	}
 	return newest, le(int(15+w*(1+b%m)), int(w)), true
+}
+
+// get reads key's value, from Redis once per change of the simulation's
+// keys: a step's checks read the same key several times.
+func (f *fleet) get(k string) (string, bool) {
+	writes := f.runner.Writes()
+	if r, ok := f.reads[k]; ok && r.writes == writes {
+		return r.v, r.ok
+	}
+	rep, err := f.client.DoKey(context.Background(), k, "GET", k)
+	if err != nil {
+		return "", false
+	}
+	f.reads[k] = read{v: rep.Str, ok: !rep.Nil, writes: writes}
+	return rep.Str, !rep.Nil
+}
+
+// read is a key's value as get read it, after writes changes.
+type read struct {
+	v      string
+	ok     bool
+	writes int64
 }
 
 // newest reads the newest sub-window Redis holds for key.
@@ -252,8 +274,7 @@ func (f *fleet) reset(t testing.TB, e *exact, s step, server time.Time) {
 		e.reset(s.key, server, 0, f.clock.now)
 		return
 	}
-	k := redisstore.Key(f.prefix, f.zone.Name(), s.key)
-	if _, err := f.client.DoKey(context.Background(), k, "DEL", k); err != nil {
+	if err := f.runner.del(context.Background(), redisstore.Key(f.prefix, f.zone.Name(), s.key)); err != nil {
 		t.Fatal(err)
 	}
 	e.reset(s.key, server, held, until)

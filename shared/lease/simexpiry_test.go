@@ -30,6 +30,7 @@ type simExpiry struct {
 	wrapped  map[string]string // a script's SHA1 to its wrapper's
 	deadline map[string]int64  // a key's expiry, server time in µs
 	expired  int64             // keys deleted at their simulated expiry
+	writes   int64             // calls and deletions that may have changed a key
 }
 
 // wrapper runs the script, then appends to its reply the TTL it left on
@@ -87,6 +88,9 @@ func (x *simExpiry) eval(ctx context.Context, script string, keys, args []string
 // settle records the deadlines the wrapper's reply gives for keys, as of
 // server time now, and returns the script's own reply.
 func (x *simExpiry) settle(keys []string, now int64, res []int64, err error) ([]int64, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.writes++
 	if err != nil {
 		return nil, err
 	}
@@ -94,8 +98,6 @@ func (x *simExpiry) settle(keys []string, now int64, res []int64, err error) ([]
 	if n < 0 {
 		return nil, fmt.Errorf("simulated expiry: %d integers in the reply for %d keys", len(res), len(keys))
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
 	for i, k := range keys {
 		switch ttl := res[n+i]; {
 		case ttl >= 0 && now > 0:
@@ -124,11 +126,32 @@ func (x *simExpiry) expire(ctx context.Context, now int64) error {
 	x.expired += int64(len(due))
 	x.mu.Unlock()
 	for _, k := range due {
-		if _, err := x.client.DoKey(ctx, k, "DEL", k); err != nil {
-			return fmt.Errorf("simulated expiry of %s: %w", k, err)
+		if err := x.del(ctx, k); err != nil {
+			return fmt.Errorf("simulated expiry: %w", err)
 		}
 	}
 	return nil
+}
+
+// del deletes key, as Redis losing it.
+func (x *simExpiry) del(ctx context.Context, key string) error {
+	_, err := x.client.DoKey(ctx, key, "DEL", key)
+	x.mu.Lock()
+	delete(x.deadline, key)
+	x.writes++
+	x.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("DEL %s: %w", key, err)
+	}
+	return nil
+}
+
+// Writes returns how many calls and deletions may have changed a key so
+// far: a key read when it was the same still holds what was read.
+func (x *simExpiry) Writes() int64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.writes
 }
 
 // Expired returns how many keys expired on the simulated clock.
