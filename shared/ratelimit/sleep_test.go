@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// waitFor polls cond for up to 5 s.
+// waitFor polls cond for up to a minute: long enough that only a cond
+// that never holds, not a slow machine, runs it out.
 func waitFor(cond func() bool) bool {
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if cond() {
 			return true
 		}
