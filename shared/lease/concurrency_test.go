@@ -17,7 +17,10 @@ import (
 )
 
 // realFleet is n instances on the real clock sharing one Redis, each with
-// its own client, guard and table, as n proxies are.
+// its own client, guard and table, as n proxies are. The client waits a
+// minute for a reply: a call that timed out after Redis counted it would
+// be a unit neither admitted nor held, and a busy machine delays replies
+// by more than a second. A dead Redis refuses at once.
 func realFleet(t *testing.T, addr string, r ratelimit.Rule, n int, policy guard.FailurePolicy) ([]*Table, []*guard.Guard) {
 	t.Helper()
 	z, err := ratelimit.NewZone("real", r, ratelimit.Options{SweepInterval: -1})
@@ -28,7 +31,7 @@ func realFleet(t *testing.T, addr string, r ratelimit.Rule, n int, policy guard.
 	var tables []*Table
 	var guards []*guard.Guard
 	for i := 0; i < n; i++ {
-		c, err := resp.New(resp.Options{Addrs: []string{addr}, ReadTimeout: time.Second, DialTimeout: time.Second})
+		c, err := resp.New(resp.Options{Addrs: []string{addr}, ReadTimeout: time.Minute, DialTimeout: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +64,7 @@ func realFleet(t *testing.T, addr string, r ratelimit.Rule, n int, policy guard.
 func TestConcurrentInstancesExact(t *testing.T) {
 	srv := redistest.Start(t)
 	r := ratelimit.Rule{Window: 24 * time.Hour, Limit: 5000, Algorithm: ratelimit.Fixed}
-	tables, _ := realFleet(t, srv.Addr(), r, 3, guard.FailDeny)
+	tables, guards := realFleet(t, srv.Addr(), r, 3, guard.FailDeny)
 	before := scriptCalls(t, srv)
 	var admitted, denied int64
 	var wg sync.WaitGroup
@@ -81,6 +84,11 @@ func TestConcurrentInstancesExact(t *testing.T) {
 		}
 	}
 	wg.Wait()
+	for i, g := range guards {
+		if n := g.Stats().Failures; n > 0 {
+			t.Fatalf("instance %d: %d calls to Redis failed, each decided by the policy (deny) whether Redis counted it or not", i, n)
+		}
+	}
 	calls := scriptCalls(t, srv) - before
 	t.Logf("%d requests: %d admitted, %d denied, %d script calls", admitted+denied, admitted, denied, calls)
 	if calls*4 > admitted+denied {
