@@ -17,7 +17,10 @@ import (
 )
 
 // realFleet is n instances on the real clock sharing one Redis, each with
-// its own client, guard and table, as n proxies are.
+// its own client, guard and table, as n proxies are. The client waits a
+// minute for a reply: a call that timed out after Redis counted it would
+// be a unit neither admitted nor held, and a busy machine delays replies
+// by more than a second. A dead Redis refuses at once.
 func realFleet(t *testing.T, addr string, r ratelimit.Rule, n int, policy guard.FailurePolicy) ([]*Table, []*guard.Guard) {
 	t.Helper()
 	z, err := ratelimit.NewZone("real", r, ratelimit.Options{SweepInterval: -1})
@@ -28,7 +31,7 @@ func realFleet(t *testing.T, addr string, r ratelimit.Rule, n int, policy guard.
 	var tables []*Table
 	var guards []*guard.Guard
 	for i := 0; i < n; i++ {
-		c, err := resp.New(resp.Options{Addrs: []string{addr}, ReadTimeout: time.Second, DialTimeout: time.Second})
+		c, err := resp.New(resp.Options{Addrs: []string{addr}, ReadTimeout: time.Minute, DialTimeout: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,14 +56,15 @@ func realFleet(t *testing.T, addr string, r ratelimit.Rule, n int, policy guard.
 }
 
 // TestConcurrentInstancesExact: three instances on the real clock, 64
-// goroutines each on one key, a fixed window of a minute with a limit of
-// 5,000 (one window for the whole test): exactly 5,000 admitted, however
+// goroutines each on one key, a fixed window of a day with a limit of
+// 5,000 (one window for the whole test, however slowly it runs; a
+// minute's could end mid-test): exactly 5,000 admitted, however
 // the requests interleave with lease calls in flight, and far fewer calls
 // than requests.
 func TestConcurrentInstancesExact(t *testing.T) {
 	srv := redistest.Start(t)
-	r := ratelimit.Rule{Window: time.Minute, Limit: 5000, Algorithm: ratelimit.Fixed}
-	tables, _ := realFleet(t, srv.Addr(), r, 3, guard.FailDeny)
+	r := ratelimit.Rule{Window: 24 * time.Hour, Limit: 5000, Algorithm: ratelimit.Fixed}
+	tables, guards := realFleet(t, srv.Addr(), r, 3, guard.FailDeny)
 	before := scriptCalls(t, srv)
 	var admitted, denied int64
 	var wg sync.WaitGroup
@@ -80,6 +84,11 @@ func TestConcurrentInstancesExact(t *testing.T) {
 		}
 	}
 	wg.Wait()
+	for i, g := range guards {
+		if n := g.Stats().Failures; n > 0 {
+			t.Fatalf("instance %d: %d calls to Redis failed, each decided by the policy (deny) whether Redis counted it or not", i, n)
+		}
+	}
 	calls := scriptCalls(t, srv) - before
 	t.Logf("%d requests: %d admitted, %d denied, %d script calls", admitted+denied, admitted, denied, calls)
 	if calls*4 > admitted+denied {
@@ -129,15 +138,20 @@ func TestConcurrentInstancesExact(t *testing.T) {
 
 // TestRedisDownMidLease: when Redis dies, the units in hand are spent
 // until they expire, then the failure policy decides (deny here); the
-// lease never outlives its sub-window.
+// lease never outlives its sub-window. The table's clock is the test's,
+// so that a slow machine does not run the lease out while it is spent.
 func TestRedisDownMidLease(t *testing.T) {
 	srv := redistest.Start(t)
 	r := ratelimit.Rule{Window: 4 * time.Second, SubWindow: time.Second, Limit: 100000}
 	tables, _ := realFleet(t, srv.Addr(), r, 1, guard.FailDeny)
 	tb := tables[0]
+	var clock atomic.Int64 // UnixNano: the table's time, which the test moves
+	clock.Store(time.Now().UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	tb.now = now
 	var held Held
 	for i := 0; i < 200; i++ {
-		if d := Take(tb, context.Background(), "hot", 0, time.Now()); !d.Allowed {
+		if d := Take(tb, context.Background(), "hot", 0, now()); !d.Allowed {
 			t.Fatalf("request %d denied with Redis up", i)
 		}
 		if h, ok := tb.Inspect("hot"); ok && h.Units > 5 {
@@ -149,16 +163,13 @@ func TestRedisDownMidLease(t *testing.T) {
 		t.Fatal("no lease after 200 requests on one key")
 	}
 	srv.Kill()
-	deadline := time.Now().Add(held.ExpiresIn)
-	spent := int64(0)
-	for time.Now().Before(deadline.Add(-50*time.Millisecond)) && spent < held.Units {
-		if !Take(tb, context.Background(), "hot", 0, time.Now()).Allowed {
-			t.Fatalf("denied after %d of %d units in hand, %v before the lease ends", spent, held.Units, time.Until(deadline))
+	for spent := int64(0); spent < held.Units; spent++ {
+		if !Take(tb, context.Background(), "hot", 0, now()).Allowed {
+			t.Fatalf("denied after %d of %d units in hand, %v before the lease ends", spent, held.Units, held.ExpiresIn)
 		}
-		spent++
 	}
-	time.Sleep(time.Until(deadline) + 10*time.Millisecond)
-	if d := Take(tb, context.Background(), "hot", 0, time.Now()); d.Allowed {
+	clock.Add(int64(held.ExpiresIn + time.Millisecond))
+	if d := Take(tb, context.Background(), "hot", 0, now()); d.Allowed {
 		t.Fatalf("admitted with Redis down after the lease ended: %+v (on_store_error deny)", d)
 	}
 }
@@ -194,7 +205,9 @@ func scriptCalls(t *testing.T, srv *redistest.Server) int64 {
 // at most what the lease spent before the restart (the safe side).
 func TestRedisRestartMidLease(t *testing.T) {
 	srv := redistest.Start(t)
-	r := ratelimit.Rule{Window: time.Minute, Limit: 1000, Algorithm: ratelimit.Fixed}
+	// A day's fixed window: one window for the whole test, however slowly
+	// it runs.
+	r := ratelimit.Rule{Window: 24 * time.Hour, Limit: 1000, Algorithm: ratelimit.Fixed}
 	tables, guards := realFleet(t, srv.Addr(), r, 1, guard.FailDeny)
 	tb := tables[0]
 	for i := 0; i < 100; i++ {
@@ -252,7 +265,9 @@ func (r replyLost) EvalSha(ctx context.Context, sha string, keys, args []string)
 // the call is not cancelled with the client, and the lease is kept.
 func TestLeaseOutlivesClient(t *testing.T) {
 	srv := redistest.Start(t)
-	r := ratelimit.Rule{Window: time.Minute, Limit: 1000, Algorithm: ratelimit.Fixed}
+	// A day's fixed window: one window for the whole test, however slowly
+	// it runs.
+	r := ratelimit.Rule{Window: 24 * time.Hour, Limit: 1000, Algorithm: ratelimit.Fixed}
 	z, err := ratelimit.NewZone("gone", r, ratelimit.Options{SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)

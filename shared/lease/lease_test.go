@@ -131,7 +131,10 @@ func TestHotKeyLeases(t *testing.T) {
 // it, a reset starting one fresh budget (over it by at most what the
 // leases held at the reset, and the test reports by how much), and the
 // fleet admits nearly as much as with leases off on the same trace. It
-// runs on redis-server and a three-master Redis Cluster.
+// runs on redis-server, and on a three-master Redis Cluster the first
+// seed of each rule: the cluster routes the same calls, so more of its
+// traces would test no more, and each costs round trips that a busy
+// machine makes slow.
 func TestDifferentialLeases(t *testing.T) {
 	// miniredis runs the script's general path, as TestHotKeyLeases shows,
 	// but too slowly for traces of this length.
@@ -142,10 +145,6 @@ func TestDifferentialLeases(t *testing.T) {
 		simBackends[1],
 		{"cluster", func(t *testing.T) []string { return redistest.Cluster(t) }},
 	}
-	// Windows of 10 s: Redis expires keys on its own clock, so simulated
-	// time must run faster than real time, and a request of these traces
-	// (at most 600 a window) moves it 16 ms or more, more than a script
-	// call takes on a busy machine.
 	rules := []ratelimit.Rule{
 		{Window: 10 * time.Second, SubWindow: time.Second, Limit: 200},
 		{Window: 10 * time.Second, SubWindow: time.Second, Limit: 200, Algorithm: ratelimit.Strict},
@@ -164,7 +163,11 @@ func TestDifferentialLeases(t *testing.T) {
 		t.Run(be.name, func(t *testing.T) {
 			addrs := be.addrs(t)
 			for ri, r := range rules {
-				for seed := int64(1); seed <= int64(seeds); seed++ {
+				n := seeds
+				if be.name == "cluster" {
+					n = 1
+				}
+				for seed := int64(1); seed <= int64(n); seed++ {
 					rng := rand.New(rand.NewSource(seed*100 + int64(ri)))
 					// Between half and three times the limit, on 1 to 3 keys.
 					if err := r.Normalize(); err != nil {

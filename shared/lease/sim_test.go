@@ -67,21 +67,22 @@ func (c *simClock) advance(t time.Time) {
 }
 
 // serverRunner is the simulated Redis server's side of the script calls:
-// it counts them and moves the time the script counts at (the caller's,
-// CallerTime) by the server clock's skew, which tests step.
+// it counts them, moves the time the script counts at (the caller's,
+// CallerTime) by the server clock's skew, which tests step, and expires
+// the keys on that time (simExpiry), not on the real server's clock.
 type serverRunner struct {
-	redisstore.ScriptRunner
+	*simExpiry
 	clock *simClock
 	calls int64 // atomic: leases give back from goroutines of their own
 }
 
 func (c *serverRunner) EvalSha(ctx context.Context, sha string, keys, args []string) ([]int64, error) {
 	atomic.AddInt64(&c.calls, 1)
-	return c.ScriptRunner.EvalSha(ctx, sha, keys, c.skewed(args))
+	return c.evalSha(ctx, sha, keys, c.skewed(args))
 }
 
 func (c *serverRunner) Eval(ctx context.Context, script string, keys, args []string) ([]int64, error) {
-	return c.ScriptRunner.Eval(ctx, script, keys, c.skewed(args))
+	return c.eval(ctx, script, keys, c.skewed(args))
 }
 
 // Calls returns how many script calls reached the server.
@@ -106,6 +107,7 @@ type fleet struct {
 	tables []*Table
 	guards []*guard.Guard
 	stores []*redisstore.Store
+	reads  map[string]read
 }
 
 var fleets int
@@ -128,7 +130,7 @@ func newFleet(t testing.TB, addrs []string, r ratelimit.Rule, n int, leases bool
 	fleets++
 	prefix := "sim" + strconv.Itoa(fleets) + ":" // fleets sharing a Redis keep apart
 	clock := &simClock{now: epoch}
-	f := &fleet{client: c, prefix: prefix, clock: clock, runner: &serverRunner{ScriptRunner: c, clock: clock}, zone: z}
+	f := &fleet{client: c, prefix: prefix, clock: clock, runner: &serverRunner{simExpiry: newSimExpiry(c), clock: clock}, zone: z, reads: map[string]read{}}
 	for i := 0; i < n; i++ {
 		s, err := redisstore.New(f.runner, redisstore.Settings{KeyPrefix: prefix, Cluster: len(addrs) > 1, CallerTime: true})
 		if err != nil {
@@ -170,14 +172,17 @@ func (f *fleet) take(i int, key string) ratelimit.Decision {
 // shape in 8 bytes, the newest sub-window in 7, then the total, the m
 // cells and the leased units, w bytes each, then the key's life in 4):
 // the newest sub-window, and the count Redis holds for sub-window b (-1
-// when its cell is no longer kept).
+// when its cell is no longer kept). Keys due by the server's simulated
+// time are expired first, as Redis would on reading them.
 func (f *fleet) bucket(key string, b int64) (newest, counted int64, ok bool) {
 	k := redisstore.Key(f.prefix, f.zone.Name(), key)
-	rep, err := f.client.DoKey(context.Background(), k, "GET", k)
-	if err != nil || rep.Nil || len(rep.Str) < 15 {
+	if err := f.runner.expire(context.Background(), f.clock.now.Add(f.clock.skew).UnixMicro()); err != nil {
 		return 0, 0, false
 	}
-	v := rep.Str
+	v, ok := f.get(k)
+	if !ok || len(v) < 15 {
+		return 0, 0, false
+	}
 	le := func(p, n int) int64 {
 		var x int64
 		for j := p + n - 1; j >= p; j-- {
@@ -193,6 +198,28 @@ func (f *fleet) bucket(key string, b int64) (newest, counted int64, ok bool) {
 		return newest, -1, true
 	}
 	return newest, le(int(15+w*(1+b%m)), int(w)), true
+}
+
+// get reads key's value, from Redis once per change of the simulation's
+// keys: a step's checks read the same key several times.
+func (f *fleet) get(k string) (string, bool) {
+	writes := f.runner.Writes()
+	if r, ok := f.reads[k]; ok && r.writes == writes {
+		return r.v, r.ok
+	}
+	rep, err := f.client.DoKey(context.Background(), k, "GET", k)
+	if err != nil {
+		return "", false
+	}
+	f.reads[k] = read{v: rep.Str, ok: !rep.Nil, writes: writes}
+	return rep.Str, !rep.Nil
+}
+
+// read is a key's value as get read it, after writes changes.
+type read struct {
+	v      string
+	ok     bool
+	writes int64
 }
 
 // newest reads the newest sub-window Redis holds for key.
@@ -247,8 +274,7 @@ func (f *fleet) reset(t testing.TB, e *exact, s step, server time.Time) {
 		e.reset(s.key, server, 0, f.clock.now)
 		return
 	}
-	k := redisstore.Key(f.prefix, f.zone.Name(), s.key)
-	if _, err := f.client.DoKey(context.Background(), k, "DEL", k); err != nil {
+	if err := f.runner.del(context.Background(), redisstore.Key(f.prefix, f.zone.Name(), s.key)); err != nil {
 		t.Fatal(err)
 	}
 	e.reset(s.key, server, held, until)

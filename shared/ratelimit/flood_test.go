@@ -66,9 +66,9 @@ func flood(t *testing.T, z *Zone, at int64, keys, perKey int, every int64) flood
 }
 
 // TestFloodCannotFreeALimitedClient floods a zone of max_keys 1000 with
-// 100 x max_keys fresh keys while a client at its limit keeps knocking:
-// it must never get through, however the flood's keys are used, and the
-// zone must stay within max_keys.
+// 100 x max_keys fresh keys (20 x under -race) while a client at its
+// limit keeps knocking: it must never get through, however the flood's
+// keys are used, and the zone must stay within max_keys.
 func TestFloodCannotFreeALimitedClient(t *testing.T) {
 	tests := []struct {
 		maxKeys int
@@ -76,6 +76,11 @@ func TestFloodCannotFreeALimitedClient(t *testing.T) {
 	}{
 		{1000, allAlgorithms},
 		{4096, []Algorithm{Sliding}}, // four shards
+	}
+	// 100 times max_keys of fresh keys; 20 times under -race.
+	floodKeys := 100
+	if raceEnabled {
+		floodKeys = 20
 	}
 	for _, tt := range tests {
 		for _, alg := range tt.algs {
@@ -85,7 +90,7 @@ func TestFloodCannotFreeALimitedClient(t *testing.T) {
 					rule := Rule{Window: time.Minute, Limit: 5, Algorithm: alg}
 					z := newZone(t, "test", rule, Options{MaxKeys: tt.maxKeys})
 					// 25,000 fresh keys a second.
-					r := flood(t, z, start.UnixNano(), 100*tt.maxKeys, perKey, int64(40*time.Microsecond))
+					r := flood(t, z, start.UnixNano(), floodKeys*tt.maxKeys, perKey, int64(40*time.Microsecond))
 					if r.slipped != 0 {
 						t.Errorf("the limited client got through %d of %d times", r.slipped, r.knocks)
 					}

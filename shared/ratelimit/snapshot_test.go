@@ -50,6 +50,10 @@ var snapshotRules = []Rule{
 // restart, and after evictions (their summary is checked never to say
 // less).
 func TestRestoreDecidesAsIfNoRestart(t *testing.T) {
+	seeds := int64(20)
+	if raceEnabled {
+		seeds = 5
+	}
 	for ri, rule := range snapshotRules {
 		for _, sc := range []struct {
 			name    string
@@ -64,7 +68,7 @@ func TestRestoreDecidesAsIfNoRestart(t *testing.T) {
 			{"evictions-stepback", -7 * time.Second, 64, 400},
 		} {
 			t.Run(rule.Algorithm.String()+strconv.Itoa(ri)+"/"+sc.name, func(t *testing.T) {
-				for seed := int64(1); seed <= 20; seed++ {
+				for seed := int64(1); seed <= seeds; seed++ {
 					restoreOnce(t, rule, sc.gap, sc.maxKeys, sc.keys, seed)
 				}
 			})

@@ -135,6 +135,15 @@ type fakeServer struct {
 	conns int64
 }
 
+// testEnd returns a channel closed when t ends: a fake server that must
+// never answer waits on it, rather than for a time that a slow machine
+// could outlast.
+func testEnd(t *testing.T) <-chan struct{} {
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	return done
+}
+
 func startFake(t *testing.T, handle func(c net.Conn, n int64)) *fakeServer {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -248,7 +257,8 @@ func TestPoolBound(t *testing.T) {
 	}
 
 	// Hold the only connection: the next command gives up.
-	block := startFake(t, func(c net.Conn, n int64) { time.Sleep(time.Second) })
+	end := testEnd(t)
+	block := startFake(t, func(c net.Conn, n int64) { <-end })
 	c2 := newTestClient(t, Options{Addrs: []string{block.l.Addr().String()}, PoolSize: 1, ReadTimeout: 100 * time.Millisecond})
 	go c2.Do(context.Background(), "PING")
 	for atomic.LoadInt64(&block.conns) == 0 {
