@@ -66,7 +66,7 @@ step "unit and integration tests (-race)"
 # shared/resp checks its timeouts from below (only a hang fails them from
 # above). Under -race the lease simulations run smaller (raceEnabled in
 # shared/lease); `go test ./shared/lease` runs them in full.
-go test -race -count=1 ./...
+go test -race -count=1 -timeout 20m ./...
 
 # Each fuzz target, one per go test call, for a bounded time on top of its
 # committed seeds (testdata/fuzz/<target>/). A failure fails the script and
