@@ -26,8 +26,10 @@ func (z *Zone) Snapshot(w io.Writer, now time.Time) (int, error) {
 	// a little more, so that append does not double the buffer: the keys
 	// tracked and those restored and not seen since.
 	n := z.Len() + z.persist.waitingLen()
-	data, keys := z.appendSnapshot(make([]byte, 0, 4096+n*(8+6+int(z.m))), now)
-	if _, err := w.Write(data); err != nil {
+	data, keys := z.appendSnapshot(z.persist.takeBuf(4096+n*(8+6+int(z.m))), now)
+	_, err := w.Write(data)
+	z.persist.putBuf(data)
+	if err != nil {
 		return 0, err
 	}
 	return keys, nil
