@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -42,12 +43,7 @@ func (h *Handler) checkCombinations(d *caddyfile.Dispenser, ln *directiveLines) 
 	if h.Redis == nil {
 		return nil
 	}
-	names := make([]string, 0, len(h.RateLimits))
-	for name := range h.RateLimits {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(h.RateLimits)) {
 		if err := checkRedisZone(name, h.RateLimits[name], ln.zones[name]); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -187,12 +188,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 
-	names := make([]string, 0, len(h.RateLimits))
-	for name := range h.RateLimits {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(h.RateLimits)) {
 		z, err := h.provisionZone(ctx, name, h.RateLimits[name], opts, persist, mode, counters)
 		if err != nil {
 			return fmt.Errorf("zone %q: %w", name, err)

@@ -16,7 +16,14 @@ import (
 // its body when it has none.
 func loadCaddyfile(t *testing.T, config string) (int, string) {
 	t.Helper()
-	resp, err := http.Post("http://localhost:"+strconv.Itoa(adminPort)+"/load", "text/caddyfile", strings.NewReader(config))
+	return loadConfig(t, config, "text/caddyfile")
+}
+
+// loadConfig is loadCaddyfile for a config of any content type (JSON:
+// "application/json").
+func loadConfig(t *testing.T, config, contentType string) (int, string) {
+	t.Helper()
+	resp, err := http.Post("http://localhost:"+strconv.Itoa(adminPort)+"/load", contentType, strings.NewReader(config))
 	if err != nil {
 		t.Fatal(err)
 	}

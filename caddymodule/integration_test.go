@@ -213,14 +213,8 @@ func TestIntegrationRejectsBadConfig(t *testing.T) {
 			"text/caddyfile", "max_keys: 20000000 is too large: at most 16777216"},
 		{badJSON, "application/json", "max_keys: must be at most 16777216"},
 	} {
-		resp, err := http.Post("http://localhost:"+strconv.Itoa(adminPort)+"/load", bad.typ, strings.NewReader(bad.config))
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), bad.want) {
-			t.Fatalf("loading a bad %s: %d %s; want 400 with %q", bad.typ, resp.StatusCode, body, bad.want)
+		if status, msg := loadConfig(t, bad.config, bad.typ); status != http.StatusBadRequest || !strings.Contains(msg, bad.want) {
+			t.Fatalf("loading a bad %s: %d %s; want 400 with %q", bad.typ, status, msg, bad.want)
 		}
 	}
 	// The running config is untouched and still limits.

@@ -145,6 +145,12 @@ func TestRedisDownMidLease(t *testing.T) {
 	r := ratelimit.Rule{Window: 4 * time.Second, SubWindow: time.Second, Limit: 100000}
 	tables, _ := realFleet(t, srv.Addr(), r, 1, guard.FailDeny)
 	tb := tables[0]
+	// Start early in a sub-window (1s), so that the lease taken below has
+	// most of it to run: a lease taken in its sub-window's last
+	// milliseconds ends before it is spent.
+	if left := time.Second - time.Duration(time.Now().UnixNano()%int64(time.Second)); left < 700*time.Millisecond {
+		time.Sleep(left + 10*time.Millisecond)
+	}
 	var clock atomic.Int64 // UnixNano: the table's time, which the test moves
 	clock.Store(time.Now().UnixNano())
 	now := func() time.Time { return time.Unix(0, clock.Load()) }
