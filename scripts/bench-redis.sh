@@ -31,8 +31,8 @@ trap 'kill -9 "$(cat "$dir/redis.pid")" $cgpid 2>/dev/null || true; rm -rf "$dir
 cli() { redis-cli -p "$port" "$@"; }
 for _ in $(seq 100); do cli ping >/dev/null 2>&1 && break; sleep 0.05; done
 
-# The script text, as compiled into shared/redisstore/script.go.
-sed -n '/^const redisScript = `/,/^`$/p' shared/redisstore/script.go | sed '1d;$d' >"$dir/script.lua"
+# The script text, as compiled into shared/redisstore/script_lua.go.
+cp shared/redisstore/script.lua "$dir/script.lua"
 sha=$(cli script load "$(cat "$dir/script.lua")")
 echo "redis: $(redis-server --version | grep -o 'v=[0-9.]*'), script sha $sha, $(nproc) cores, load average $(cut -d" " -f1-3 /proc/loadavg)"
 

@@ -169,8 +169,9 @@ func (f *fleet) take(i int, key string) ratelimit.Decision {
 }
 
 // bucket reads key's bucket value in Redis (see the script's layout: the
-// shape in 8 bytes, the newest sub-window in 7, then the total, the m
-// cells and the leased units, w bytes each, then the key's life in 4):
+// shape in 8 bytes, the newest sub-window in 7, then the total and the m
+// cells, w bytes each; a full key, whose shape is stored negated, then has
+// its leased units in w bytes and its life in 4):
 // the newest sub-window, and the count Redis holds for sub-window b (-1
 // when its cell is no longer kept). Keys due by the server's simulated
 // time are expired first, as Redis would on reading them.
@@ -194,6 +195,9 @@ func (f *fleet) bucket(key string, b int64) (newest, counted int64, ok bool) {
 	r := f.zone.Rule()
 	m := int64(r.Window/r.SubWindow) + 1
 	w := (int64(len(v)) - 19) / (m + 2)
+	if v[7] >= 0x80 { // a lean key: the shape as it is (shapeField is negative)
+		w = (int64(len(v)) - 15) / (m + 1)
+	}
 	if b > newest || b <= newest-m {
 		return newest, -1, true
 	}

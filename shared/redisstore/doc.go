@@ -10,7 +10,9 @@
 //
 // # Files
 //
-//   - script.go: the Lua script, its modes and its key layout.
+//   - script.lua: the Lua script: its table of modes, its paths and its
+//     key layouts; script_lua.go holds it as a Go string (go generate).
+//   - script.go: the script's SHA1 and its modes.
 //   - store.go: Store, New and Take: items, keys and replies.
 //   - prepared.go: a zone's call encoded once (KeyCall, takeOne).
 //   - rule.go: a rule packed for the script, and CheckRule.

@@ -39,11 +39,13 @@ func TestShapeField(t *testing.T) {
 	}
 }
 
-// TestRedisBytesPerKey holds the figures docs/redis.md gives for MEMORY USAGE:
-// a sliding key with all 11 sub-windows written is one string of 19 + 13w
-// bytes (w = 2 for a total of 550: the total, 11 cells and the leased
-// units, then the 4-byte life): within 136 bytes for an IPv4 key and 152
-// for an IPv6 /64 key.
+// TestRedisBytesPerKey holds the figures docs/redis.md gives for MEMORY USAGE
+// of a sliding key with all 11 sub-windows written and a total of 550, so
+// 2 bytes per integer. Plain takes keep the lean layout, the head, the
+// total and 11 cells, 15 + 12*2 = 39 bytes: within 120 bytes for an IPv4
+// key and 136 for an IPv6 /64 key. Reservations (count_status) make it
+// full, with the leased units and the 4-byte life, 45 bytes: within 136
+// and 152.
 func TestRedisBytesPerKey(t *testing.T) {
 	s := redistest.Start(t)
 	store, client := newStore(t, s.Addr())
@@ -51,25 +53,36 @@ func TestRedisBytesPerKey(t *testing.T) {
 	store.callerTime = true
 	z := newZone(t, "api", ratelimit.Rule{Window: time.Minute, SubWindow: 6 * time.Second, Limit: 1000})
 	for _, tc := range []struct {
-		key  string
-		most int64
-	}{{"203.0.113.77", 136}, {"2001:db8:1234:5678::/64", 152}} {
+		key        string
+		refundable bool
+		strlen     int64
+		most       int64
+	}{
+		{"203.0.113.77", false, 15 + 12*2, 120},
+		{"2001:db8:1234:5678::/64", false, 15 + 12*2, 136},
+		{"203.0.113.78", true, 15 + 13*2 + 4, 136},
+		{"2001:db8:1234:5679::/64", true, 15 + 13*2 + 4, 152},
+	} {
 		for i := 0; i <= 10; i++ {
 			for j := 0; j < 50; j++ {
-				take1(t, store, epoch.Add(time.Duration(i)*6*time.Second), z, tc.key)
+				now := epoch.Add(time.Duration(i) * 6 * time.Second)
+				out := make([]ratelimit.Decision, 1)
+				if _, err := store.Take(context.Background(), now, []ratelimit.Item{{Zone: z, Key: tc.key, Refundable: tc.refundable}}, out); err != nil || !out[0].Allowed {
+					t.Fatalf("take %s: %+v, %v", tc.key, out[0], err)
+				}
 			}
 		}
 		rkey := Key("rl:", "api", tc.key)
 		ctx := context.Background()
 		n, err := client.Do(ctx, "STRLEN", rkey)
-		if err != nil || n.Int != 15+13*2+4 {
-			t.Fatalf("STRLEN %s = %d, %v; want 45: the head, the total, 11 sub-windows and the leased units in 2 bytes each, the life", rkey, n.Int, err)
+		if err != nil || n.Int != tc.strlen {
+			t.Fatalf("STRLEN %s = %d, %v; want %d", rkey, n.Int, err, tc.strlen)
 		}
 		size, err := client.Do(ctx, "MEMORY", "USAGE", rkey)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s: %d bytes", rkey, size.Int)
+		t.Logf("%s (reservations %v): %d bytes", rkey, tc.refundable, size.Int)
 		if size.Int > tc.most {
 			t.Errorf("%s takes %d bytes, want at most %d", rkey, size.Int, tc.most)
 		}

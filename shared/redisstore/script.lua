@@ -1,0 +1,955 @@
+-- windowlimit's decision script: one request against every rule of it in
+-- one atomic call, with the semantics of the in-memory zone (take and
+-- takeLog in shared/ratelimit). This file is the source; script.go holds
+-- it as a Go string (yaegi cannot embed files), and TestScriptSource
+-- fails when the two differ (go generate ./shared/redisstore copies it).
+--
+-- Every call: KEYS[i] is the Redis key of item i; ARGV[1] is the time in
+-- microseconds, or 0 for the server's TIME (production passes 0; tests
+-- pass a fixed time); ARGV[2i] is item i's mode and ARGV[2i+1] its rule,
+-- packed by packRule in rule.go: struct '<i1i8i8i8i8i8' (algorithm 0
+-- sliding, 1 fixed, 2 strict, 3 log; window and sub-window in µs; limit;
+-- cost; shape, see shapeField), then the mode's own int64s. A call
+-- decides (items of modes 0 to 2, mixed), refunds (mode 3) or resets
+-- (mode 4, one item).
+--
+-- | mode | ARGV[2i+1] after the rule | reply per item                     |
+-- |------|---------------------------|------------------------------------|
+-- | 0 take    | -                    | allowed, remaining, retry-after µs, reset-after µs |
+-- | 1 reserve | -                    | take's four, then the receipt: the time counted at (0 if not counted) and the key's life stamped with LASTSAVE (see stamp) |
+-- | 2 lease   | B, the most units to lease | take's four, then units granted, the time they count at, and the key's life (0 for none), denied or not |
+-- | 3 refund  | the receipt's time and life, units granted, units spent before the life was last confirmed (0 and 0 for a reservation; cost: the units to give back) | 1 given back, 2 counted in the key's next life instead (see charge), 0 not |
+-- | 4 reset   | the resetting instance's own leased units | one integer: 1 if there was a key |
+--
+-- A take, reserve or lease counts only when every item admits; when every
+-- item admits but Redis over its maxmemory (noeviction) refuses the first
+-- write, one more integer follows the items, redisNotCounted, and nothing
+-- was written. A refund gives back all its items or none.
+--
+-- The paths, cheapest first:
+--   - the lean decision: one bucket item, take, reserve or lease, admitted
+--     or denied, on a key absent or of this rule: a straight line with no
+--     function made but a denial's cell reader, and two commands besides
+--     TIME (GET, then SETRANGE in place or SET of the whole value);
+--   - the lean refund: one reservation of a bucket key, in place;
+--   - the general path below them: several items, logs, leases given
+--     back, resets, keys of another rule, type or layout, totals that
+--     outgrow their width, and Redis without the struct library
+--     (miniredis, the tests' in-process Redis).
+--
+-- Bucket keys (sliding, strict, fixed) are strings, little-endian:
+--   shape i8 | newest sub-window index i7 | total | cells... | [leased | life u32]
+-- The total and the m = k+1 cells (cell j holds sub-window b with b mod
+-- m = j, for the m newest) are integers of w bytes, the fewest (1 to 6)
+-- that hold the total. Two layouts: the lean one stores the shape as it
+-- is and ends after the cells; the full one stores the shape negated and
+-- ends with the units leases took of the newest sub-window and did not
+-- give back (w bytes) and the key's life (4 bytes). A life names one
+-- count of the key, so that a receipt of a count that was reset or lost
+-- is never given back from the next one; only receipts need it, so a key
+-- is full once a reservation, a lease or the general path writes it, and
+-- lean while plain takes keep it. A hash (testdata/script-hash.lua) from
+-- an earlier version is read as a lean string and rewritten full.
+-- Log rules keep a sorted set of admitted timestamps; member "<t>.<n>" is
+-- unique because n is above the count in the window and above every n
+-- already at t (after a refund the count may be below them).
+--
+-- Keys are written only when the whole request is admitted, and decisions
+-- write nothing, so that Redis over its maxmemory refuses the first write
+-- and the request is not counted at all. A bucket key's TTL is set when a
+-- new sub-window is written, to the moment that sub-window stops counting
+-- (at most W+T ahead); a sorted set's to W on every write. Both get one
+-- millisecond more than the count needs: Redis 7.0 sometimes deletes a key
+-- at once on PEXPIRE 1 inside a script. Neither uses PEXPIRE NX, which
+-- would expire a busy key while it still counts.
+local floor, ceil = math.floor, math.ceil
+local mode = ARGV[2]
+local now
+if ARGV[1] ~= '0' then
+  now = tonumber(ARGV[1])
+elseif mode ~= '3' then -- a refund reads the clock only to charge a lease (see charge)
+  local tm = redis.call('TIME')
+  now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+end
+local lib = rawget(_G, 'struct')
+local out = nil
+
+-- The lean decision. Anything it cannot read (a log, another type or
+-- rule, a bad value, a total that outgrows its width) falls through to
+-- the general path, which decides from the start with the same
+-- arithmetic: nothing has been written yet.
+if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
+  local sunpack, spack, key, t = lib.unpack, lib.pack, KEYS[1], now
+  local alg, W, T, N, cost, shape = sunpack('<i1i8i8i8i8i8', ARGV[3])
+  local m = W / T + 1
+  local v, w, full = false, -1, false
+  if alg ~= 3 then
+    v = redis.pcall('GET', key)
+    if not v then
+      if cost < 256 then w = 1 elseif cost < 65536 then w = 2 else w = 6 end
+    elseif type(v) == 'string' and #v >= 15 then
+      -- The layout by the stored shape's sign (shapeField is negative),
+      -- then the width by the length; the shape itself is checked below.
+      full = string.byte(v, 8) < 128
+      if full then w = (#v - 19) / (m + 2) else w = (#v - 15) / (m + 1) end
+    end
+  end
+  -- The formats of the head with the total, of one integer, and of the
+  -- span from the total to a cell (SETRANGE's argument); a total's bound.
+  local hf, cf, sf, top = '', '', '', 0
+  if w == 1 then hf, cf, sf, top = '<i8i7I1', '<I1', '<I1c0I1', 256
+  elseif w == 2 then hf, cf, sf, top = '<i8i7I2', '<I2', '<I2c0I2', 65536
+  elseif w == 3 then hf, cf, sf, top = '<i8i7I3', '<I3', '<I3c0I3', 16777216
+  elseif w == 4 then hf, cf, sf, top = '<i8i7I4', '<I4', '<I4c0I4', 4294967296
+  elseif w == 5 then hf, cf, sf, top = '<i8i7I5', '<I5', '<I5c0I5', 1099511627776
+  elseif w == 6 then hf, cf, sf, top = '<i8i7I6', '<I6', '<I6c0I6', 281474976710656
+  else w = -1 end
+  local newest, total = false, 0
+  if w > 0 and v then
+    local sh
+    sh, newest, total = sunpack(hf, v)
+    if full and sh ~= -shape or not full and sh ~= shape then w = -1 end -- another rule's
+    if newest * T >= 9007199254740992 then w = -1 end -- see load
+  end
+  if w > 0 then
+    local reach = m
+    if alg == 1 then reach = 1 end
+    local c = floor(t / T)
+    if newest and c < newest then
+      c = newest -- the clock went back: stay in the newest sub-window
+      t = c * T
+    end
+    -- The cells of sub-windows c-m+1.. are reused from c on: theirs leave
+    -- the total. The leaving sub-window c-k is still stored.
+    local base, gap, leaving = 16 + w, m, 0
+    if newest then
+      gap = c - newest
+      if gap >= m then
+        total = 0
+      else
+        for b = newest + 1, c do total = total - sunpack(cf, v, base + w * (b % m)) end
+        leaving = sunpack(cf, v, base + w * ((c + 1) % m))
+      end
+    end
+    local whole = total - leaving
+    if alg == 0 then
+      local x = leaving * ((c + 1) * T - t)
+      local q = (x - x % T) / T
+      if x % T > 0 then q = q + 1 end
+      whole = whole + q
+    elseif alg == 2 then
+      whole = whole + leaving
+    end
+    if whole + cost <= N then
+      -- A lease adds g units to the request's own cost: at most half of
+      -- what is left once the request is counted.
+      local g = 0
+      if mode == '2' then
+        g = floor((N - cost - whole) / 2)
+        local B = sunpack('<i8', ARGV[3], 42)
+        if g > B then g = B end
+      end
+      local add = cost + g
+      local nt = total + add
+      if nt < top then
+        local slot = c % m
+        local p = base + w * slot
+        -- A receipt names the key's life: a lean key becomes full.
+        local keep = full or mode == '0'
+        local life = 0
+        if full and (mode ~= '0' or gap ~= 0) then
+          life = sunpack('<I4', v, #v - 3)
+        elseif not full and mode ~= '0' then
+          life = now -- born now (see born)
+          if ARGV[1] ~= '0' then
+            local tm = redis.call('TIME')
+            life = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+          end
+          life = life % 4294967296
+          if life == 0 then life = 1 end
+        end
+        local r
+        if newest and gap == 0 and keep then
+          -- The total and the request's cell in place (and a full key's
+          -- leased units, after the cells); the expiry stays.
+          local span = spack(sf, total + add, string.sub(v, base, p - 1), sunpack(cf, v, p) + add)
+          if g > 0 then
+            local lp = base + w * m
+            span = span .. string.sub(v, p + w, lp - 1) .. spack(cf, sunpack(cf, v, lp) + g)
+          end
+          r = redis.pcall('SETRANGE', key, 15, span)
+        else
+          -- The whole value: a new key, a new sub-window (its cell and
+          -- those it reuses emptied), or a lean key made full.
+          local cells
+          if not newest or gap >= m then
+            cells = string.rep('\0', w * slot) .. spack(cf, add) .. string.rep('\0', w * (m - 1 - slot))
+          elseif gap == 0 then
+            cells = string.sub(v, base, p - 1) .. spack(cf, sunpack(cf, v, p) + add) .. string.sub(v, p + w, base + w * m - 1)
+          else
+            local a = (newest + 1) % m -- the first cell reused; slot is the last
+            if a <= slot then
+              cells = string.sub(v, base, base + w * a - 1) .. string.rep('\0', w * (slot - a)) .. spack(cf, add) .. string.sub(v, p + w, base + w * m - 1)
+            else
+              cells = string.rep('\0', w * slot) .. spack(cf, add) .. string.sub(v, p + w, base + w * a - 1) .. string.rep('\0', w * (m - a))
+            end
+          end
+          local nv
+          if keep and not full then
+            nv = spack(hf, shape, c, nt) .. cells
+          else
+            -- What leases took of sub-window c: g, as a new sub-window's
+            -- or a lean key's leased units are none.
+            nv = spack(hf, -shape, c, nt) .. cells .. spack(cf, g) .. spack('<I4', life)
+          end
+          r = redis.pcall('SET', key, nv, 'PX', ceil(((c + reach) * T - t) / 1000) + 1)
+        end
+        out = {1, N - add - whole, 0, (c + reach) * T - t}
+        if mode == '1' then -- the receipt: the life stamped with the last save (see stamp)
+          local saved = redis.pcall('LASTSAVE')
+          if type(saved) ~= 'number' then saved = 0 end
+          out[5], out[6] = t, (life + saved) % 4294967296
+        elseif mode == '2' then
+          out[5], out[6], out[7] = g, t, life
+        end
+        if type(r) == 'table' and r.err then
+          -- The script's first write: Redis over its maxmemory refuses it
+          -- (see refused below), and nothing was written.
+          if not string.find(r.err, 'OOM', 1, true) then error(r.err) end
+          if mode == '1' then out[5], out[6] = 0, 0 end
+          if mode == '2' then
+            if not full then life = 0 end
+            out[2], out[5], out[6], out[7] = N - cost - whole, 0, 0, life
+          end
+          out[#out + 1] = 1 -- admitted but not counted: out of memory
+        end
+      end
+    else
+      -- Denied: nothing is written. Retry-after walks the sub-windows to
+      -- come until the count falls enough; reset-after finds the newest
+      -- sub-window that still counts.
+      local function cell(b)
+        if not newest or b > newest or b <= newest - m then return 0 end
+        return (sunpack(cf, v, base + w * (b % m)))
+      end
+      local k, need, sum = m - 1, N - cost, total - leaving
+      local retry = (c + reach) * T - t
+      for j = 0, k do
+        local cj = c + j
+        local start = cj * T
+        if j == 0 then start = t end
+        local l = 0
+        if reach > 1 then l = cell(cj - k) end
+        if alg ~= 0 then
+          if sum + l <= need then retry = start - t break end
+        else
+          local x = l * ((cj + 1) * T - start)
+          local q = (x - x % T) / T
+          if x % T > 0 then q = q + 1 end
+          if sum + q <= need then retry = start - t break end
+          if sum <= need and l > 0 then
+            -- The first instant at which l*(end-x)/T <= need-sum.
+            local y = (need - sum) * T
+            local at = (cj + 1) * T - t - (y - y % l) / l
+            if at < start - t then at = start - t end
+            retry = at break
+          end
+        end
+        if j < k then sum = sum - cell(cj - k + 1) end
+      end
+      local reset = 0
+      for b = c, c - reach + 1, -1 do
+        if cell(b) ~= 0 then reset = (b + reach) * T - t break end
+      end
+      local remaining = N - whole
+      if remaining < 0 then remaining = 0 end
+      out = {0, remaining, retry, reset}
+      if mode == '1' then
+        out[5], out[6] = 0, 0
+      elseif mode == '2' then
+        out[5], out[6], out[7] = 0, 0, 0
+        if full then out[7] = sunpack('<I4', v, #v - 3) end
+      end
+    end
+  end
+end
+
+-- The lean refund: one reservation of a bucket key given back in place,
+-- the receipt's cell and the total, with refundBuckets's conditions. A
+-- receipt of another life, or of a key that is gone or not of this rule,
+-- gets nothing back, as on the general path; a lease's give-back takes
+-- the general path.
+if lib and #KEYS == 1 and mode == '3' then
+  local sunpack, spack, key = lib.unpack, lib.pack, KEYS[1]
+  local alg, W, T, _, cost, shape, at, life, granted = sunpack('<i1i8i8i8i8i8i8i8i8i8', ARGV[3])
+  if alg ~= 3 and granted == 0 then
+    out = {0}
+    local v = redis.pcall('GET', key)
+    local m = W / T + 1
+    local w, cf = 0, false
+    if type(v) == 'string' then w = (#v - 19) / (m + 2) end
+    if w == 1 then cf = '<I1' elseif w == 2 then cf = '<I2' elseif w == 3 then cf = '<I3'
+    elseif w == 4 then cf = '<I4' elseif w == 5 then cf = '<I5' elseif w == 6 then cf = '<I6' end
+    local sh, newest, total = 0, 0, 0
+    if cf then sh, newest, total = sunpack('<i8i7' .. string.sub(cf, 2), v) end
+    if cf and sh == -shape and newest * T < 9007199254740992 then
+      local saved = redis.pcall('LASTSAVE') -- see stamp
+      if type(saved) ~= 'number' then saved = 0 end
+      if (sunpack('<I4', v, #v - 3) + saved) % 4294967296 == life then
+        local reach, b = m, floor(at / T)
+        if alg == 1 then reach = 1 end
+        if cost > 0 and b <= newest and b > newest - reach then
+          local p = 16 + w * (1 + b % m)
+          local x = sunpack(cf, v, p)
+          if x >= cost and (reach == 1 and x == cost or total == cost) then
+            redis.call('DEL', key) -- it would count nothing (see refundBuckets)
+            out[1] = 1
+          elseif x >= cost then
+            local span = spack(cf, total - cost)
+            if p > 16 + w then span = span .. string.sub(v, 16 + w, p - 1) end
+            local r = redis.pcall('SETRANGE', key, 15, span .. spack(cf, x - cost))
+            if type(r) ~= 'table' then out[1] = 1 end
+          end
+        end
+      end
+    end
+  end
+end
+
+if out == nil then
+local function fmt(x) return string.format('%.0f', x) end
+
+-- Redis has the struct library; miniredis, the tests' in-process Redis,
+-- does not: there the same little-endian integers are packed in Lua.
+local spack, sunpack
+if lib then
+  spack, sunpack = lib.pack, lib.unpack
+else
+  local byte, char = string.byte, string.char
+  sunpack = function(f, s, pos)
+    pos = pos or 1
+    local out = {}
+    for kind, n in string.gmatch(f, '([iI])(%d+)') do
+      n = tonumber(n)
+      local x, neg = 0, kind == 'i' and byte(s, pos + n - 1) >= 128
+      for j = pos + n - 1, pos, -1 do
+        local b = byte(s, j)
+        if neg then b = 255 - b end
+        x = x * 256 + b
+      end
+      if neg then x = -x - 1 end
+      out[#out + 1] = x
+      pos = pos + n
+    end
+    out[#out + 1] = pos
+    return unpack(out)
+  end
+  spack = function(f, ...)
+    local args, parts, a = {...}, {}, 1
+    for _, n in string.gmatch(f, '([iI])(%d+)') do
+      local x, neg = args[a], args[a] < 0
+      if neg then x = -x - 1 end
+      for _ = 1, tonumber(n) do
+        local b = x % 256
+        if neg then b = 255 - b end
+        parts[#parts + 1] = char(b)
+        x = (x - x % 256) / 256
+      end
+      a = a + 1
+    end
+    return table.concat(parts)
+  end
+end
+
+-- The sliding count weights the leaving sub-window's count l by the part
+-- r/T of it still inside the window. Decisions use l*r/T rounded up or
+-- down in whole numbers, computed from integer products (exact below
+-- 2^53), so that they never depend on a float tolerance.
+local function ceilDiv(x, d)
+  local q = (x - x % d) / d
+  if x % d > 0 then q = q + 1 end
+  return q
+end
+local function floorDiv(x, d) return (x - x % d) / d end
+
+-- The general path reads and writes bucket keys as the fast one does.
+local head = 16 -- the total's position; the cells follow it
+
+-- cellFormat is the struct format of an integer of w bytes.
+local function cellFormat(w)
+  if w == 1 then return '<I1' elseif w == 2 then return '<I2' elseif w == 3 then return '<I3'
+  elseif w == 4 then return '<I4' elseif w == 5 then return '<I5' end
+  return '<I6'
+end
+
+-- width returns the bytes a total of x takes.
+local function width(x)
+  if x < 256 then return 1 elseif x < 65536 then return 2 elseif x < 16777216 then return 3
+  elseif x < 4294967296 then return 4 elseif x < 1099511627776 then return 5 end
+  return 6
+end
+
+-- The bucket key being decided, as the decision leaves it for its
+-- commit: locals rather than a table, so that a request of one item
+-- allocates none. V is the stored value (false if none or unusable), CW
+-- and CF the width and format of its integers, NEWEST the newest
+-- sub-window it holds (false if none), TOTAL its count from sub-window
+-- C-k on (the cells of older ones are gone at C), C the request's
+-- sub-window and TM its time, clamped to C when the clock went back.
+-- REWRITE says the key must be written whole (absent, of another rule or
+-- another type, or a hash of an earlier version). LEAN says it has the
+-- lean layout (see the head). LEASED is what leases took of sub-window
+-- NEWEST and did not give back: units instances may still be spending.
+-- LIFE names a full key's count: its birth time, kept through every
+-- write, new when the key is made full (false until then), so that a
+-- receipt of a count that was reset or lost is never given back from the
+-- next one; an operator's reset gives the next life LIFE + 1 (see
+-- successor). FOREIGN says the key holds another rule's value or type.
+local V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE, FOREIGN, LEASED, LEAN = false, 0, '', false, 0, 0, 0, false, false, false, 0, false
+
+-- successor returns the life an operator's reset gives after life x.
+local function successor(x)
+  if x >= 4294967295 then return 1 end
+  return x + 1
+end
+
+-- stamp returns what a reservation's receipt names as the life of a key
+-- of life x: x plus the server's LASTSAVE, modulo 2^32. A Redis that
+-- comes back with an older copy of the key (a restart from its last RDB
+-- save or from its AOF, a failover to a replica that missed writes) keeps
+-- the key's life, but not the reservations counted after the copy: their
+-- refunds must not come off it. Such a Redis has another LASTSAVE (a
+-- restart sets it to its start; a replica has its own), so the receipts
+-- of before name another life, and their counts stay. So does that of a
+-- request in flight across a save (BGSAVE), which errs on the safe side.
+-- Not told apart: a restart within the second of the save it restarts
+-- from. miniredis has no LASTSAVE: 0.
+local SAVED = false
+local function stamp(x)
+  if not SAVED then
+    SAVED = redis.pcall('LASTSAVE')
+    if type(SAVED) ~= 'number' then SAVED = 0 end
+  end
+  return (x + SAVED) % 4294967296
+end
+
+-- born returns the life of a key created now: the server's time in
+-- microseconds, modulo 2^32 (never 0, which names no life). Two lives of
+-- one key share it once in 2^32 resets at most.
+local function born()
+  local t = now
+  if ARGV[1] ~= '0' then
+    local tm = redis.call('TIME') -- now is the caller's: it may repeat
+    t = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+  end
+  t = t % 4294967296
+  if t == 0 then t = 1 end
+  return t
+end
+
+-- cell returns the stored count of sub-window b, for a ring of m cells.
+local function cell(b, m)
+  if not NEWEST or b > NEWEST or b <= NEWEST - m then return 0 end
+  return (sunpack(CF, V, head + CW * (1 + b % m)))
+end
+
+-- fromHash reads a hash written by the previous version of this script
+-- (one field per cell and the shape field holding the newest index) as a
+-- value of today's layout, so that an upgrade keeps the counts; nil if
+-- the hash is another rule's.
+local function fromHash(key, shape, m)
+  local h = redis.call('HGETALL', key)
+  local newest, cells, total = nil, {}, 0
+  for j = 1, #h, 2 do
+    local f, x = tonumber(h[j]), tonumber(h[j + 1])
+    if f == shape then
+      newest = x
+    elseif f == nil or f < 0 or f >= m or x == nil then
+      return nil
+    else
+      cells[f + 1] = x
+      total = total + x
+    end
+  end
+  if newest == nil then return nil end
+  for j = 1, m do cells[j] = cells[j] or 0 end
+  return spack('<i8i7' .. string.rep(string.sub(cellFormat(width(total)), 2), m + 1), shape, newest, total, unpack(cells))
+end
+
+-- load reads the bucket key into V, CW, CF, NEWEST, TOTAL, LEASED, LIFE
+-- and LEAN, in either layout (see the head); a hash of an earlier version
+-- is read as a lean value.
+local function load(key, shape, m, T)
+  V, NEWEST, TOTAL, REWRITE, LIFE, FOREIGN, LEASED, LEAN = false, false, 0, true, false, true, 0, false
+  local v, converted = redis.pcall('GET', key), false
+  if type(v) == 'table' then
+    -- Another type: a hash of the previous version, or a log's sorted set.
+    if v.err and string.find(v.err, 'WRONGTYPE', 1, true) and redis.call('TYPE', key).ok == 'hash' then
+      v, converted = fromHash(key, shape, m), true
+    end
+    if type(v) ~= 'string' then return end
+  end
+  if not v then FOREIGN = false return end
+  if #v < 15 then return end
+  local sh, newest = sunpack('<i8i7', v)
+  local life, size, ints = false, head - 1, m + 1
+  if sh == -shape then
+    size, ints = size + 4, m + 2
+    life = sunpack('<I4', v, #v - 3)
+  elseif sh ~= shape then
+    return
+  end
+  local w = (#v - size) / ints
+  if w < 1 or w > 6 or w ~= floor(w) then return end
+  -- A newest sub-window past the clock's 2^53 microseconds is no count
+  -- of ours (a corrupt or hostile value): doubles do not count in ones
+  -- there, and the loops over sub-windows would never end.
+  if newest * T >= 9007199254740992 then return end
+  local f = cellFormat(w)
+  if life then LEASED = sunpack(f, v, head + w * (m + 1)) end
+  V, CW, CF, NEWEST, TOTAL, REWRITE, LIFE, FOREIGN, LEAN = v, w, f, newest, (sunpack(f, v, head)), converted, life, false, not life
+end
+
+local function buckets(key, alg, W, T, N, cost, shape, t)
+  local k = W / T
+  local m = k + 1
+  local reach = m
+  if alg == 1 then reach = 1 end
+  load(key, shape, m, T)
+  local c = floor(t / T)
+  if NEWEST and c < NEWEST then
+    c = NEWEST -- the clock went back: stay in the newest sub-window
+    t = c * T
+  end
+  C, TM = c, t
+  -- At c the cells of sub-windows NEWEST-k..c-k-1 are gone.
+  local total = TOTAL
+  if NEWEST and c > NEWEST then
+    if c - NEWEST >= m then
+      total = 0
+    else
+      for b = NEWEST - k, c - k - 1 do total = total - cell(b, m) end
+    end
+  end
+  TOTAL = total
+  -- The window's sub-windows c-k+1..c, and the one leaving it.
+  local leaving = cell(c - k, m)
+  local sum = total - leaving
+  -- whole is the count rounded up: the sub-windows inside plus the
+  -- leaving one, weighted (sliding) or whole (strict).
+  local whole = sum
+  if alg == 0 then
+    whole = whole + ceilDiv(leaving * ((c + 1) * T - t), T)
+  elseif alg == 2 then
+    whole = whole + leaving
+  end
+  if whole + cost <= N then
+    return 1, N - cost - whole, 0, (c + reach) * T - t
+  end
+  -- RetryAfter: walk the sub-windows to come until the count falls enough.
+  local need = N - cost
+  local retry = (c + reach) * T - t
+  for j = 0, k do
+    local cj = c + j
+    local start = cj * T
+    if j == 0 then start = t end
+    if reach > 1 then leaving = cell(cj - k, m) else leaving = 0 end
+    if alg ~= 0 then
+      if sum + leaving <= need then retry = start - t break end
+    elseif sum + ceilDiv(leaving * ((cj + 1) * T - start), T) <= need then
+      retry = start - t break
+    elseif sum <= need and leaving > 0 then
+      -- The first instant at which l*(end-x)/T <= need-sum.
+      local at = (cj + 1) * T - t - floorDiv((need - sum) * T, leaving)
+      if at < start - t then at = start - t end
+      retry = at break
+    end
+    if j < k then sum = sum - cell(cj - k + 1, m) end
+  end
+  local reset = 0
+  for b = c, c - reach + 1, -1 do
+    if cell(b, m) ~= 0 then reset = (b + reach) * T - t break end
+  end
+  local remaining = N - whole
+  if remaining < 0 then remaining = 0 end
+  return 0, remaining, retry, reset
+end
+
+-- Over maxmemory (noeviction), Redis refuses a write that uses memory when
+-- it is the first write of a script, and lets every write pass once the
+-- script has written anything, even a DEL. So the decisions write nothing,
+-- the first write of the first commit is one that uses memory, through
+-- pcall, and when Redis refuses it nothing has been written: the script
+-- then reports that it could not count the request.
+local function refused(r)
+  if type(r) == 'table' and r.err then
+    if string.find(r.err, 'OOM', 1, true) then return true end
+    error(r.err)
+  end
+  return false
+end
+
+-- write runs a write that uses memory and reports whether Redis refused it
+-- for lack of memory; only the script's first write (guard) can be.
+local function write(guard, ...)
+  if guard then return refused(redis.pcall(...)) end
+  redis.call(...)
+  return false
+end
+
+-- commitBuckets counts cost in sub-window into (the request's, C, but for
+-- a charge) of the key load and buckets left in V..LEAN, lease of them
+-- leased; it reports true if Redis refused it. A plain take (lean) keeps
+-- a lean or new key lean; anything else makes it full.
+local function commitBuckets(key, T, cost, shape, m, reach, guard, into, lease, lean)
+  local c, total = C, TOTAL + cost
+  local slot = c % m
+  lean = lean and (LEAN or not V)
+  if not REWRITE and c == NEWEST and into == c and width(total) == CW and lean == LEAN then
+    -- The common case: the total and the request's cell, in place (and
+    -- the leased units, after the cells). The key's expiry stays: it is
+    -- that of sub-window c.
+    local p = head + CW * (1 + slot)
+    local cur = sunpack(CF, V, p) + cost
+    local span = spack(CF, total)
+    if p > head + CW then span = span .. string.sub(V, head + CW, p - 1) end
+    span = span .. spack(CF, cur)
+    if lease > 0 then
+      local lp = head + CW * (m + 1)
+      span = span .. string.sub(V, p + CW, lp - 1) .. spack(CF, LEASED + lease)
+    end
+    return write(guard, 'SETRANGE', key, head - 1, span)
+  end
+  -- Write the key whole: a new sub-window (its cell and those it reuses
+  -- emptied), a wider total, or a key that held nothing usable. It
+  -- expires when its newest sub-window stops counting; within the same
+  -- sub-window the expiry stays.
+  local cells = {}
+  for j = 0, m - 1 do cells[j + 1] = 0 end
+  if NEWEST then
+    for b = c - m + 1, c do cells[b % m + 1] = cell(b, m) end
+  end
+  cells[into % m + 1] = cells[into % m + 1] + cost
+  -- What leases took of c: none yet in a new sub-window.
+  local leased = lease
+  if NEWEST and c == NEWEST then leased = leased + LEASED end
+  cells[m + 1] = leased
+  local w = width(total)
+  local v
+  if lean then
+    v = spack('<i8i7' .. string.rep(string.sub(cellFormat(w), 2), m + 1), shape, c, total, unpack(cells, 1, m))
+  else
+    LIFE = LIFE or born()
+    v = spack('<i8i7' .. string.rep(string.sub(cellFormat(w), 2), m + 2), -shape, c, total, unpack(cells))
+    v = v .. spack('<I4', LIFE)
+  end
+  if NEWEST and c == NEWEST and not REWRITE then
+    return write(guard, 'SET', key, v, 'KEEPTTL')
+  end
+  return write(guard, 'SET', key, v, 'PX', ceil(((c + reach) * T - TM) / 1000) + 1)
+end
+
+-- full asks, for a commit that must delete first, whether Redis refuses
+-- writes for memory: SETRANGE with nothing to write uses memory but
+-- changes no key (a key of another type answers WRONGTYPE, ignored).
+local function full(key)
+  local r = redis.pcall('SETRANGE', key, 0, '')
+  return type(r) == 'table' and r.err ~= nil and string.find(r.err, 'OOM', 1, true) ~= nil
+end
+
+local function logTake(s, key, W, N, cost, t)
+  s.W, s.cost = W, cost
+  local top = redis.pcall('ZRANGE', key, -1, -1, 'WITHSCORES')
+  local n, old = 0, 0
+  if top.err then
+    s.stale = true
+  elseif #top > 0 then
+    local newest = tonumber(top[2])
+    s.same = newest >= t -- the request counts at the newest score
+    if newest > t then t = newest end
+    -- The window holds the scores above t - W. The older ones, at the
+    -- head, are counted here (cheaper than counting the window) and
+    -- removed when the request is counted.
+    old = redis.call('ZCOUNT', key, '-inf', fmt(t - W))
+    n = redis.call('ZCARD', key) - old
+  end
+  s.t, s.n, s.old = t, n, old
+  if n + cost <= N then
+    return 1, N - n - cost, 0, W
+  end
+  local at = old + n + cost - N - 1
+  local first = redis.call('ZRANGE', key, at, at, 'WITHSCORES')
+  local remaining = N - n
+  if remaining < 0 then remaining = 0 end -- charged over the limit
+  return 0, remaining, tonumber(first[2]) + W - t, tonumber(top[2]) + W - t
+end
+
+-- commitLog counts the request; it reports true if Redis refused it.
+local function commitLog(s, key, guard)
+  if s.stale then
+    if guard and full(key) then return true end
+    redis.call('DEL', key)
+    s.n, s.old = 0, 0
+  end
+  local ts = fmt(s.t)
+  -- Members are named after the count, and after those already at this
+  -- time: a refund of an older entry lowers the count below their names,
+  -- and ZADD of a name that is there would count nothing.
+  local n = s.n
+  if s.same then
+    for _, m in ipairs(redis.call('ZRANGEBYSCORE', key, ts, ts)) do
+      local x = tonumber(string.match(m, '%.(%d+)$'))
+      if x and x > n then n = x end
+    end
+  end
+  local add = {}
+  for i = 1, s.cost do
+    add[#add + 1] = ts
+    add[#add + 1] = ts .. '.' .. (n + i)
+  end
+  if write(guard, 'ZADD', key, unpack(add)) then return true end
+  if s.old > 0 then redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(s.t - s.W)) end
+  redis.call('PEXPIRE', key, ceil(s.W / 1000) + 1)
+  return false
+end
+
+-- decide decides every item and counts the request; it returns the reply.
+-- Item i's arguments are ARGV[2i] (its mode) and ARGV[2i+1] (its rule).
+local function decide()
+  local res, states, rules, receipts, leases, all = {}, {}, {}, {}, {}, true
+  for i = 1, #KEYS do
+    local mode, rule = ARGV[2 * i], {sunpack('<i1i8i8i8i8i8', ARGV[2 * i + 1])}
+    rules[i] = rule
+    local alg, W, T, N, cost, shape = rule[1], rule[2], rule[3], rule[4], rule[5], rule[6]
+    local ok, remaining, retry, reset
+    if alg == 3 then
+      local s = {t = 0, stale = false, same = false, W = 0, n = 0, old = 0, cost = 0}
+      ok, remaining, retry, reset = logTake(s, KEYS[i], W, N, cost, now)
+      states[i] = s
+    else
+      ok, remaining, retry, reset = buckets(KEYS[i], alg, W, T, N, cost, shape, now)
+      states[i] = {V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE, LEASED, LEAN}
+    end
+    if ok == 0 then all = false end
+    res[#res + 1] = ok
+    res[#res + 1] = remaining
+    res[#res + 1] = retry
+    res[#res + 1] = reset
+    if mode == '1' then
+      res[#res + 1] = 0 -- the receipt and its life, once counted
+      res[#res + 1] = 0
+      receipts[i] = #res - 1
+    elseif mode == '2' then
+      res[#res + 1] = 0 -- the units granted and their time, once counted
+      res[#res + 1] = 0
+      res[#res + 1] = (alg ~= 3 and LIFE) or 0 -- the key's life, even denied
+      leases[i] = #res - 2
+    end
+  end
+  -- The first write of the call is the one Redis may refuse for memory.
+  local first = true
+  for i = 1, #KEYS do
+    if all then
+      local s, rule, oom, g = states[i], rules[i], false, 0
+      if rule[1] == 3 then
+        oom = commitLog(s, KEYS[i], first)
+      else
+        V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE, LEASED, LEAN = unpack(s, 1, 11)
+        local m = rule[2] / rule[3] + 1
+        local reach = m
+        if rule[1] == 1 then reach = 1 end
+        if leases[i] then
+          -- At most half of what is left once the request is counted.
+          local left = res[leases[i] - 3]
+          g = floorDiv(left, 2)
+          local B = sunpack('<i8', ARGV[2 * i + 1], 42)
+          if g > B then g = B end
+        end
+        oom = commitBuckets(KEYS[i], rule[3], rule[5] + g, rule[6], m, reach, first, C, g, ARGV[2 * i] == '0')
+      end
+      first = false
+      if oom then
+        res[#res + 1] = 1 -- admitted but not counted: out of memory
+        break
+      end
+      if receipts[i] then
+        -- A log's entry is its own receipt: its score is the time it was
+        -- counted at, and no later life holds an entry there.
+        if rule[1] == 3 then res[receipts[i]] = s.t else res[receipts[i]], res[receipts[i] + 1] = TM, stamp(LIFE) end
+      end
+      if leases[i] then
+        res[leases[i] + 2] = LIFE
+        if g > 0 then
+          res[leases[i] - 3] = res[leases[i] - 3] - g
+          res[leases[i]], res[leases[i] + 1] = g, TM
+        end
+      end
+    end
+  end
+  return res
+end
+
+-- charge counts units in the sub-window of time at of the key load left
+-- in V..FOREIGN, which is not the life a lease of those units was granted
+-- in: an operator reset the key, or Redis lost it, while an instance held
+-- the lease and spent from it. Units spent after the reset were admitted
+-- in the window that the new life counts, so the new life counts them,
+-- with the ones spent before it (the safe side), if their sub-window
+-- still counts. It returns 2 if it counted them.
+local function charge(key, T, units, shape, m, reach, at)
+  if not now then
+    local tm = redis.call('TIME') -- a refund's call has not read it (see now)
+    now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+  end
+  local c = floor(now / T)
+  if NEWEST and c < NEWEST then c = NEWEST end
+  local b = floor(at / T)
+  -- A server clock that went back since the grant: the units were spent
+  -- in what is now the newest sub-window.
+  if b > c then b = c end
+  if b <= c - reach then return 0 end
+  local total = TOTAL
+  if NEWEST and c > NEWEST then
+    if c - NEWEST >= m then
+      total = 0
+    else
+      for x = NEWEST - m + 1, c - m do total = total - cell(x, m) end
+    end
+  end
+  local t = now
+  if t < c * T then t = c * T end
+  C, TM, TOTAL = c, t, total
+  if commitBuckets(key, T, units, shape, m, reach, true, b, 0, false) then return 0 end
+  return 2
+end
+
+-- refundBuckets takes cost back from the sub-window of time at in a
+-- bucket key, if the key still holds that sub-window and as much in it,
+-- in the life the receipt names; it returns 1 if it did. Only that cell
+-- and the total change, in place, and the key's expiry stays; a key left
+-- counting nothing (in the sub-windows that count from its newest on) is
+-- deleted. A lease's give-back (granted > 0: of granted units, cost are
+-- unspent and confirmed were spent before a reply last found the key in
+-- life) to another life counts the units spent since instead (see
+-- charge); a reservation's count gets nothing.
+local function refundBuckets(key, alg, W, T, cost, shape, at, life, granted, confirmed)
+  local m = W / T + 1
+  load(key, shape, m, T)
+  local reach = m
+  if alg == 1 then reach = 1 end
+  local own = LIFE -- the life a receipt of this key names
+  if granted == 0 and LIFE then own = stamp(LIFE) end -- a reservation's
+  local carried = granted > 0 and LIFE and LIFE ~= life and LIFE == successor(life)
+  if not V or REWRITE or own ~= life and not carried then
+    local spent = granted - confirmed - cost
+    if granted > 0 and spent > 0 and not FOREIGN then return charge(key, T, spent, shape, m, reach, at) end
+    return 0
+  end
+  if carried then
+    -- An operator's reset carried the lease's units into this life (see
+    -- reset): those spent before it, as far as the holder knows, come
+    -- back with the unspent ones.
+    cost = cost + confirmed
+  end
+  if cost <= 0 then return 0 end
+  local b = floor(at / T)
+  if b > NEWEST or b <= NEWEST - reach then return 0 end
+  local p = head + CW * (1 + b % m)
+  local x = sunpack(CF, V, p)
+  if x < cost then return 0 end
+  if reach == 1 and x == cost or TOTAL == cost then
+    -- The key would count nothing: it goes, as a log's does with its
+    -- last entry, so that a request after a clock step back counts at
+    -- its own time, as in the zone, rather than in this sub-window.
+    redis.call('DEL', key)
+    return 1
+  end
+  local span = spack(CF, TOTAL - cost)
+  if p > head + CW then span = span .. string.sub(V, head + CW, p - 1) end
+  span = span .. spack(CF, x - cost)
+  if granted > 0 and b == NEWEST then
+    -- Units a lease gives back are out no longer.
+    local left, lp = LEASED - cost, head + CW * (m + 1)
+    if left < 0 then left = 0 end
+    span = span .. string.sub(V, p + CW, lp - 1) .. spack(CF, left)
+  end
+  local r = redis.pcall('SETRANGE', key, head - 1, span)
+  if type(r) == 'table' and r.err then return 0 end
+  return 1
+end
+
+-- reset is an operator's reset of the key KEYS[1], of the rule ARGV[3]:
+-- the key starts a fresh count, its next life. Units that leases took of
+-- the current sub-window and did not give back may still be spent by the
+-- instances that hold them, which do not know of the reset: the next
+-- life counts them from its start, so that it admits one fresh budget
+-- and never more, and a lease that gives them back gives them back to it
+-- (see refundBuckets). Those of the resetting instance's own lease, which
+-- it ended (ARGV[3]'s last eight bytes), are not carried. It returns 1 if
+-- there was a key.
+local function reset()
+  local key = KEYS[1]
+  local alg, W, T, _, _, shape, own = sunpack('<i1i8i8i8i8i8i8', ARGV[3])
+  if alg == 3 then return {redis.call('DEL', key)} end
+  local m = W / T + 1
+  load(key, shape, m, T)
+  local c = floor(now / T)
+  if NEWEST and c < NEWEST then c = NEWEST end
+  local out = LEASED - own
+  if not V or REWRITE or NEWEST ~= c or out <= 0 then return {redis.call('DEL', key)} end
+  local reach = m
+  if alg == 1 then reach = 1 end
+  local cells = {}
+  for j = 1, m do cells[j] = 0 end
+  cells[c % m + 1], cells[m + 1] = out, out
+  local t = now
+  if t < c * T then t = c * T end
+  local v = spack('<i8i7' .. string.rep(string.sub(cellFormat(width(out)), 2), m + 2), -shape, c, out, unpack(cells))
+  redis.call('SET', key, v .. spack('<I4', successor(LIFE)), 'PX', ceil(((c + reach) * T - t) / 1000) + 1)
+  return {1}
+end
+
+-- refundLog removes cost members of score at from a log key; it returns 1
+-- if it removed any. It takes those named last (see commitLog): a later
+-- request at the same time names its member after the count, which is
+-- then free again.
+local function refundLog(key, at, cost)
+  local ms = redis.pcall('ZRANGEBYSCORE', key, fmt(at), fmt(at))
+  if type(ms) ~= 'table' or ms.err or #ms == 0 then return 0 end
+  local ns = {}
+  for j = 1, #ms do ns[j] = tonumber(string.match(ms[j], '%.(%d+)$')) or 0 end
+  for _ = 1, cost do
+    local best = 0
+    for j = 1, #ms do
+      if ns[j] >= 0 and (best == 0 or ns[j] > ns[best]) then best = j end
+    end
+    if best == 0 then break end
+    redis.call('ZREM', key, ms[best])
+    ns[best] = -1
+  end
+  return 1
+end
+
+-- refund gives back the reserved counts of a refund call.
+local function refund()
+  local res = {}
+  for i = 1, #KEYS do
+    local alg, W, T, _, cost, shape, at, life, granted, confirmed = sunpack('<i1i8i8i8i8i8i8i8i8i8', ARGV[2 * i + 1])
+    if alg == 3 then
+      res[i] = refundLog(KEYS[i], at, cost)
+    else
+      res[i] = refundBuckets(KEYS[i], alg, W, T, cost, shape, at, life, granted, confirmed)
+    end
+  end
+  return res
+end
+
+if ARGV[2] == '3' then
+  out = refund()
+elseif ARGV[2] == '4' then
+  out = reset()
+else
+  out = decide()
+end
+end
+return out
