@@ -101,13 +101,17 @@ alwayssha=$(cli script load "local n = redis.call('INCR', KEYS[1]) redis.call('P
 # The busy rule: 1 s of 100 ms sub-windows, shape -102441 (-(100 ms * 1024
 # + 10 * 4 + 1 for ms)); the previous script takes it in decimal.
 packrule "$dir/busy" 0 1000000 100000 1073741824 1 -102441
+# The same keys at a limit of 5: after the fill, nearly every call is
+# denied (ours-denied), as under a flood of a client over its limit.
+packrule "$dir/busy-deny" 0 1000000 100000 5 1 -102441
 hashbusy=(0 1000000 100000 1073741824 1 -102441 0)
-names=(ours hash fixed fixed-always)
+names=(ours ours-denied hash fixed fixed-always)
 # cmds FILE COUNT SPACE SCRIPT KEY RULE writes COUNT calls of SCRIPT on
 # keys KEY (N random below SPACE), ours with the packed RULE.
 cmds() {
 	case $4 in
 	ours) gen "$1" "$2" "$3" "$5" EVALSHA "$sha" 1 KEY 0 0 "@$6" ;;
+	ours-denied) gen "$1" "$2" "$3" "$5" EVALSHA "$sha" 1 KEY 0 0 "@$6-deny" ;;
 	# shellcheck disable=SC2086 # the rule's words
 	hash) gen "$1" "$2" "$3" "$5" EVALSHA "$hashsha" 1 KEY 0 ${7:-${hashbusy[*]}} ;;
 	fixed) gen "$1" "$2" "$3" "$5" EVALSHA "$fixedsha" 1 KEY 1000 ;;
@@ -125,6 +129,7 @@ floorsha=$(cli script load "$floor")
 cells="local v = redis.call('GET', KEYS[1]) local m, n = 11, 0
 if not v then return {0, 0} end
 local w = (#v - 19) / (m + 2)
+if string.byte(v, 8) >= 128 then w = (#v - 15) / (m + 1) end -- a lean key
 for j = 0, m - 1 do if struct.unpack('<I' .. w, v, 16 + w * (1 + j)) > 0 then n = n + 1 end end
 return {#v, n}"
 declare -A busyus freshus
@@ -141,7 +146,10 @@ for round in $(seq "$rounds"); do
 		pipe "$port" "$dir/busy-$s"
 		busyus[$s]+="$(usec) "
 		case $s in # what a busy key holds: every cell of the ring written
-		ours) held=$(cli eval "$cells" 1 'bench:busy:ours:{203.0.000000000007}' | paste -sd' ' | awk '{ printf "%d bytes, %d of 11 sub-windows written", $1, $2 }') ;;
+		ours)
+			held=$(cli eval "$cells" 1 'bench:busy:ours:{203.0.000000000007}' | paste -sd' ' | awk '{ printf "%d bytes, %d of 11 sub-windows written", $1, $2 }')
+			held+=", MEMORY USAGE $(cli memory usage 'bench:busy:ours:{203.0.000000000007}') bytes"
+			;;
 		hash) hheld="$(cli hlen 'bench:busy:hash:{203.0.000000000007}') fields (12: all 11 sub-windows and the newest index)" ;;
 		esac
 		cli config resetstat >/dev/null
@@ -157,8 +165,8 @@ for kind in busy fresh; do
 		printf '%-5s %-13s median %6.2f µs per call  (runs: %s)\n' "$kind" "$s" "$med" "${runs% }"
 		declare "med_${kind}_${s//-/_}=$med"
 	done
-	for s in ours hash; do
-		m=med_${kind}_$s
+	for s in ours ours-denied hash; do
+		m=med_${kind}_${s//-/_}
 		printf '%-5s %-13s %.2fx fixed, %.2fx fixed-always\n' "$kind" "$s/fixed" \
 			"$(echo "${!m} / $(eval echo "\$med_${kind}_fixed")" | bc -l)" \
 			"$(echo "${!m} / $(eval echo "\$med_${kind}_fixed_always")" | bc -l)"
@@ -193,6 +201,7 @@ if command -v valgrind >/dev/null && command -v callgrind_control >/dev/null; th
 		"$floorsha") echo "$floor" ;;
 		*) echo 'return 1' ;; esac)" >/dev/null; done
 	packrule "$dir/slow" 0 10000000 1000000 1073741824 1 -1066 # shapeField: -(1 s * 1024 + 10 * 4 + 2 for s)
+	packrule "$dir/slow-deny" 0 10000000 1000000 5 1 -1066
 	slow=(0 10000000 1000000 1073741824 1 -1066 0)
 	# cgcount FILE CALLS: instructions per call of the calls in FILE.
 	cgcount() {
@@ -218,7 +227,7 @@ if command -v valgrind >/dev/null && command -v callgrind_control >/dev/null; th
 		for s in "${names[@]}" empty floor; do
 			printf '%-5s %-13s %7d instructions per call\n' "$kind" "$s" "${irs[${kind}_$s]}"
 		done
-		for s in ours hash floor; do
+		for s in ours ours-denied hash floor; do
 			printf '%-5s %-13s %.2fx fixed, %.2fx fixed-always\n' "$kind" "$s/fixed" \
 				"$(echo "${irs[${kind}_$s]} / ${irs[${kind}_fixed]}" | bc -l)" "$(echo "${irs[${kind}_$s]} / ${irs[${kind}_fixed-always]}" | bc -l)"
 		done

@@ -372,7 +372,7 @@ local function ceilDiv(x, d)
 end
 local function floorDiv(x, d) return (x - x % d) / d end
 
--- The general path reads and writes bucket keys as the fast one does.
+-- The general path reads and writes bucket keys as the lean paths do.
 local head = 16 -- the total's position; the cells follow it
 
 -- cellFormat is the struct format of an integer of w bytes.
