@@ -69,7 +69,7 @@ if ARGV[1] ~= '0' then
   now = tonumber(ARGV[1])
 elseif mode ~= '3' then -- a refund reads the clock only to charge a lease (see charge)
   local tm = redis.call('TIME')
-  now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+  now = tm[1] * 1000000 + tm[2] -- Lua converts the strings
 end
 local lib = rawget(_G, 'struct')
 local out = nil
@@ -114,7 +114,7 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
   if w > 0 then
     local reach = m
     if alg == 1 then reach = 1 end
-    local c = floor(t / T)
+    local c = (t - t % T) / T
     if newest and c < newest then
       c = newest -- the clock went back: stay in the newest sub-window
       t = c * T
@@ -227,10 +227,15 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
     else
       -- Denied: nothing is written. Retry-after walks the sub-windows to
       -- come until the count falls enough; reset-after finds the newest
-      -- sub-window that still counts.
-      local function cell(b)
-        if not newest or b > newest or b <= newest - m then return 0 end
-        return (sunpack(cf, v, base + w * (b % m)))
+      -- sub-window that still counts. No key (a cost above the limit)
+      -- holds no cells: lo = newest = c leaves none between them.
+      -- The cells in one read: cs[b % m + 1] for the sub-windows b from
+      -- newest-m+1 to newest, the ones the key still holds.
+      local cs, lo = {}, c
+      if newest then
+        cs, lo = {sunpack('<' .. string.rep(string.sub(cf, 2), m), v, base)}, newest - m
+      else
+        newest = c
       end
       local k, need, sum = m - 1, N - cost, total - leaving
       local retry = (c + reach) * T - t
@@ -238,8 +243,8 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
         local cj = c + j
         local start = cj * T
         if j == 0 then start = t end
-        local l = 0
-        if reach > 1 then l = cell(cj - k) end
+        local l, b = 0, cj - k
+        if reach > 1 and b <= newest and b > lo then l = cs[b % m + 1] end
         if alg ~= 0 then
           if sum + l <= need then retry = start - t break end
         else
@@ -255,11 +260,12 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
             retry = at break
           end
         end
-        if j < k then sum = sum - cell(cj - k + 1) end
+        b = b + 1
+        if j < k and b <= newest and b > lo then sum = sum - cs[b % m + 1] end
       end
       local reset = 0
       for b = c, c - reach + 1, -1 do
-        if cell(b) ~= 0 then reset = (b + reach) * T - t break end
+        if b <= newest and b > lo and cs[b % m + 1] ~= 0 then reset = (b + reach) * T - t break end
       end
       local remaining = N - whole
       if remaining < 0 then remaining = 0 end
@@ -268,7 +274,7 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
         out[5], out[6] = 0, 0
       elseif mode == '2' then
         out[5], out[6], out[7] = 0, 0, 0
-        if full then out[7] = sunpack('<I4', v, #v - 3) end
+        if full and v then out[7] = sunpack('<I4', v, #v - 3) end
       end
     end
   end
