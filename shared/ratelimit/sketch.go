@@ -112,9 +112,3 @@ func (k *sketch) estimate(key uint64, t int64) (uint32, int64) {
 	}
 	return count, until
 }
-
-// sketchBytes returns the memory the sketch's slabs take once allocated.
-func sketchBytes(perShard int) int {
-	width, _ := sketchWidth(perShard)
-	return sketchRows * width * (4 + 8)
-}

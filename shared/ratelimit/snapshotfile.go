@@ -60,26 +60,6 @@ func (z *Zone) limits() snapshotLimits {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// marshal encodes the snapshot in the file format above.
-func (sn *snapshot) marshal() ([]byte, error) {
-	m := sn.ring()
-	// The usual size (a byte a small count), not the largest: append
-	// grows the rest.
-	size := 64 + len(sn.name) + len(sn.scope) + len(sn.ids)*(8+5+m) + len(sn.ts)*4
-	if sn.sk != nil {
-		size += 16 + len(sn.sk.counts)*20
-	}
-	b, count := appendHeader(make([]byte, 0, size), sn.name, sn.scope, sn.window, sn.subWindow, sn.algorithm, sn.taken, &sn.salt)
-	for j, id := range sn.ids {
-		if sn.algorithm == Log {
-			b = appendLogEntry(b, id, sn.ts[sn.off[j]:sn.off[j]+sn.cnt[j]])
-		} else {
-			b = appendBucketEntry(b, id, sn.newest[j], sn.cells[j*m:(j+1)*m])
-		}
-	}
-	return finish(b, count, len(sn.ids), sn.sk), nil
-}
-
 // appendHeader appends the header of a snapshot, up to and including its
 // key count, which it writes as 0 and whose offset it returns for finish.
 func appendHeader(b []byte, name, scope string, window, subWindow int64, a Algorithm, taken int64, salt *[16]byte) ([]byte, int) {
