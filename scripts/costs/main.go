@@ -1,0 +1,403 @@
+// Command costs checks windowlimit's deterministic costs against their
+// record, docs/costs.md, and fails when one grew.
+//
+//	go run ./scripts/costs           measure, compare, print the table
+//	go run ./scripts/costs -record   measure and write docs/costs.md
+//
+// The costs are counts that the machine's speed and load do not move: the
+// interpreter's allocations a request of each configuration of the yaegi
+// harness (scripts/yaegitest, memory and Redis paths), the compiled
+// allocations of a decision, the script calls and Redis commands a
+// decision of each of the script's modes, and the bytes of a busy key
+// (shared/redisstore's TestScriptCosts, against a redis-server it starts
+// on a free port). Each source is a go test command, run once; its
+// figures are read from what it prints.
+//
+// A figure fails when it grew past its record by more than its tolerance
+// (5% of the record, or the fewer allocations the yaegi rows move by
+// between runs, as the record's table says). One that fell by as much is
+// no failure but says "record it": the record then allows more than the
+// code needs, which `-record` closes. A figure measured but not recorded,
+// or recorded but not measured, fails: the record must name what is
+// measured. scripts/test.sh runs the check.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxGrowth is the most a figure may grow past its record, as a fraction.
+const maxGrowth = 0.05
+
+// recordFile is the record, relative to the module's root.
+const recordFile = "docs/costs.md"
+
+// A source is one command that prints figures.
+type source struct {
+	title string // the record's section
+	about string // what the section's figures are, for the record
+	dir   string // where cmd runs, relative to the module's root
+	cmd   []string
+	// figures reads the command's output.
+	figures func(out []byte) []figure
+	// tol is how far a figure may move between runs of the same code,
+	// as the record writes it ("2%", or "±3" for a count), empty for one
+	// that does not move; the check allows the lesser of it and
+	// maxGrowth.
+	tol string
+}
+
+// A figure is one cost: its name, unique in the record, and its value.
+type figure struct {
+	name  string
+	value float64
+}
+
+var sources = []source{
+	{
+		title: "Interpreted allocations a request (Traefik's yaegi)",
+		about: "The interpreter's allocations a request, each configuration of the yaegi harness: `allocs/op` " +
+			"of `BenchmarkPluginConfigs` (in-memory configurations, one client, allowed), " +
+			"`BenchmarkPluginInterpreted` (many clients, a denial) and `BenchmarkRedisLayersInterpreted` " +
+			"(the Redis path, layer by layer, against a fake Redis), the least of three runs. The " +
+			"interpreted code reads the clock, and a run that the machine's load slows crosses more " +
+			"sub-windows and formats more header values, which allocates: on a busy 2-core machine single " +
+			"runs moved by up to 8% (a few dozen allocations), the least of three by up to 1.2% (8 of " +
+			"the pooled Redis layers' 670), so each may grow by 2% before it fails.",
+		dir:     "scripts/yaegitest",
+		cmd:     []string{"go", "test", "-count=1", "-run", "^$", "-bench", "^Benchmark(PluginConfigs|PluginInterpreted|RedisLayersInterpreted)$", "-benchtime", "2000x", "-count", "3", "."},
+		figures: benchAllocs("interpreted allocations, "),
+		tol:     "2%",
+	},
+	{
+		title:   "Compiled allocations a decision",
+		about:   "`allocs/op` of the in-memory zone's decision (`shared/ratelimit`'s benchmarks).",
+		cmd:     []string{"go", "test", "-count=1", "-run", "^$", "-bench", "^Benchmark(TakeHotKey|TakeDenied|TakeLog|TakeAllThreeRules)$", "-benchtime", "20000x", "-benchmem", "./shared/ratelimit"},
+		figures: benchAllocs("compiled allocations, "),
+	},
+	{
+		title: "The Redis script, a decision of each mode",
+		about: "What each of the script's modes costs Redis, the mean of 50 decisions through " +
+			"`redisstore.Store` against a redis-server of its own: script calls and the commands the " +
+			"script runs (INFO commandstats before and after; the command's output names them), " +
+			"a decision's Go allocations through shared/resp (`testing.AllocsPerRun`), and MEMORY USAGE " +
+			"of the busy IPv4 key of `scripts/bench-redis.sh` (50 requests in each of 11 sub-windows).",
+		cmd:     []string{"go", "test", "-count=1", "-run", "^TestScriptCosts$", "-v", "./shared/redisstore"},
+		figures: costLines,
+	},
+}
+
+// benchRE matches a benchmark's result line: its name, without the
+// GOMAXPROCS suffix, and its allocs/op. A denied request's log line may
+// come between the name and the figures.
+var benchRE = regexp.MustCompile(`(?ms)^Benchmark(\S+?)(?:-\d+)?\s.*?\s(\d+) allocs/op`)
+
+// benchAllocs returns a reader of go test -bench's allocs/op, naming each
+// figure prefix and the benchmark's name. Of a benchmark run more than
+// once (-count), it keeps the least: the interpreted code reads the clock,
+// and a run slowed by the machine's load crosses more sub-windows and
+// formats more header values, which allocates.
+func benchAllocs(prefix string) func([]byte) []figure {
+	return func(out []byte) []figure {
+		var fs []figure
+		at := make(map[string]int)
+		for _, m := range benchRE.FindAllSubmatch(out, -1) {
+			name := prefix + string(m[1])
+			v, _ := strconv.ParseFloat(string(m[2]), 64)
+			if i, ok := at[name]; ok {
+				fs[i].value = math.Min(fs[i].value, v)
+				continue
+			}
+			at[name] = len(fs)
+			fs = append(fs, figure{name, v})
+		}
+		return fs
+	}
+}
+
+// costRE matches TestScriptCosts's lines: "cost: NAME = VALUE (more)".
+var costRE = regexp.MustCompile(`(?m)^\s*\S+_test\.go:\d+: cost: (.+?) = ([0-9.]+)`)
+
+// costLines reads the figures of the lines costRE matches.
+func costLines(out []byte) []figure {
+	var fs []figure
+	for _, m := range costRE.FindAllSubmatch(out, -1) {
+		v, _ := strconv.ParseFloat(string(m[2]), 64)
+		fs = append(fs, figure{string(m[1]), v})
+	}
+	return fs
+}
+
+// A record is one row of the record: the value and how far it may move,
+// a count (slack) or a fraction of value (rel).
+type record struct {
+	value, slack, rel float64
+}
+
+func main() {
+	rec := flag.Bool("record", false, "write the measured figures into "+recordFile+" instead of checking them")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: go run ./scripts/costs [-record]\n\n"+
+			"Measures the deterministic costs and compares them with %s:\n"+
+			"fails when one grew past its record's tolerance.\n\n", recordFile)
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	root, err := moduleRoot()
+	if err != nil {
+		fatal(err)
+	}
+	start := time.Now()
+	measured := make([][]figure, len(sources))
+	for i, s := range sources {
+		if measured[i], err = measure(root, s); err != nil {
+			fatal(err)
+		}
+	}
+	path := filepath.Join(root, recordFile)
+	if *rec {
+		if err := os.WriteFile(path, render(measured), 0o644); err != nil {
+			fatal(err)
+		}
+		fmt.Printf("costs: recorded %d figures in %s (%s)\n", count(measured), recordFile, time.Since(start).Round(time.Second))
+		return
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		fatal(fmt.Errorf("read the record: %w (go run ./scripts/costs -record writes it)", err))
+	}
+	records, err := parse(text)
+	if err != nil {
+		fatal(fmt.Errorf("%s: %w", recordFile, err))
+	}
+	if failed := check(os.Stdout, measured, records); failed > 0 {
+		fmt.Printf("\ncosts: FAILED, %d of the figures differ from %s; a cost that grew on purpose is recorded with `go run ./scripts/costs -record` in the same commit (%s)\n",
+			failed, recordFile, time.Since(start).Round(time.Second))
+		os.Exit(1)
+	}
+	fmt.Printf("\ncosts: passed, %d figures within their record (%s)\n", count(measured), time.Since(start).Round(time.Second))
+}
+
+// measure runs s's command and reads its figures.
+func measure(root string, s source) ([]figure, error) {
+	cmd := exec.Command(s.cmd[0], s.cmd[1:]...)
+	cmd.Dir = filepath.Join(root, s.dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("%s (in %s): %w\n%s", strings.Join(s.cmd, " "), cmd.Dir, err, tail(out, 30))
+	}
+	fs := s.figures(out)
+	if len(fs) == 0 {
+		return nil, fmt.Errorf("%s printed no figure:\n%s", strings.Join(s.cmd, " "), tail(out, 30))
+	}
+	return fs, nil
+}
+
+// check prints the table of measured against records and returns how
+// many figures failed.
+func check(w *os.File, measured [][]figure, records map[string]record) (failed int) {
+	row := func(a, b, c, d string) { fmt.Fprintf(w, "%-86s %9s %9s  %s\n", a, b, c, d) }
+	row("figure", "recorded", "measured", "verdict")
+	seen := make(map[string]bool)
+	var stale []string
+	for _, fs := range measured {
+		for _, f := range fs {
+			seen[f.name] = true
+			r, ok := records[f.name]
+			if !ok {
+				row(f.name, "-", num(f.value), "FAILED: not recorded (record it)")
+				failed++
+				continue
+			}
+			verdict := "ok"
+			tol := r.tolerance()
+			switch d := f.value - r.value; {
+			case d > tol:
+				verdict = fmt.Sprintf("FAILED: grew %s (%s), more than %s", signed(d), percent(d, r.value), num(tol))
+				failed++
+			case -d > tol && -d > 0:
+				verdict = fmt.Sprintf("fell %s (%s): record it", signed(d), percent(d, r.value))
+				stale = append(stale, f.name)
+			}
+			row(f.name, num(r.value), num(f.value), verdict)
+		}
+	}
+	for name, r := range records {
+		if !seen[name] {
+			row(name, num(r.value), "-", "FAILED: recorded but not measured (record again)")
+			failed++
+		}
+	}
+	if len(stale) > 0 {
+		fmt.Fprintf(w, "\ncosts: %d figures fell below their record; `go run ./scripts/costs -record` records them, so that the check holds the gain\n", len(stale))
+	}
+	return failed
+}
+
+// tolerance returns how much the figure may move past r: its slack or
+// its fraction, but never more than maxGrowth. The epsilon keeps a
+// figure at its bound, a mean of few calls, from failing by rounding.
+func (r record) tolerance() float64 {
+	return math.Min(math.Min(r.slack, r.rel*r.value), maxGrowth*r.value) + 1e-9
+}
+
+// The record's table rows: | figure | recorded | tolerance |, the
+// tolerance a count (±3) or a percentage (2%).
+var rowRE = regexp.MustCompile(`^\| (.+?) \| ([0-9.]+) \| (?:±([0-9.]+)|([0-9.]+)%) \|$`)
+
+// parse reads the record's rows.
+func parse(text []byte) (map[string]record, error) {
+	records := make(map[string]record)
+	sc := bufio.NewScanner(bytes.NewReader(text))
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| figure |") || strings.HasPrefix(line, "| ---") {
+			continue
+		}
+		m := rowRE.FindStringSubmatch(line)
+		if m == nil {
+			return nil, fmt.Errorf("line %d is no row of a figure: %q", n, line)
+		}
+		r := record{slack: math.Inf(1), rel: math.Inf(1)}
+		r.value, _ = strconv.ParseFloat(m[2], 64)
+		if m[3] != "" {
+			r.slack, _ = strconv.ParseFloat(m[3], 64)
+		} else {
+			pct, _ := strconv.ParseFloat(m[4], 64)
+			r.rel = pct / 100
+		}
+		if _, dup := records[m[1]]; dup {
+			return nil, fmt.Errorf("line %d records %q twice", n, m[1])
+		}
+		records[m[1]] = r
+	}
+	if len(records) == 0 {
+		return nil, errors.New("no figure recorded")
+	}
+	return records, sc.Err()
+}
+
+// render returns the record of measured.
+func render(measured [][]figure) []byte {
+	var b bytes.Buffer
+	b.WriteString(`# Costs
+
+The deterministic costs of windowlimit: counts that do not depend on the machine's speed or load, so
+that a change that makes one grow shows in any run. ` + "`go run ./scripts/costs`" + ` measures each, compares it with
+this record and fails when one grew by more than its tolerance (5%, or less where a row says so:
+the interpreter's allocations move by a little between runs); ` + "`scripts/test.sh`" + ` runs it. A cost that fell by as much says
+"record it". After a change that moves a cost on purpose, ` + "`go run ./scripts/costs -record`" + ` rewrites this
+file with what it measured: commit it with the change. The check took 22 s to a minute on a 2-core
+machine shared with other work.
+
+The times that go with these costs are in [benchmarks.md](benchmarks.md).
+`)
+	for i, s := range sources {
+		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n`", s.title, wrap(s.about))
+		if s.dir != "" {
+			fmt.Fprintf(&b, "cd %s && ", s.dir)
+		}
+		fmt.Fprintf(&b, "%s`\n\n| figure | recorded | tolerance |\n| --- | --- | --- |\n", shellJoin(s.cmd))
+		tol := s.tol
+		if tol == "" {
+			tol = num(maxGrowth*100) + "%"
+		}
+		for _, f := range measured[i] {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", f.name, num(f.value), tol)
+		}
+	}
+	return b.Bytes()
+}
+
+// wrap breaks text into lines of at most 100 characters.
+func wrap(text string) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(text) {
+		if n > 0 && n+1+len(w) > 100 {
+			b.WriteByte('\n')
+			n = 0
+		} else if n > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
+}
+
+// shellJoin returns args as a shell command.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = a
+		if strings.ContainsAny(a, "^$|()* ") {
+			q[i] = "'" + a + "'"
+		}
+	}
+	return strings.Join(q, " ")
+}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func signed(d float64) string {
+	if d > 0 {
+		return "+" + num(d)
+	}
+	return num(d)
+}
+
+func percent(d, of float64) string {
+	if of == 0 {
+		return "from 0"
+	}
+	return fmt.Sprintf("%+.1f%%", 100*d/of)
+}
+
+func count(measured [][]figure) (n int) {
+	for _, fs := range measured {
+		n += len(fs)
+	}
+	return n
+}
+
+// tail returns the last n lines of out.
+func tail(out []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// moduleRoot returns the directory of the go.mod of the module this
+// command is run in.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("run it inside the windowlimit module (go run ./scripts/costs)")
+	}
+	return filepath.Dir(mod), nil
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "costs:", err)
+	os.Exit(1)
+}
