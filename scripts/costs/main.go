@@ -224,10 +224,10 @@ func check(w *os.File, measured [][]figure, records map[string]record) (failed i
 			verdict := "ok"
 			tol := r.tolerance()
 			switch d := f.value - r.value; {
-			case d > tol:
+			case d > tol+1e-9:
 				verdict = fmt.Sprintf("FAILED: grew %s (%s), more than %s", signed(d), percent(d, r.value), num(tol))
 				failed++
-			case -d > tol && -d > 0:
+			case -d > tol+1e-9:
 				verdict = fmt.Sprintf("fell %s (%s): record it", signed(d), percent(d, r.value))
 				stale = append(stale, f.name)
 			}
@@ -247,10 +247,11 @@ func check(w *os.File, measured [][]figure, records map[string]record) (failed i
 }
 
 // tolerance returns how much the figure may move past r: its slack or
-// its fraction, but never more than maxGrowth. The epsilon keeps a
-// figure at its bound, a mean of few calls, from failing by rounding.
+// its fraction, but never more than maxGrowth. The check compares with a
+// margin of 1e-9, so that a figure at its bound, a mean of a few calls,
+// does not fail by rounding.
 func (r record) tolerance() float64 {
-	return math.Min(math.Min(r.slack, r.rel*r.value), maxGrowth*r.value) + 1e-9
+	return math.Min(math.Min(r.slack, r.rel*r.value), maxGrowth*r.value)
 }
 
 // The record's table rows: | figure | recorded | tolerance |, the
@@ -351,7 +352,8 @@ func shellJoin(args []string) string {
 	return strings.Join(q, " ")
 }
 
-func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+// num formats v with at most three decimals.
+func num(v float64) string { return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64) }
 
 func signed(d float64) string {
 	if d > 0 {
