@@ -400,18 +400,15 @@ func parse(text []byte) (map[string]record, error) {
 // render returns the record of measured.
 func render(measured [][]figure) []byte {
 	var b bytes.Buffer
-	b.WriteString(`# Costs
-
-The deterministic costs of windowlimit: counts that do not depend on the machine's speed or load, so
-that a change that makes one grow shows in any run. ` + "`go run ./scripts/costs`" + ` measures each, compares it with
-this record and fails when one grew by more than its tolerance (5%, or less where a row's
-tolerance says so); ` + "`scripts/test.sh`" + ` runs it. A cost that fell by as much says
-"record it". After a change that moves a cost on purpose, ` + "`go run ./scripts/costs -record`" + ` rewrites this
-file with what it measured: commit it with the change. The check took 12 s to a minute on a 2-core
-machine shared with other work.
-
-The times that go with these costs are in [benchmarks.md](benchmarks.md).
-`)
+	b.WriteString("# Costs\n\n")
+	b.WriteString(wrap("The deterministic costs of windowlimit: counts that do not depend on the machine's " +
+		"speed or load, so that a change that makes one grow shows in any run. `go run ./scripts/costs` " +
+		"measures each, compares it with this record and fails when one grew by more than its tolerance " +
+		"(5%, or less where a row's tolerance says so); `scripts/test.sh` runs it. A cost that fell by as " +
+		"much says \"record it\". After a change that moves a cost on purpose, `go run ./scripts/costs " +
+		"-record` rewrites this file with what it measured: commit it with the change. The check took 12 s " +
+		"to a minute on a 2-core machine shared with other work."))
+	b.WriteString("\n\nThe times that go with these costs are in [benchmarks.md](benchmarks.md).\n")
 	for i, s := range sources {
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n`", s.title, wrap(s.about))
 		if s.dir != "" {
