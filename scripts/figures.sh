@@ -310,6 +310,8 @@ fig() {
 	fi
 }
 
+# The machines, where a time may be checked.
+[[ $mode == fast ]] || printf 'times (@) published from machine %s; this is %s\n' "${published:-(none named)}" "$here"
 row figure doc printed verdict
 
 # --- deterministic counts (-fast) ---------------------------------------
