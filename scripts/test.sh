@@ -33,6 +33,8 @@ trap verdict EXIT
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
+# callgrind counts the script's instructions for scripts/costs.
+command -v callgrind_control >/dev/null 2>&1 || missing+=(valgrind)
 if ((${#missing[@]})); then
 	step "installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive

@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,9 +68,12 @@ type source struct {
 }
 
 // A figure is one cost: its name, unique in the record, and its value.
+// A skipped figure stands for the recorded ones whose names start with
+// its name, which its command could not measure here (skipped says why).
 type figure struct {
-	name  string
-	value float64
+	name    string
+	value   float64
+	skipped string
 }
 
 var sources = []source{
@@ -82,9 +86,11 @@ var sources = []source{
 			"own. In one process for all, a configuration's count also holds what the middlewares built " +
 			"before it allocate meanwhile, which grows with the time a run takes: on a busy 2-core machine " +
 			"the last configurations moved by up to 4.6% (overrides 505 to 528), and by none alone. " +
-			"Each in its own process, they printed the same counts in every run here but one (`overrides` " +
-			"509 once with GOMAXPROCS=1, then 505 in eight runs), so each may grow by what benchmarks.md " +
-			"states its table's allocations move by: 5 for `PluginConfigs`, 3 for the others.",
+			"Each in its own process, they printed the same counts in every run here but two (`overrides` " +
+			"509 once with GOMAXPROCS=1, then 505 in eight runs; `PluginInterpreted/allowed-headers-none` " +
+			"506 once, 354 in every other run), so each may grow by what benchmarks.md states its " +
+			"table's allocations move by, 5 for `PluginConfigs` and 3 for the others, and one that grew " +
+			"more runs once more, the lesser count standing.",
 		dir:     "scripts/yaegitest",
 		cmd:     []string{"go", "test", "-run", "^$", "-bench", "^Benchmark(PluginConfigs|PluginInterpreted|RedisLayersInterpreted)$", "-benchtime", "2000x", "."},
 		apart:   true,
@@ -107,10 +113,21 @@ var sources = []source{
 		about: "What each of the script's modes costs Redis, the mean of 50 decisions through " +
 			"`redisstore.Store` against a redis-server of its own: script calls and the commands the " +
 			"script runs (INFO commandstats before and after; the command's output names them), " +
-			"a decision's Go allocations through shared/resp (`testing.AllocsPerRun`), and MEMORY USAGE " +
-			"of the busy IPv4 key of `scripts/bench-redis.sh` (50 requests in each of 11 sub-windows).",
+			"a decision's Go allocations through shared/resp (`testing.AllocsPerRun`), MEMORY USAGE " +
+			"of the busy IPv4 key of `scripts/bench-redis.sh` (50 requests in each of 11 sub-windows), " +
+			"and the instructions a decision takes in Redis's `evalShaCommand` (the script and the " +
+			"commands it calls) in a redis-server under valgrind's callgrind, the mean of 400 decisions, " +
+			"within 3%: where the Lua collector's steps fall moves them, by up to 1% between runs here " +
+			"(4% for means of 50). Without valgrind (`apt-get install valgrind`; scripts/test.sh " +
+			"installs it) the check says it skipped those, and `-record` keeps their record.",
 		cmd:     []string{"go", "test", "-count=1", "-run", "^TestScriptCosts$", "-v", "./shared/redisstore"},
 		figures: costLines,
+		tolOf: func(name string) string {
+			if strings.HasPrefix(name, "callgrind ") {
+				return "3%"
+			}
+			return "5%"
+		},
 	},
 }
 
@@ -154,21 +171,26 @@ func benchAllocs(prefix string) func([]byte) []figure {
 				continue
 			}
 			at[name] = len(fs)
-			fs = append(fs, figure{name, v})
+			fs = append(fs, figure{name: name, value: v})
 		}
 		return fs
 	}
 }
 
-// costRE matches TestScriptCosts's lines: "cost: NAME = VALUE (more)".
-var costRE = regexp.MustCompile(`(?m)^\s*\S+_test\.go:\d+: cost: (.+?) = ([0-9.]+)`)
+// costRE matches TestScriptCosts's lines: "cost: NAME = VALUE (more)",
+// or "cost: NAME = skipped (why)".
+var costRE = regexp.MustCompile(`(?m)^\s*\S+_test\.go:\d+: cost: (.+?) = (skipped.*|[0-9.]+)`)
 
 // costLines reads the figures of the lines costRE matches.
 func costLines(out []byte) []figure {
 	var fs []figure
 	for _, m := range costRE.FindAllSubmatch(out, -1) {
+		if why, ok := strings.CutPrefix(string(m[2]), "skipped"); ok {
+			fs = append(fs, figure{name: string(m[1]), skipped: strings.Trim(why, " ()")})
+			continue
+		}
 		v, _ := strconv.ParseFloat(string(m[2]), 64)
-		fs = append(fs, figure{string(m[1]), v})
+		fs = append(fs, figure{name: string(m[1]), value: v})
 	}
 	return fs
 }
@@ -193,14 +215,22 @@ func main() {
 		fatal(err)
 	}
 	start := time.Now()
+	path := filepath.Join(root, recordFile)
+	// The record, if it reads, tells measure which figures grew.
+	var records map[string]record
+	if text, err := os.ReadFile(path); err == nil {
+		records, _ = parse(text)
+	}
 	measured := make([][]figure, len(sources))
 	for i, s := range sources {
-		if measured[i], err = measure(root, s); err != nil {
+		if measured[i], err = measure(root, s, records); err != nil {
 			fatal(err)
 		}
 	}
-	path := filepath.Join(root, recordFile)
 	if *rec {
+		if err := keepSkipped(path, measured); err != nil {
+			fatal(err)
+		}
 		if err := os.WriteFile(path, render(measured), 0o644); err != nil {
 			fatal(err)
 		}
@@ -211,7 +241,7 @@ func main() {
 	if err != nil {
 		fatal(fmt.Errorf("read the record: %w (go run ./scripts/costs -record writes it)", err))
 	}
-	records, err := parse(text)
+	records, err = parse(text)
 	if err != nil {
 		fatal(fmt.Errorf("%s: %w", recordFile, err))
 	}
@@ -223,13 +253,23 @@ func main() {
 	fmt.Printf("\ncosts: passed, %d figures within their record (%s)\n", count(measured), time.Since(start).Round(time.Second))
 }
 
-// measure runs s's command and reads its figures.
-func measure(root string, s source) ([]figure, error) {
+// measure runs s's command and reads its figures. Of a source run
+// apart, a benchmark whose figure grew past its record in records is run
+// a second time, and the lesser count kept (see measureApart).
+func measure(root string, s source, records map[string]record) ([]figure, error) {
 	dir := filepath.Join(root, s.dir)
 	var out []byte
 	var err error
 	if s.apart {
-		out, err = measureApart(dir, s.cmd)
+		grew := func(out []byte) bool {
+			for _, f := range s.figures(out) {
+				if r, ok := records[f.name]; ok && f.value-r.value > r.tolerance()+1e-9 {
+					return true
+				}
+			}
+			return false
+		}
+		out, err = measureApart(dir, s.cmd, grew)
 	} else {
 		out, err = run(dir, s.cmd[0], s.cmd[1:]...)
 	}
@@ -241,6 +281,44 @@ func measure(root string, s source) ([]figure, error) {
 		return nil, fmt.Errorf("%s printed no figure:\n%s", strings.Join(s.cmd, " "), tail(out, 30))
 	}
 	return fs, nil
+}
+
+// keepSkipped puts in measured, in place of each skipped figure, the
+// figures of the record at path that it stands for, so that -record on a
+// machine without what measures them keeps them.
+func keepSkipped(path string, measured [][]figure) error {
+	text, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var names []string
+	rows := make(map[string]float64)
+	sc := bufio.NewScanner(bytes.NewReader(text))
+	for sc.Scan() {
+		if m := rowRE.FindStringSubmatch(sc.Text()); m != nil {
+			names = append(names, m[1])
+			rows[m[1]], _ = strconv.ParseFloat(m[2], 64)
+		}
+	}
+	for i, fs := range measured {
+		var kept []figure
+		for _, f := range fs {
+			if f.skipped == "" {
+				kept = append(kept, f)
+				continue
+			}
+			for _, name := range names {
+				if strings.HasPrefix(name, f.name) {
+					kept = append(kept, figure{name: name, value: rows[name]})
+				}
+			}
+		}
+		measured[i] = kept
+	}
+	return sc.Err()
 }
 
 // run runs name with args in dir and returns its output.
@@ -260,7 +338,11 @@ func run(dir, name string, args ...string) ([]byte, error) {
 // binary once, lists the benchmarks by running each once (-benchtime
 // 1x), then runs each alone. A benchmark of the yaegi harness then
 // counts no allocation of the middlewares that those before it built.
-func measureApart(dir string, cmd []string) ([]byte, error) {
+// One whose output grew reports runs once more, and the lesser count
+// stands: one run of PluginInterpreted/allowed-headers-none printed 506
+// allocations against 354 in every other, while a cost that grew is
+// still there the second time.
+func measureApart(dir string, cmd []string, grew func(out []byte) bool) ([]byte, error) {
 	var bench, benchtime, pkg string
 	for i := 2; i < len(cmd); i++ {
 		switch cmd[i] {
@@ -299,12 +381,20 @@ func measureApart(dir string, cmd []string) ([]byte, error) {
 		for i, p := range parts {
 			parts[i] = "^" + regexp.QuoteMeta(p) + "$"
 		}
-		out, err := run(dir, bin, "-test.run", "^$", "-test.bench", strings.Join(parts, "/"),
-			"-test.benchtime", benchtime, "-test.cpu", cpu, "-test.benchmem")
+		args := []string{"-test.run", "^$", "-test.bench", strings.Join(parts, "/"),
+			"-test.benchtime", benchtime, "-test.cpu", cpu, "-test.benchmem"}
+		out, err := run(dir, bin, args...)
 		if err != nil {
 			return nil, err
 		}
 		all = append(all, out...)
+		if grew(out) {
+			fmt.Fprintf(os.Stderr, "costs: %s grew past its record: once more\n", name)
+			if out, err = run(dir, bin, args...); err != nil {
+				return nil, err
+			}
+			all = append(all, out...)
+		}
 	}
 	return all, nil
 }
@@ -319,8 +409,13 @@ func check(w *os.File, measured [][]figure, records map[string]record) (failed i
 	row("figure", "recorded", "measured", "verdict")
 	seen := make(map[string]bool)
 	var stale []string
+	skipped := make(map[string]string)
 	for _, fs := range measured {
 		for _, f := range fs {
+			if f.skipped != "" {
+				skipped[f.name] = f.skipped
+				continue
+			}
 			seen[f.name] = true
 			r, ok := records[f.name]
 			if !ok {
@@ -341,11 +436,23 @@ func check(w *os.File, measured [][]figure, records map[string]record) (failed i
 			row(f.name, num(r.value), num(f.value), verdict)
 		}
 	}
-	for name, r := range records {
+	var unseen []string
+	for name := range records {
 		if !seen[name] {
-			row(name, num(r.value), "-", "FAILED: recorded but not measured (record again)")
-			failed++
+			unseen = append(unseen, name)
 		}
+	}
+	slices.Sort(unseen)
+next:
+	for _, name := range unseen {
+		for prefix, why := range skipped {
+			if strings.HasPrefix(name, prefix) {
+				row(name, num(records[name].value), "-", "not measured here: "+why)
+				continue next
+			}
+		}
+		row(name, num(records[name].value), "-", "FAILED: recorded but not measured (record again)")
+		failed++
 	}
 	if len(stale) > 0 {
 		fmt.Fprintf(w, "\ncosts: %d figures fell below their record; `go run ./scripts/costs -record` records them, so that the check holds the gain\n", len(stale))
@@ -407,7 +514,7 @@ func render(measured [][]figure) []byte {
 		"(5%, or less where a row's tolerance says so); `scripts/test.sh` runs it. A cost that fell by as " +
 		"much says \"record it\". After a change that moves a cost on purpose, `go run ./scripts/costs " +
 		"-record` rewrites this file with what it measured: commit it with the change. The check took 12 s " +
-		"to a minute on a 2-core machine shared with other work."))
+		"to 66 s on a 2-core machine shared with other work."))
 	b.WriteString("\n\nThe times that go with these costs are in [benchmarks.md](benchmarks.md).\n")
 	for i, s := range sources {
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n`", s.title, wrap(s.about))
@@ -473,9 +580,14 @@ func percent(d, of float64) string {
 	return fmt.Sprintf("%+.1f%%", 100*d/of)
 }
 
+// count returns how many figures were measured, skipped ones left out.
 func count(measured [][]figure) (n int) {
 	for _, fs := range measured {
-		n += len(fs)
+		for _, f := range fs {
+			if f.skipped == "" {
+				n++
+			}
+		}
 	}
 	return n
 }
