@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The project's test command (README.md, .ci/run). On a fresh Debian machine
 # it installs what the tests need, then runs every suite: static checks, the
-# unit tests with -race, the yaegi harness, and the end-to-end tests against
-# real Caddy and Traefik binaries. Big builds are cached outside the repo
-# under ${WINDOWLIMIT_CACHE:-$HOME/.cache/windowlimit}.
+# unit tests with -race, the yaegi harness, the costs against their record,
+# and the end-to-end tests against real Caddy and Traefik binaries. Big
+# builds are cached outside the repo under
+# ${WINDOWLIMIT_CACHE:-$HOME/.cache/windowlimit}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +33,8 @@ trap verdict EXIT
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
+# callgrind counts the script's instructions for scripts/costs.
+command -v callgrind_control >/dev/null 2>&1 || missing+=(valgrind)
 if ((${#missing[@]})); then
 	step "installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
@@ -109,6 +112,11 @@ step "yaegi harness: shared/ and the plugin interpreted as Traefik does"
 
 step "figures: the documentation's deterministic counts against what their commands print"
 scripts/figures.sh -fast
+
+# The costs no machine moves (allocations, the script's calls and
+# commands, bytes a key) against docs/costs.md: one that grew fails.
+step "costs: the deterministic costs against their record (docs/costs.md)"
+go run ./scripts/costs
 
 step "end to end: Caddy"
 scripts/e2e-caddy.sh
