@@ -115,6 +115,33 @@ func period(t *Table, s *slot, mono int64) {
 // another key's live lease in s is decided alone; one that finds a lease
 // call for key in flight waits for its answer, once.
 func miss(t *Table, ctx context.Context, s *slot, key string, limit int64, now time.Time, mono int64) ratelimit.Decision {
+	if s.stop == nil && s.units <= 0 && s.pending == nil && limit == t.limit {
+		// No lease here to end or wait for, the common miss of many keys:
+		// when the key stays cold, its demand is counted and its request
+		// decided as below, without the calls below (under yaegi each
+		// costs a frame; 1,000 busy keys: 976 interpreter allocations a
+		// request before, see BenchmarkRedisLayersInterpreted). A key
+		// that turns hot goes on below, which finds this done already.
+		if s.key != key || s.limit != limit {
+			s.key, s.limit, s.period, s.seen, s.prev, s.size, s.early, s.edge = key, limit, mono, 0, 0, 0, false, 0
+			s.grant, s.granted, s.confirmed = ratelimit.Decision{}, 0, 0
+		}
+		if mono-s.period >= t.span { // period, inline
+			s.prev = 0
+			if mono-s.period < 2*t.span {
+				s.prev = s.seen
+			}
+			s.period, s.seen = mono, 0
+		}
+		if s.seen+1 < HotAfter && s.prev < HotAfter { // want's first test
+			if s.size > 0 && s.units < t.cost && mono < s.expires {
+				s.early = true
+			}
+			s.seen++
+			s.mu.Unlock()
+			return guard.TakeKey(t.guard, ctx, t.keyCall, t.zone, key, now)
+		}
+	}
 	if s.key != key || s.limit != limit {
 		if s.pending != nil || s.units > 0 && mono < s.expires {
 			s.mu.Unlock()
