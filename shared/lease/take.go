@@ -34,7 +34,7 @@ func Take(t *Table, ctx context.Context, key string, limit int64, now time.Time)
 		s.mu.Unlock()
 		return d
 	}
-	return miss(t, ctx, s, key, limit, now, mono)
+	return coldMiss(t, ctx, s, key, limit, now, mono)
 }
 
 // renew is Take for the request that finds the lease in s running low (a
@@ -109,19 +109,15 @@ func period(t *Table, s *slot, mono int64) {
 	}
 }
 
-// miss is Take without a lease to spend; s is locked. It ends the lease
-// s holds, if any, counts key's demand and decides the request through
-// the guard, asking for a lease when key is hot. A request that finds
-// another key's live lease in s is decided alone; one that finds a lease
-// call for key in flight waits for its answer, once.
-func miss(t *Table, ctx context.Context, s *slot, key string, limit int64, now time.Time, mono int64) ratelimit.Decision {
+// coldMiss is miss for a key with no lease here to end or wait for that
+// stays cold, the common request of many keys: its demand counted, its
+// request decided by the guard's call. The rest goes on in miss, which
+// finds this done already. It is apart from miss and small because under
+// yaegi a call allocates a slot for every local and temporary of the
+// function called, branches taken or not (see
+// BenchmarkRedisLayersInterpreted, 1,000 keys). s is locked.
+func coldMiss(t *Table, ctx context.Context, s *slot, key string, limit int64, now time.Time, mono int64) ratelimit.Decision {
 	if s.stop == nil && s.units <= 0 && s.pending == nil && limit == t.limit {
-		// No lease here to end or wait for, the common miss of many keys:
-		// when the key stays cold, its demand is counted and its request
-		// decided as below, without the calls below (under yaegi each
-		// costs a frame; 1,000 busy keys: 976 interpreter allocations a
-		// request before, see BenchmarkRedisLayersInterpreted). A key
-		// that turns hot goes on below, which finds this done already.
 		if s.key != key || s.limit != limit {
 			s.key, s.limit, s.period, s.seen, s.prev, s.size, s.early, s.edge = key, limit, mono, 0, 0, 0, false, 0
 			s.grant, s.granted, s.confirmed = ratelimit.Decision{}, 0, 0
@@ -142,6 +138,15 @@ func miss(t *Table, ctx context.Context, s *slot, key string, limit int64, now t
 			return guard.TakeKey(t.guard, ctx, t.keyCall, t.zone, key, now)
 		}
 	}
+	return miss(t, ctx, s, key, limit, now, mono)
+}
+
+// miss is Take without a lease to spend; s is locked. It ends the lease
+// s holds, if any, counts key's demand and decides the request through
+// the guard, asking for a lease when key is hot. A request that finds
+// another key's live lease in s is decided alone; one that finds a lease
+// call for key in flight waits for its answer, once.
+func miss(t *Table, ctx context.Context, s *slot, key string, limit int64, now time.Time, mono int64) ratelimit.Decision {
 	if s.key != key || s.limit != limit {
 		if s.pending != nil || s.units > 0 && mono < s.expires {
 			s.mu.Unlock()
