@@ -61,7 +61,7 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Value slices of this response's own (see httplimit.Policy), capped
 	// so that an append cannot reach the next one.
-	v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[(d.ResetAfter+time.Second-1)/time.Second]}
+	v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[(d.ResetAfter+second-1)/second]}
 	h := w.Header()
 	h[headerLimit] = v[0:1:1]
 	h[headerRemaining] = v[1:2:2]
@@ -129,7 +129,7 @@ func serveRedis(m *Middleware, w http.ResponseWriter, r *http.Request) {
 	} else {
 		d = guard.TakeKey(m.guard, r.Context(), m.keyCall, m.zone, key, time.Now())
 	}
-	reset := (d.ResetAfter + time.Second - 1) / time.Second
+	reset := (d.ResetAfter + second - 1) / second
 	if !d.Allowed || uint64(d.Remaining) >= uint64(len(m.decimals)) || uint64(reset) >= uint64(len(m.decimals)) {
 		decided(m, w, r, key, d)
 		return
