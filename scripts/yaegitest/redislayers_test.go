@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/windowlimit/windowlimit/scripts/yaegitest/redisscenario"
 )
 
 // BenchmarkRedisLayersInterpreted prints what each layer of the Traefik
@@ -48,6 +50,18 @@ func BenchmarkRedisLayersInterpreted(b *testing.B) {
 			})
 		}
 	}
+	// The plugin's call compiled, for reference: what the fake Redis, the
+	// system calls and the pipeline's goroutines cost without the
+	// interpreter.
+	b.Run("remote-pipelined-compiled", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu, before := cpuTime(b), calls.Load()
+		if _, err := redisscenario.Layer(addr, "remote", true, b.N); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64((cpuTime(b)-cpu).Nanoseconds())/float64(b.N)/1000, "cpu-µs/op")
+		oneCallEach(b, calls.Load()-before-1, b.N)
+	})
 	// The plugin's ServeHTTP with a redis block.
 	for _, limit := range []string{"60000"} {
 		b.Run("plugin-pipelined-limit-"+limit, func(b *testing.B) {
