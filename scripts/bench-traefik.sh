@@ -25,8 +25,8 @@
 # the rounds: requests per second, and the CPU time Traefik spent per
 # request (the steadier figure: other processes change the throughput far
 # more than what a request costs Traefik), then each plugin router's ratio
-# to its built-in router of the same run. With 25 routers, 5 rounds of 3 s
-# take about 7 minutes (after the one Traefik build).
+# to its built-in router of the same run. With 27 routers, 5 rounds of 3 s
+# take about 7.5 minutes (after the one Traefik build).
 #
 #   WL_BENCH_SECONDS   length of each measured run (default 3)
 #   WL_BENCH_ROUNDS    rounds over the routers (default 5)
