@@ -11,7 +11,10 @@
 # takes a mutex, increments a map entry and sets one header; and the least
 # sliding window a yaegi plugin can be, which no limiter gets under), and,
 # on one throwaway redis-server, this plugin with `redis` against the
-# built-in with `redis`.
+# built-in with `redis`: on one hot key (the remote address, where the
+# plugin's leases admit most requests), and on 1,000 busy keys (both keyed
+# by X-Key, which wrk sends at random from 1,000 per request; a 1 s window
+# of 100 ms sub-windows, so every key's every sub-window is written).
 #
 # Every request carries "X-Forwarded-For: 198.51.100.1, 203.0.113.7" (the
 # web entry point trusts loopback, as one behind a load balancer trusts
@@ -22,8 +25,8 @@
 # the rounds: requests per second, and the CPU time Traefik spent per
 # request (the steadier figure: other processes change the throughput far
 # more than what a request costs Traefik), then each plugin router's ratio
-# to its built-in router of the same run. With 25 routers, 5 rounds of 3 s
-# take about 7 minutes (after the one Traefik build).
+# to its built-in router of the same run. With 27 routers, 5 rounds of 3 s
+# take about 7.5 minutes (after the one Traefik build).
 #
 #   WL_BENCH_SECONDS   length of each measured run (default 3)
 #   WL_BENCH_ROUNDS    rounds over the routers (default 5)
@@ -33,6 +36,8 @@
 #   WL_BENCH_PPROF     a directory: after the rounds, take 10 s CPU profiles
 #                      of Traefik (api.debug) under load on /plugin, /trivial
 #                      and /plugin-redis into it, and print their top entries
+#   WL_BENCH_PPROF_PATHS the routers WL_BENCH_PPROF profiles (default
+#                      "plugin trivial plugin-redis")
 set -euo pipefail
 source "$(dirname "$0")/traefik-lib.sh"
 source "$(dirname "$0")/redis-e2e.sh"
@@ -42,6 +47,7 @@ SECONDS_EACH=${WL_BENCH_SECONDS:-3}
 ROUNDS=${WL_BENCH_ROUNDS:-5}
 CONNS=${WL_BENCH_CONNS:-32}
 PPROF=${WL_BENCH_PPROF:-}
+PPROF_PATHS=${WL_BENCH_PPROF_PATHS:-plugin trivial plugin-redis}
 XFF="198.51.100.1, 203.0.113.7"
 APIKEY=key-0123456789
 
@@ -72,6 +78,8 @@ ROUTERS=$(
 		plugin-overrides builtin windowlimit, overrides
 		builtin-redis - built-in + redis
 		plugin-redis builtin-redis windowlimit + redis
+		builtin-redis-keys - built-in + redis, 1000 keys
+		plugin-redis-keys builtin-redis-keys windowlimit + redis, 1000 keys
 		trivial builtin trivial yaegi plugin (the floor)
 		window-floor builtin least sliding window, yaegi (its floor)
 		deny - windowlimit, denial-heavy (429)
@@ -98,6 +106,13 @@ FLOOR=$WL_WORK/plugins-local/src/example.com/floor
 mkdir -p "$FLOOR"
 cp "$WL_ROOT/scripts/floorplugin/floor.go" "$WL_ROOT/scripts/floorplugin/.traefik.yml" "$FLOOR/"
 read -r WEB PING API REDIS < <(wt_free_ports 4 | paste -sd' ')
+# The wrk script of the *-keys routers: a random X-Key of 1000 per request.
+cat >"$WL_WORK/keys.lua" <<'EOF'
+math.randomseed(os.time())
+request = function()
+	return wrk.format(nil, nil, { ["X-Key"] = tostring(math.random(1000)) })
+end
+EOF
 wl_redis_start "$REDIS"
 
 # builtin NAME [SOURCE] prints a built-in rateLimit that allows everything.
@@ -138,6 +153,10 @@ wt_dynamic "$WL_WORK/dynamic.yml" "$(
 	builtin builtin-redis "redis: {endpoints: [\"127.0.0.1:$REDIS\"]}"
 	# onStoreError deny: a failing store answers 429, which the run stops on.
 	wt_plugin plugin-redis "${allow[@]}" "redis: {endpoints: [\"127.0.0.1:$REDIS\"]}" 'onStoreError: deny'
+	builtin builtin-redis-keys "sourceCriterion: {requestHeaderName: X-Key}
+        redis: {endpoints: [\"127.0.0.1:$REDIS\"]}"
+	wt_plugin plugin-redis-keys "${allow[@]}" "sourceCriterion: {requestHeaderName: X-Key}" \
+		"redis: {endpoints: [\"127.0.0.1:$REDIS\"]}" 'onStoreError: deny'
 	printf '    trivial:\n      plugin:\n        floor: {}\n'
 	printf '    window-floor:\n      plugin:\n        floor: {window: true}\n'
 	wt_plugin deny "window: 1m" "limit: 1"
@@ -162,9 +181,10 @@ done
 CLK_TCK=$(getconf CLK_TCK)
 traefik_ticks() { awk '{print $14 + $15}' "/proc/$WT_TRAEFIK_PID/stat"; }
 measure() {
-	local before after out
+	local before after out script=()
+	[[ $1 != *-keys ]] || script=(-s "$WL_WORK/keys.lua")
 	before=$(traefik_ticks)
-	out=$(wrk -t1 -c"$CONNS" -d"$2s" -H "X-Forwarded-For: $XFF" -H "X-Api-Key: $APIKEY" "http://127.0.0.1:$WEB/$1")
+	out=$(wrk -t1 -c"$CONNS" -d"$2s" -H "X-Forwarded-For: $XFF" -H "X-Api-Key: $APIKEY" "${script[@]}" "http://127.0.0.1:$WEB/$1")
 	after=$(traefik_ticks)
 	awk -v b="$before" -v a="$after" -v hz="$CLK_TCK" '
 		/requests in/ {n = $1}
@@ -229,9 +249,11 @@ if [[ -n $PPROF ]]; then
 	echo "Where Traefik's CPU goes, from 10 s CPU profiles (api.debug) under wrk -t1 -c$CONNS (per request):"
 	printf '%-14s %9s %10s %14s %12s %10s
 ' "router" "req/s" "CPU µs" "in the plugin" "allocating" "GC marking"
-	for path in plugin trivial plugin-redis; do
+	for path in $PPROF_PATHS; do
 		prof=$PPROF/$path.cpu.pprof
-		wrk -t1 -c"$CONNS" -d12s "http://127.0.0.1:$WEB/$path" >"$PPROF/$path.wrk" &
+		script=()
+		[[ $path != *-keys ]] || script=(-s "$WL_WORK/keys.lua")
+		wrk -t1 -c"$CONNS" -d12s "${script[@]}" "http://127.0.0.1:$WEB/$path" >"$PPROF/$path.wrk" &
 		sleep 1
 		curl -s --max-time 20 -o "$prof" "http://127.0.0.1:$API/debug/pprof/profile?seconds=10"
 		wait $!
@@ -242,7 +264,7 @@ if [[ -n $PPROF ]]; then
 			-v alloc="$(seconds -focus='runtime.mallocgc$')" -v gc="$(seconds -focus=gcBgMarkWorker)" \
 			'BEGIN {n = r * 10; printf "%-14s %9.0f %10.1f %14.1f %12.1f %10.1f\n", p, r, all / n * 1e6, own / n * 1e6, alloc / n * 1e6, gc / n * 1e6}'
 	done
-	for path in plugin trivial plugin-redis; do
+	for path in $PPROF_PATHS; do
 		echo
 		echo "Top of the CPU profile on /$path ($PPROF/$path.cpu.pprof):"
 		go tool pprof -top -nodecount=15 "$bin" "$PPROF/$path.cpu.pprof" 2>/dev/null | sed -n '/flat%/,$p'

@@ -56,7 +56,7 @@ func evalCalls(t *testing.T, srv *redistest.Server) int64 {
 // TestRedisLeaseCalls: a hot key's requests cost one script call each
 // with lease off, far fewer with lease auto (the default), every one
 // admitted with the X-RateLimit-Remaining a per-request decision gives;
-// through serveRedisRemoteAddr (a limit within the decimals table) and through
+// through serveRedis (a limit within the decimals table) and through
 // takeFromStore (beyond it).
 func TestRedisLeaseCalls(t *testing.T) {
 	srv := redistest.Start(t)
@@ -68,8 +68,8 @@ func TestRedisLeaseCalls(t *testing.T) {
 			c.Redis.Lease = mode
 			name := "lease-calls-" + mode + "-" + itoa(limit) + "@file"
 			h := redisMiddleware(t, c, name)
-			if m := h.(*Middleware); (m.lease != nil) != (mode == "") || m.redisRemoteAddr != (limit < 65536) {
-				t.Fatalf("limit %d, lease %q: table %v, redisRemoteAddr %v", limit, mode, m.lease != nil, m.redisRemoteAddr)
+			if m := h.(*Middleware); (m.lease != nil) != (mode == "") || m.redisInline != (limit < 65536) {
+				t.Fatalf("limit %d, lease %q: table %v, redisInline %v", limit, mode, m.lease != nil, m.redisInline)
 			}
 			// One sub-window (6s) for the whole run: across a boundary the
 			// old lease's units count until they are given back, and the

@@ -45,10 +45,10 @@ type Middleware struct {
 	// does not serve m: a store, countStatus or overrides (see setPaths and
 	// the paths' table in serve.go).
 	notMemoryPath bool
-	// redisRemoteAddr is set when serveRedisRemoteAddr serves m: Redis
-	// through guard, the remote address, legacy headers from the table, no
-	// dry run (see useStore).
-	redisRemoteAddr bool
+	// redisInline is set when serveRedis serves m: Redis through guard,
+	// any source, legacy headers from the table, no dry run (see
+	// useStore).
+	redisInline bool
 	// legacyTable is set when ServeHTTP writes legacy headers from
 	// decimals; otherwise decidedModeHeaders writes those of headerMode.
 	legacyTable bool
@@ -157,10 +157,9 @@ func build(next http.Handler, config *Config, name string) (*Middleware, error) 
 		source: s.source,
 		v6Bits: s.v6Bits,
 		policy: httplimit.NewPolicy(name, s.rule.Window, s.rule.Limit, s.mode),
-		// Until setPaths, set unless serveRedisRemoteAddr could serve m
-		// (the remote address, legacy headers from the table, no dry
-		// run), for useStore.
-		notMemoryPath: s.source != nil || s.mode != httplimit.HeadersLegacy || s.dryRun || table == nil || s.countStatus != nil || s.overrides != nil,
+		// Until setPaths, set unless serveRedis could serve m (legacy
+		// headers from the table, no dry run), for useStore.
+		notMemoryPath: s.mode != httplimit.HeadersLegacy || s.dryRun || table == nil || s.countStatus != nil || s.overrides != nil,
 		decimals:      table,
 		ruleLimit:     s.rule.Limit,
 		limitStr:      strconv.FormatInt(s.rule.Limit, 10),
@@ -197,10 +196,7 @@ func setPaths(m *Middleware, s settings) {
 	m.headerMode = s.mode
 	m.policyStr = m.policy.PolicyValue()
 	m.ratePrefix = m.policy.RatePrefix()
-	if m.store != nil || m.countStatus != nil || m.overrides != nil {
-		return
-	}
-	m.notMemoryPath = false
+	// sourceKey's settings: serveRedis keys as the memory path does.
 	if src := s.source; src != nil {
 		m.keyKind = src.kind
 		if src.kind == sourceIP && src.ip.depth > 0 {
@@ -210,4 +206,8 @@ func setPaths(m *Middleware, s settings) {
 			m.excluded4 = excludedIPv4(src.ip)
 		}
 	}
+	if m.store != nil || m.countStatus != nil || m.overrides != nil {
+		return
+	}
+	m.notMemoryPath = false
 }

@@ -16,16 +16,15 @@ import (
 //
 //	path                  counts in  key             limit    taken for
 //	ServeHTTP             memory     any source      rule's   no countStatus, no overrides
-//	serveRedisRemoteAddr  Redis      remote address  rule's   legacy headers within the table,
+//	serveRedis            Redis      any source      rule's   legacy headers within the table,
 //	                                                          no dry run, countStatus or overrides
 //	serveAny              either     any source      any      the rest, handing on to:
 //	serveOverridden       either     any source      its own  overrides
 //	serveCounted          either     any source      rule's   countStatus (reserve, then refund)
 //
 // The table is m.decimals, the header values New tabulates for the rule.
-// serveAny decides itself a store's request that serveRedisRemoteAddr does
-// not take: a sourceCriterion, other headers, dry run, or a limit or
-// window past the table.
+// serveAny decides itself a store's request that serveRedis does not
+// take: other headers, dry run, or a limit or window past the table.
 
 // ServeHTTP limits the request: it passes it on or rejects it.
 //
@@ -36,8 +35,8 @@ import (
 // headers in one call (decidedModeHeaders), a rejection in one (reject).
 func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if m.notMemoryPath {
-		if m.redisRemoteAddr {
-			serveRedisRemoteAddr(m, w, r)
+		if m.redisInline {
+			serveRedis(m, w, r)
 			return
 		}
 		serveAny(m, w, r)
@@ -62,7 +61,7 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Value slices of this response's own (see httplimit.Policy), capped
 	// so that an append cannot reach the next one.
-	v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[(d.ResetAfter+time.Second-1)/time.Second]}
+	v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[(d.ResetAfter+second-1)/second]}
 	h := w.Header()
 	h[headerLimit] = v[0:1:1]
 	h[headerRemaining] = v[1:2:2]
@@ -104,15 +103,25 @@ func decidedModeHeaders(m *Middleware, w http.ResponseWriter, r *http.Request, k
 	m.next.ServeHTTP(w, r)
 }
 
-// serveRedisRemoteAddr serves a request through Redis, keyed by its remote
-// address, with legacy headers from the table. It is the memory path with
-// guard.TakeKey (lease.Take with leases on) for TakeAt, in one
-// frame (see Performance under yaegi). A denial, or a value past the
-// table (Redis answers what it likes), goes to decided.
-func serveRedisRemoteAddr(m *Middleware, w http.ResponseWriter, r *http.Request) {
-	key, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil || r.RemoteAddr[0] == '[' {
-		key = remoteKey(m, r)
+// serveRedis serves a request through Redis, keyed as the memory path
+// keys it (the remote address, or sourceKey), with legacy headers from
+// the table. It is the memory path with guard.TakeKey (lease.Take with
+// leases on) for TakeAt, in one frame (see Performance under yaegi):
+// through serveAny's frames, 1,000 busy keys from a header cost 740
+// interpreter allocations a request, through this one 700
+// (BenchmarkRedisLayersInterpreted).
+// A denial, or a value past the table (Redis answers what it likes), goes
+// to decided.
+func serveRedis(m *Middleware, w http.ResponseWriter, r *http.Request) {
+	var key string
+	if m.source != nil {
+		key = sourceKey(m, r)
+	} else {
+		var err error
+		key, _, err = net.SplitHostPort(r.RemoteAddr)
+		if err != nil || r.RemoteAddr[0] == '[' {
+			key = remoteKey(m, r)
+		}
 	}
 	var d ratelimit.Decision
 	if m.lease != nil {
@@ -120,7 +129,7 @@ func serveRedisRemoteAddr(m *Middleware, w http.ResponseWriter, r *http.Request)
 	} else {
 		d = guard.TakeKey(m.guard, r.Context(), m.keyCall, m.zone, key, time.Now())
 	}
-	reset := (d.ResetAfter + time.Second - 1) / time.Second
+	reset := (d.ResetAfter + second - 1) / second
 	if !d.Allowed || uint64(d.Remaining) >= uint64(len(m.decimals)) || uint64(reset) >= uint64(len(m.decimals)) {
 		decided(m, w, r, key, d)
 		return

@@ -9,7 +9,7 @@ import (
 
 // With Redis down, onStoreError allow admits with Remaining = limit - cost
 // and a reset of 0, deny rejects with Retry-After 1 (docs/headers.md), and
-// serveRedisRemoteAddr answers as serveAny does, for hostile remote
+// serveRedis answers as serveAny does, for hostile remote
 // addresses too.
 func TestServeRedisRemoteAddrWithRedisDown(t *testing.T) {
 	// A loopback port nothing listens on: every dial is refused at once.
@@ -26,12 +26,12 @@ func TestServeRedisRemoteAddrWithRedisDown(t *testing.T) {
 		c.Cost = 2
 		c.OnStoreError = policy
 		direct := redisMiddleware(t, c, "down-"+policy+"@file").(*Middleware)
-		if !direct.redisRemoteAddr {
-			t.Fatal("not served by serveRedisRemoteAddr")
+		if !direct.redisInline {
+			t.Fatal("not served by serveRedis")
 		}
 		for _, remote := range []string{"203.0.113.7:1", "[2001:db8::1]:443", "", "[", "[::1", ":", "[2001:db8::1]"} {
 			got := httptest.NewRecorder()
-			serveRedisRemoteAddr(direct, got, request(remote))
+			serveRedis(direct, got, request(remote))
 			want := httptest.NewRecorder()
 			serveAny(direct, want, request(remote))
 			if got.Code != want.Code {

@@ -21,7 +21,7 @@ func useStore(m *Middleware, s ratelimit.Store) {
 			m.keyCall = rs.KeyCall(m.zone)
 		}
 	}
-	m.redisRemoteAddr = !m.notMemoryPath && m.guard != nil
+	m.redisInline = !m.notMemoryPath && m.guard != nil
 	m.notMemoryPath = true
 }
 

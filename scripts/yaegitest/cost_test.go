@@ -11,11 +11,13 @@ import (
 const costSource = `package cost
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -112,6 +114,56 @@ func Loop(kind string, n int) time.Duration {
 		for k := 0; k < n; k++ {
 			func() { defer func() {}() }()
 		}
+	case "make-chan":
+		for k := 0; k < n; k++ {
+			_ = make(chan struct{})
+		}
+	case "close-recv":
+		for k := 0; k < n; k++ {
+			c := make(chan struct{})
+			close(c)
+			<-c
+		}
+	case "close-select":
+		ctx := context.Background()
+		for k := 0; k < n; k++ {
+			c := make(chan struct{})
+			close(c)
+			select {
+			case <-c:
+			case <-ctx.Done():
+			}
+		}
+	case "mutex":
+		var mu sync.Mutex
+		for k := 0; k < n; k++ {
+			mu.Lock()
+			mu.Unlock()
+		}
+	case "new-struct":
+		for k := 0; k < n; k++ {
+			_ = &T{n: 1}
+		}
+	case "func-value":
+		f := function
+		for k := 0; k < n; k++ {
+			x = f(x)
+		}
+	case "method-value":
+		f := t.method
+		for k := 0; k < n; k++ {
+			x = f(x)
+		}
+	case "interface-method-value":
+		f := i.method
+		for k := 0; k < n; k++ {
+			x = f(x)
+		}
+	case "concat":
+		a, c := "abcdefghijklmnopqrstuvwxyz", "0123456789"
+		for k := 0; k < n; k++ {
+			_ = a + c + a + c
+		}
 	}
 	return time.Since(start)
 }
@@ -125,7 +177,7 @@ func BenchmarkInterpretedCosts(b *testing.B) {
 		b.Fatal(err)
 	}
 	loop := evalValue(b, i, "cost.Loop").Interface().(func(string, int) time.Duration)
-	for _, kind := range []string{"empty", "add", "function", "method", "interface", "closure", "time.Now", "strconv.FormatInt", "table", "SplitHostPort", "header-assign-shared", "header-assign-new", "header-Set", "defer", "plain-method", "LastIndexByte", "UnixNano", "compiled-interface"} {
+	for _, kind := range []string{"empty", "add", "function", "method", "interface", "closure", "time.Now", "strconv.FormatInt", "table", "SplitHostPort", "header-assign-shared", "header-assign-new", "header-Set", "defer", "plain-method", "LastIndexByte", "UnixNano", "compiled-interface", "make-chan", "close-recv", "close-select", "mutex", "new-struct", "concat", "func-value", "method-value", "interface-method-value"} {
 		b.Run(kind, func(b *testing.B) {
 			d := loop(kind, b.N)
 			b.ReportMetric(float64(d.Nanoseconds())/float64(b.N), "ns/stmt")

@@ -104,7 +104,7 @@ func TestPluginRedisLease(t *testing.T) {
 // (WINDOWLIMIT_BENCH_REDIS, or a throwaway one), from one goroutine:
 // allocs/op and B/op are the interpreter's and the client's, cpu-µs/op
 // this process's CPU time, calls/op the script calls Redis ran. inline
-// is serveRedisRemoteAddr (a limit within the decimals table: 60000 per
+// is serveRedis (a limit within the decimals table: 60000 per
 // second over 8 keys, so that every request is admitted), huge serveAny
 // (takeFromStore, limit 1e9 per minute, one key).
 func BenchmarkRedisLeaseInterpreted(b *testing.B) {

@@ -3,8 +3,11 @@ package yaegitest
 import (
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/windowlimit/windowlimit/scripts/yaegitest/redisscenario"
 )
 
 // BenchmarkRedisLayersInterpreted prints what each layer of the Traefik
@@ -24,7 +27,7 @@ func BenchmarkRedisLayersInterpreted(b *testing.B) {
 	i := newInterpreter(b)
 	evalImport(b, i, "scripts/yaegitest/redisscenario")
 	layer := evalValue(b, i, "redisscenario.Layer").Interface().(func(string, string, bool, int) (time.Duration, error))
-	for _, name := range []string{"client", "store", "guard", "remote"} {
+	for _, name := range []string{"client", "prepared", "store", "guard", "remote"} {
 		for _, pipelined := range []bool{false, true} {
 			mode := "pooled"
 			if pipelined {
@@ -40,13 +43,25 @@ func BenchmarkRedisLayersInterpreted(b *testing.B) {
 				// Layer decides once before it starts the clock, and the
 				// client layer checks the reply of one more call.
 				pre := int64(1)
-				if name == "client" {
+				if name == "client" || name == "prepared" {
 					pre = 2
 				}
 				oneCallEach(b, calls.Load()-before-pre, b.N)
 			})
 		}
 	}
+	// The plugin's call compiled, for reference: what the fake Redis, the
+	// system calls and the pipeline's goroutines cost without the
+	// interpreter.
+	b.Run("remote-pipelined-compiled", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu, before := cpuTime(b), calls.Load()
+		if _, err := redisscenario.Layer(addr, "remote", true, b.N); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64((cpuTime(b)-cpu).Nanoseconds())/float64(b.N)/1000, "cpu-µs/op")
+		oneCallEach(b, calls.Load()-before-1, b.N)
+	})
 	// The plugin's ServeHTTP with a redis block.
 	for _, limit := range []string{"60000"} {
 		b.Run("plugin-pipelined-limit-"+limit, func(b *testing.B) {
@@ -71,6 +86,42 @@ func BenchmarkRedisLayersInterpreted(b *testing.B) {
 			b.StopTimer()
 			if w.denied > 0 {
 				b.Fatalf("%d of %d requests not answered 200: the store failed (onStoreError deny), so this is no measure of a decision", w.denied, b.N+1)
+			}
+			oneCallEach(b, calls.Load()-before, b.N)
+		})
+	}
+	// The same on 1,000 keys from a header (serveAny), with leases on (the
+	// default: every key is cold, so every request asks Redis) and off.
+	for _, lease := range []string{"auto", "off"} {
+		b.Run("plugin-pipelined-1000-keys-lease-"+lease, func(b *testing.B) {
+			pb, _ := loadPlugin(b)
+			h := pb.build(b, map[string]any{
+				"window":          "1s",
+				"limit":           "60000",
+				"sourceCriterion": map[string]any{"requestHeaderName": "X-Key"},
+				"redis":           map[string]any{"endpoints": addr, "lease": lease},
+				"onStoreError":    "deny",
+			}, "bench-redis-keys-"+lease+"@file")
+			reqs := make([]*http.Request, 1000)
+			for k := range reqs {
+				reqs[k] = httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
+				reqs[k].RemoteAddr = "203.0.113.7:4711"
+				reqs[k].Header.Set("X-Key", strconv.Itoa(k))
+			}
+			w := &okWriter{h: http.Header{}}
+			for _, r := range reqs {
+				h.ServeHTTP(w, r)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu, before := cpuTime(b), calls.Load()
+			for k := 0; k < b.N; k++ {
+				h.ServeHTTP(w, reqs[k%len(reqs)])
+			}
+			b.ReportMetric(float64((cpuTime(b)-cpu).Nanoseconds())/float64(b.N)/1000, "cpu-µs/op")
+			b.StopTimer()
+			if w.denied > 0 {
+				b.Fatalf("%d of %d requests not answered 200: the store failed (onStoreError deny), so this is no measure of a decision", w.denied, b.N+len(reqs))
 			}
 			oneCallEach(b, calls.Load()-before, b.N)
 		})

@@ -174,10 +174,15 @@ func TakeKey(g *Guard, ctx context.Context, kc *ratelimit.KeyCall, z *ratelimit.
 		Allowed:    true,
 		Limit:      kc.Limit,
 		Remaining:  res[1],
-		RetryAfter: time.Duration(res[2]) * time.Microsecond,
-		ResetAfter: time.Duration(res[3]) * time.Microsecond,
+		RetryAfter: time.Duration(res[2]) * microsecond,
+		ResetAfter: time.Duration(res[3]) * microsecond,
 	}
 }
+
+// microsecond is time.Microsecond as a constant of this package: under
+// yaegi another package's constant costs a frame slot (TakeKey's), one
+// of this package's nothing.
+const microsecond = time.Microsecond
 
 // errNoReply is the error of a KeyCall's Run that returned neither a
 // reply nor an error.

@@ -94,13 +94,15 @@ func (c *Client) PrepareEvalSha(sha string, args []string) (head, tail string) {
 // EvalShaPrepared runs the EVALSHA that head and tail, from
 // PrepareEvalSha, enclose, on key, and returns its integer array.
 func (c *Client) EvalShaPrepared(ctx context.Context, head, key, tail string) ([]int64, error) {
-	bulk := ""
-	if len(key) < len(bulkHeads) {
-		bulk = bulkHeads[len(key)]
+	// Three concatenations: under yaegi each allocates its string, so the
+	// CRLFs are in the tables and in tail (see encodePrepared).
+	line := ""
+	if len(key) < len(bulkLines) {
+		line = bulkLines[len(key)]
 	} else {
-		bulk = "$" + strconv.Itoa(len(key))
+		line = "$" + strconv.Itoa(len(key)) + "\r\n"
 	}
-	cmd := head + bulk + "\r\n" + key + "\r\n" + tail
+	cmd := head + line + key + tail
 	if c.single != nil && c.opts.AutoPipeline {
 		// evalInts, inlined: one call less on every decision.
 		return sharedInts(ctx, c.single, cmd)

@@ -16,8 +16,17 @@ import (
 const askingCmd = "*1\r\n$6\r\nASKING\r\n"
 
 // arrayHeads and bulkHeads hold "*n" and "$n" for small n: for bulk
-// strings, up to the length of most keys.
-var arrayHeads, bulkHeads = heads("*", 64), heads("$", 512)
+// strings, up to the length of most keys. bulkLines holds "$n\r\n", a
+// prepared key's line (see Client.EvalShaPrepared).
+var arrayHeads, bulkHeads, bulkLines = heads("*", 64), heads("$", 512), lines(heads("$", 512))
+
+// lines returns each of heads followed by CRLF.
+func lines(heads []string) []string {
+	for n := range heads {
+		heads[n] += "\r\n"
+	}
+	return heads
+}
 
 func heads(kind string, n int) []string {
 	t := make([]string, n)
@@ -73,12 +82,10 @@ func appendBulks(parts []string, ss []string) []string {
 }
 
 // encodePrepared encodes an EVALSHA of sha on one key with args in the
-// parts before and after the key's bulk string (see
-// Client.PrepareEvalSha).
+// parts before the key's bulk string and after the key (its CRLF
+// included) (see Client.PrepareEvalSha).
 func encodePrepared(sha string, args []string) (head, tail string) {
 	head = strings.Join([]string{arrayHead(4 + len(args)), "$7", "EVALSHA", "$" + strconv.Itoa(len(sha)), sha, "$1", "1", ""}, "\r\n")
-	if len(args) > 0 {
-		tail = strings.Join(append(appendBulks(nil, args), ""), "\r\n")
-	}
+	tail = strings.Join(append(appendBulks([]string{""}, args), ""), "\r\n")
 	return head, tail
 }

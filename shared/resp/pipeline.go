@@ -135,23 +135,7 @@ func sharedInts(ctx context.Context, p *pool, cmd string) ([]int64, error) {
 	if !own && handOff {
 		wakeWriter(m)
 	} else if own {
-		// Write cmd, then pass the write side on: to the writer goroutine
-		// if commands were queued meanwhile, else to the next caller. A
-		// write that fails breaks the connection; one that blocks is the
-		// watchdog's.
-		b := append(m.c.wbuf[:0], cmd...)
-		if _, err := m.c.nc.Write(b); err != nil {
-			m.fail(err)
-		} else {
-			m.mu.Lock()
-			m.c.wbuf = b
-			own = len(m.queue) > 0 // now: hand the queue to the writer
-			m.writing = own
-			m.mu.Unlock()
-			if own {
-				wakeWriter(m)
-			}
-		}
+		writeOwn(m, cmd)
 	}
 	// await, inlined.
 	select {
@@ -159,11 +143,44 @@ func sharedInts(ctx context.Context, p *pool, cmd string) ([]int64, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	if cl.err != nil && served && idleClosed(cl.err) && muxBroken(m) {
-		// The server closed the connection before our command arrived.
-		return sharedIntsDial(ctx, p, cmd, true)
+	if cl.err != nil {
+		return sharedIntsFailed(ctx, p, m, cl, served)
+	}
+	return cl.vals, nil
+}
+
+// sharedIntsFailed finishes sharedInts of cl on m, whose reply was an
+// error: a connection the server closed before cl's command arrived (it
+// had served, so this may be an idle close) is dialled again and the
+// command retried once; any other error is cl's.
+func sharedIntsFailed(ctx context.Context, p *pool, m *muxConn, cl *call, served bool) ([]int64, error) {
+	if served && idleClosed(cl.err) && muxBroken(m) {
+		return sharedIntsDial(ctx, p, cl.cmd, true)
 	}
 	return cl.vals, cl.err
+}
+
+// writeOwn writes cmd, a caller's that found the connection idle, then
+// passes the write side on: to the writer goroutine if commands were
+// queued meanwhile, else to the next caller. A write that fails breaks
+// the connection; one that blocks is the watchdog's. It is apart from
+// sharedInts, whose callers under load queue their commands instead,
+// because under yaegi a call allocates a slot for every local and
+// temporary of the function called, branches taken or not.
+func writeOwn(m *muxConn, cmd string) {
+	b := append(m.c.wbuf[:0], cmd...)
+	if _, err := m.c.nc.Write(b); err != nil {
+		m.fail(err)
+		return
+	}
+	m.mu.Lock()
+	m.c.wbuf = b
+	handOff := len(m.queue) > 0 // now: hand the queue to the writer
+	m.writing = handOff
+	m.mu.Unlock()
+	if handOff {
+		wakeWriter(m)
+	}
 }
 
 // wakeWriter hands the write side, and the queue, to the writer

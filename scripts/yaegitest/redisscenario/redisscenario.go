@@ -307,7 +307,7 @@ func Layer(addr, layer string, pipelined bool, n int) (time.Duration, error) {
 	if ok, err := s.Take(ctx, time.Now(), items, out); err != nil || !ok {
 		return 0, fmt.Errorf("the first decision: allowed %v, error %v", ok, err)
 	}
-	if layer == "client" {
+	if layer == "client" || layer == "prepared" {
 		// The reply the loop below gets, as the store would read it: an
 		// admission of four integers.
 		res, err := c.EvalSha(ctx, sha, keys, args)
@@ -329,6 +329,13 @@ func Layer(addr, layer string, pipelined bool, n int) (time.Duration, error) {
 				return 0, err
 			}
 		}
+	case "prepared":
+		head, tail := c.PrepareEvalSha(sha, args)
+		for k := 0; k < n; k++ {
+			if _, err := c.EvalShaPrepared(ctx, head, keys[0], tail); err != nil {
+				return 0, err
+			}
+		}
 	case "remote":
 		for k := 0; k < n; k++ {
 			if d := guard.TakeKey(g, ctx, kc, z, "203.0.113.7", time.Now()); !d.Allowed {
@@ -344,7 +351,7 @@ func Layer(addr, layer string, pipelined bool, n int) (time.Duration, error) {
 	if st := g.Stats(); st.Failures != 0 || st.Fallbacks != 0 {
 		return 0, fmt.Errorf("%s: %d store errors, %d decisions by the failure policy", layer, st.Failures, st.Fallbacks)
 	}
-	if layer != "client" && layer != "remote" && !out[0].Allowed {
+	if layer != "client" && layer != "prepared" && layer != "remote" && !out[0].Allowed {
 		return 0, errors.New(layer + ": the last decision denied")
 	}
 	return d, nil
