@@ -322,7 +322,7 @@ fig exact "redis.md: MEMORY USAGE, IPv4 key" docs/redis.md '203\.0\.113\.77\}`, 
 	keysize "$keysize" 'rl:api:\{203\.0\.113\.77\}: (\d+) bytes'
 fig exact "redis.md: MEMORY USAGE, IPv6 /64 key" docs/redis.md '5678::/64\}`, the same \|\s*(\d+)' \
 	keysize "$keysize" 'rl:api:\{2001:db8:1234:5678::/64\}: (\d+) bytes'
-fig exact "benchmarks.md: MEMORY USAGE, IPv4 key" docs/benchmarks.md '45-byte\s+string\):\s+(\d+)\s+bytes\s+for\s+an\s+IPv4' \
+fig exact "benchmarks.md: MEMORY USAGE, IPv4 key" docs/benchmarks.md '39-byte\s+string\):\s+(\d+)\s+bytes\s+for\s+an\s+IPv4' \
 	keysize "$keysize" 'rl:api:\{203\.0\.113\.77\}: (\d+) bytes'
 fig exact "benchmarks.md: MEMORY USAGE, IPv6 /64 key" docs/benchmarks.md 'IPv4\s+key,\s+(\d+)\s+for\s+an\s+IPv6' \
 	keysize "$keysize" 'rl:api:\{2001:db8:1234:5678::/64\}: (\d+) bytes'
@@ -987,12 +987,17 @@ while read -r script label; do
 		redisbench "$redisbench" "^fresh\\s+$script\\s+median\\s+(\\S+) µs"
 done <<'END'
 ours windowlimit's script
+ours-denied windowlimit's script, a client over its limit (denied)
 hash the previous script (a hash per key)
 fixed fixed window, `INCR` + `PEXPIRE` when new
 fixed-always fixed window, `INCR` + `PEXPIRE` every call (fixed-always)
 END
-for script in ours hash; do
-	case $script in ours) label="windowlimit's script" ;; hash) label='the previous script (a hash per key)' ;; esac
+for script in ours ours-denied hash; do
+	case $script in
+	ours) label="windowlimit's script" ;;
+	ours-denied) label="windowlimit's script, a client over its limit (denied)" ;;
+	hash) label='the previous script (a hash per key)' ;;
+	esac
 	q=$(qre "$label")
 	fig tol:25 "benchmarks.md: Redis, $script, busy, vs fixed" $bm "^\\| $q \\| \\S+ \\| (\\S+) /" \
 		redisbench "$redisbench" "^busy\\s+$script/fixed\\s+(\\S+)x fixed,"
@@ -1019,7 +1024,7 @@ while read -r script label; do
 		redisbench "$redisbench" "^busy\\s+$script\\s+(\\d+) instructions per call"
 	fig tol:2 "benchmarks.md: callgrind, $script, fresh, instructions" $bm "^\\| $q \\| [\\d,]+ \\| [^|]* \\| ([\\d,]+) \\|" \
 		redisbench "$redisbench" "^fresh\\s+$script\\s+(\\d+) instructions per call"
-	[[ $script == ours || $script == hash || $script == floor ]] || continue
+	[[ $script == ours || $script == ours-denied || $script == hash || $script == floor ]] || continue
 	fig tol:3 "benchmarks.md: callgrind, $script, busy, vs fixed" $bm "^\\| $q \\| [\\d,]+ \\| (\\S+) /" \
 		redisbench "$redisbench" "(?s)== instructions per call.*?^busy\\s+$script/fixed\\s+(\\S+)x fixed,"
 	fig tol:3 "benchmarks.md: callgrind, $script, busy, vs fixed-always" $bm "^\\| $q \\| [\\d,]+ \\| \\S+ / (\\S+) \\|" \
@@ -1030,6 +1035,7 @@ while read -r script label; do
 		redisbench "$redisbench" "(?s)== instructions per call.*?^fresh\\s+$script/fixed\\s+\\S+x fixed, (\\S+)x"
 done <<'END'
 ours windowlimit's script
+ours-denied windowlimit's script, a client over its limit (denied)
 hash the previous script (a hash per key)
 fixed fixed window
 fixed-always fixed-always
@@ -1038,7 +1044,7 @@ empty a script that returns at once
 END
 fig exact "benchmarks.md: Redis, MEMORY USAGE, log key" $bm '(\d+)\s+for\s+a\s+`log`\s+key\s+holding' \
 	redisbench "$redisbench" '^rl:login:\{alice@example.com\} \(log, 10 timestamps\): (\d+) bytes'
-fig exact "benchmarks.md: Redis, MEMORY USAGE, IPv4 key (bench-redis.sh)" $bm '45-byte\s+string\):\s+(\d+)\s+bytes\s+for\s+an\s+IPv4' \
+fig exact "benchmarks.md: Redis, MEMORY USAGE, IPv4 key (bench-redis.sh)" $bm '39-byte\s+string\):\s+(\d+)\s+bytes\s+for\s+an\s+IPv4' \
 	redisbench "$redisbench" '^rl:api:\{203\.0\.113\.77\}: \d+-byte string, (\d+) bytes'
 fig @tol:25 "README.md: a Redis decision, µs of Redis CPU" README.md 'one\s+script\s+call\s+of\s+(\S+\s+to\s+\S+)\s+µs' \
 	redisbench "$redisbench" '^(?:busy|fresh)\s+ours\s+median\s+(\S+) µs'

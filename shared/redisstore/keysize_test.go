@@ -82,7 +82,11 @@ func TestRedisBytesPerKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s (reservations %v): %d bytes", rkey, tc.refundable, size.Int)
+		layout := ""
+		if tc.refundable {
+			layout = " (counted by reservations: the full layout)"
+		}
+		t.Logf("%s: %d bytes%s", rkey, size.Int, layout)
 		if size.Int > tc.most {
 			t.Errorf("%s takes %d bytes, want at most %d", rkey, size.Int, tc.most)
 		}

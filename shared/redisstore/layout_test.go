@@ -95,3 +95,31 @@ func TestRedisLeanAndFullKeys(t *testing.T) {
 		t.Fatalf("after a lease: %d bytes, %v; want a full key of %d", n.Int, err, 19+m+2)
 	}
 }
+
+// TestRedisExpiryAfterClockBack: a whole write in the newest sub-window
+// while the clock reads earlier (a lean key made full by a reservation)
+// keeps the key until that sub-window stops counting by the clock, not
+// one window after the sub-window's start: with the clock 300 ms back, a
+// 1 s window of 100 ms sub-windows keeps it some 1.4 s, not 1.1 s.
+func TestRedisExpiryAfterClockBack(t *testing.T) {
+	s := redistest.Start(t)
+	store, client := newStore(t, s.Addr())
+	store.callerTime = true
+	z := newZone(t, "back", ratelimit.Rule{Window: time.Second, SubWindow: 100 * time.Millisecond, Limit: 100})
+	ctx := context.Background()
+	at := epoch.Add(time.Second).Truncate(100 * time.Millisecond)
+	take1(t, store, at, z, "k")
+	out := make([]ratelimit.Decision, 1)
+	if _, err := store.Take(ctx, at.Add(-300*time.Millisecond), []ratelimit.Item{{Zone: z, Key: "k", Refundable: true}}, out); err != nil || !out[0].Allowed {
+		t.Fatalf("reservation with the clock back: %+v, %v", out[0], err)
+	}
+	ttl, err := client.Do(ctx, "PTTL", Key(store.prefix, z.Name(), "k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sub-window c (from at) counts until at + 1.1 s; the clock reads
+	// at - 0.3 s.
+	if ttl.Int < 1300 {
+		t.Fatalf("PTTL %d ms after a write with the clock 300 ms back, want about 1401: the count would expire early", ttl.Int)
+	}
+}

@@ -22,7 +22,7 @@ const redisScript = `-- windowlimit's decision script: one request against every
 -- |------|---------------------------|------------------------------------|
 -- | 0 take    | -                    | allowed, remaining, retry-after µs, reset-after µs |
 -- | 1 reserve | -                    | take's four, then the receipt: the time counted at (0 if not counted) and the key's life stamped with LASTSAVE (see stamp) |
--- | 2 lease   | B, the most units to lease | take's four, then units granted, the time they count at, and the key's life (0 for none), denied or not |
+-- | 2 lease   | B, the most units to lease | take's four, then units granted, the time they count at, and the key's life, denied or not (0 for no key, NOLIFE for a lean one) |
 -- | 3 refund  | the receipt's time and life, units granted, units spent before the life was last confirmed (0 and 0 for a reservation; cost: the units to give back) | 1 given back, 2 counted in the key's next life instead (see charge), 0 not |
 -- | 4 reset   | the resetting instance's own leased units | one integer: 1 if there was a key |
 --
@@ -78,6 +78,11 @@ elseif mode ~= '3' then -- a refund reads the clock only to charge a lease (see 
 end
 local lib = rawget(_G, 'struct')
 local out = nil
+-- NOLIFE is the life a lease reply names for a lean key: above every
+-- life (lives fit in 32 bits), so that it is never a lease's, which then
+-- ends as for a key that was reset (a lean key is one that plain takes
+-- made after the key the lease counted in was gone).
+local NOLIFE = 4294967296
 
 -- The lean decision. Anything it cannot read (a log, another type or
 -- rule, a bad value, a total that outgrows its width) falls through to
@@ -207,7 +212,9 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
             -- or a lean key's leased units are none.
             nv = spack(hf, -shape, c, nt) .. cells .. spack(cf, g) .. spack('<I4', life)
           end
-          r = redis.pcall('SET', key, nv, 'PX', ceil(((c + reach) * T - t) / 1000) + 1)
+          -- From the clock, not from t: a clock that went back is
+          -- clamped to sub-window c, which stops counting no sooner.
+          r = redis.pcall('SET', key, nv, 'PX', ceil(((c + reach) * T - now) / 1000) + 1)
         end
         out = {1, N - add - whole, 0, (c + reach) * T - t}
         if mode == '1' then -- the receipt: the life stamped with the last save (see stamp)
@@ -223,7 +230,8 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
           if not string.find(r.err, 'OOM', 1, true) then error(r.err) end
           if mode == '1' then out[5], out[6] = 0, 0 end
           if mode == '2' then
-            if not full then life = 0 end
+            if not full then life = NOLIFE end
+            if not v then life = 0 end
             out[2], out[5], out[6], out[7] = N - cost - whole, 0, 0, life
           end
           out[#out + 1] = 1 -- admitted but not counted: out of memory
@@ -279,7 +287,7 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
         out[5], out[6] = 0, 0
       elseif mode == '2' then
         out[5], out[6], out[7] = 0, 0, 0
-        if full and v then out[7] = sunpack('<I4', v, #v - 3) end
+        if full then out[7] = sunpack('<I4', v, #v - 3) elseif v then out[7] = NOLIFE end
       end
     end
   end
@@ -657,7 +665,7 @@ local function commitBuckets(key, T, cost, shape, m, reach, guard, into, lease, 
   if NEWEST and c == NEWEST and not REWRITE then
     return write(guard, 'SET', key, v, 'KEEPTTL')
   end
-  return write(guard, 'SET', key, v, 'PX', ceil(((c + reach) * T - TM) / 1000) + 1)
+  return write(guard, 'SET', key, v, 'PX', ceil(((c + reach) * T - now) / 1000) + 1) -- see the lean path
 end
 
 -- full asks, for a commit that must delete first, whether Redis refuses
@@ -753,7 +761,8 @@ local function decide()
     elseif mode == '2' then
       res[#res + 1] = 0 -- the units granted and their time, once counted
       res[#res + 1] = 0
-      res[#res + 1] = (alg ~= 3 and LIFE) or 0 -- the key's life, even denied
+      -- The key's life, even denied: none for a log or no key.
+      if alg == 3 or not V then res[#res + 1] = 0 else res[#res + 1] = LIFE or NOLIFE end
       leases[i] = #res - 2
     end
   end
@@ -916,7 +925,7 @@ local function reset()
   local t = now
   if t < c * T then t = c * T end
   local v = spack('<i8i7' .. string.rep(string.sub(cellFormat(width(out)), 2), m + 2), -shape, c, out, unpack(cells))
-  redis.call('SET', key, v .. spack('<I4', successor(LIFE)), 'PX', ceil(((c + reach) * T - t) / 1000) + 1)
+  redis.call('SET', key, v .. spack('<I4', successor(LIFE)), 'PX', ceil(((c + reach) * T - now) / 1000) + 1)
   return {1}
 end
 
