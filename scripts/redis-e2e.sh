@@ -112,17 +112,20 @@ wl_script_calls() {
 
 # wl_stored_count KEY [redis-cli args] prints the sum of the sub-window
 # counts of a sliding-window key: the total the string keeps after its
-# 15-byte head, in w bytes where the value is 19 + w(k+3) bytes long (the
-# k+1 cells and the leased units follow the total, the key's life takes
-# the last 4), and the head's shape, stored as T*1024 + k*4 + unit, gives
-# k (see redisScript).
+# 15-byte head, in w bytes. The head's shape, T*1024 + k*4 + unit, gives
+# k; it is stored negated in a lean key, 15 + w(k+2) bytes long (the
+# total and the k+1 cells), and as it is in a full one, 19 + w(k+3) (the
+# leased units and the 4-byte life follow) (see script.lua).
 wl_stored_count() {
 	local key=$1
 	shift
 	redis-cli "$@" eval "local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
-local k = math.floor((struct.unpack('<i8', v) % 1024) / 4)
-return struct.unpack('<I' .. ((#v - 19) / (k + 3)), v, 16)" 1 "$key"
+local sh = struct.unpack('<i8', v)
+local k = math.floor((math.abs(sh) % 1024) / 4)
+local w = (#v - 19) / (k + 3)
+if sh < 0 then w = (#v - 15) / (k + 2) end
+return struct.unpack('<I' .. w, v, 16)" 1 "$key"
 }
 
 # wl_redis_shared PORT_A PORT_B PATH KEY: wl_shared_limit on PATH, and KEY
