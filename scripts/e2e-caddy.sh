@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end test of the Caddy module in a real Caddy binary built by
-# ./xcaddy.sh, driven over HTTP on loopback ports:
+# ./xcaddy.sh, driven over HTTP on loopback ports. The parts that need one
+# instance at a time are Go tests in caddymodule/e2e (go test -count=1
+# ./caddymodule/e2e; scripts/test.sh runs both): 1 and 2 (TestE2EReload),
+# 8 (TestE2EOverridesAndTiers), 10 (TestE2ETrustedProxy). Here:
 #
-#  1. limit 20 per minute: 22 requests give 20 x 200 then 429 with
-#     Retry-After > 0 and the rate-limit headers, across a `caddy reload`
-#     made after the 10th request (which must keep the count);
-#  2. the metrics on the admin endpoint count the decisions;
 #  3. `./xcaddy.sh version` says it reused the binary just built (no
 #     3 to 5 minute announcement) before Caddy's version;
 #     `caddy validate` and `caddy adapt` accept Caddyfile.example, and the
@@ -24,8 +23,8 @@
 #     (a CIDR matches the client's address, never the key: limit 2),
 #     limits silver-key to 4, plain keys to 2, and broken-key to the
 #     fallback 1, logged; a zone with `override 127.0.0.0/8 unlimited`
-#     exempts the test's client (no headers) (wl_overrides, tiers); part 8
-#     does the same in memory;
+#     exempts the test's client (no headers) (wl_overrides, tiers);
+#     TestE2EOverridesAndTiers does the same in memory;
 #  5. chaos: the redis-server is killed (kill -9) while 300 requests, 8 at a
 #     time, each on its own key, run against one instance of a zone with the
 #     default `on_store_error allow`: every response is 200 (some counted in
@@ -46,7 +45,6 @@
 #     /rate_limit/ lists the zones; an unknown zone answers 404 and a PUT
 #     405, both in JSON; no key is in Caddy's log but in the admin
 #     endpoint's own request lines.
-#  8. overrides and tiers in memory (part 4's checks, one instance).
 #  9. count_status under attack (scripts/attack-e2e.sh): a login behind
 #     `reverse_proxy` (the backend) and a zone with limit 5 per minute and
 #     count_status 401, in memory and in a throwaway redis-server, on a
@@ -60,18 +58,6 @@
 #     on, and gives the count back only for a final status not listed. And
 #     12 logins with the password then 7 wrong ones still give 12 x 200,
 #     5 x 401, then 429.
-# 10. a trusted proxy Caddy reports as the client is never exempt: a server
-#     with `trusted_proxies static private_ranges` (this test's client,
-#     127.0.0.1, is a trusted proxy), `trusted_proxies_strict` and
-#     `client_ip_headers X-Forwarded-For`, a zone with limit 5,
-#     `override 10.0.0.0/8 unlimited` and `override 127.0.0.0/8 unlimited`.
-#     A chain whose X-Forwarded-For ends with a hop written IPv4-mapped
-#     (`203.0.113.7, ::ffff:10.0.0.3`, which Caddy does not trust and so
-#     reports as the client) gets 5 x 200 then 429, not the exemption, and
-#     Caddy logs why; the client connecting directly (127.0.0.1, no
-#     header) stays exempt; the load warns about the overlap. Reloaded with
-#     ::ffff:10.0.0.0/104 trusted too, Caddy skips the hop, and the client
-#     in front of it gets its own budget.
 # 11. a reset is a reset (scripts/reset-e2e.sh), on two instances of their
 #     own sharing a throwaway redis-server: a hot key (limit 3000 a minute)
 #     on which both instances hold a lease (GET /rate_limit/<zone>/<key>
@@ -95,7 +81,7 @@
 #     and logs why the zone starts empty.
 #
 # WL_PARTS=attack runs part 9 alone, WL_PARTS=example part 3,
-# WL_PARTS=proxy part 10, WL_PARTS=reset part 11, WL_PARTS=persist part 12.
+# WL_PARTS=reset part 11, WL_PARTS=persist part 12.
 set -euo pipefail
 source "$(dirname "$0")/caddy-lib.sh"
 source "$(dirname "$0")/redis-e2e.sh"
@@ -105,7 +91,7 @@ trap 'wl_cluster_stop; wl_cleanup' EXIT
 
 wl_need curl:curl ss:iproute2 redis-server:redis-server redis-cli:redis-tools jq:jq
 wc_setup
-read -r WEB ADMIN EX_WEB EX_ADMIN REDIS WEB_A ADMIN_A WEB_B ADMIN_B WEB_C ADMIN_C WEB_D ADMIN_D < <(wc_free_ports 13 | paste -sd' ')
+read -r EX_WEB EX_ADMIN REDIS WEB_A ADMIN_A WEB_B ADMIN_B WEB_C ADMIN_C WEB_D ADMIN_D < <(wc_free_ports 11 | paste -sd' ')
 
 # attack_part is part 9: the count_status attacks, through reverse_proxy,
 # in memory (/mem/login, from 127.0.1.x) and in Redis (/redis/login, from
@@ -157,93 +143,6 @@ attack_part() {
 	wl_attacks_done
 	wl_stop
 }
-# proxy_config ADMIN WEB RANGES writes the Caddyfile of part 10, trusting
-# RANGES, and prints its path.
-proxy_config() {
-	cat >"$WL_WORK/Caddyfile.proxy" <<-EOF
-		{
-			admin 127.0.0.1:$1
-			persist_config off
-			servers {
-				trusted_proxies static $3
-				trusted_proxies_strict
-				client_ip_headers X-Forwarded-For
-			}
-		}
-		:$2 {
-			bind 127.0.0.1
-			rate_limit {
-				zone proxied {
-					window 1m
-					limit 5
-					override 10.0.0.0/8 unlimited
-					override 127.0.0.0/8 unlimited
-				}
-			}
-			respond "ok"
-		}
-	EOF
-	echo "$WL_WORK/Caddyfile.proxy"
-}
-
-# proxy_send WEB N XFF sends N requests with that X-Forwarded-For ("" for
-# none) and prints their statuses on one line; PROXY_LIMITS gets each
-# response's X-RateLimit-Limit ("-" for none).
-proxy_send() {
-	local out=() status i
-	PROXY_LIMITS=()
-	for i in $(seq "$2"); do
-		if [[ -n $3 ]]; then
-			status=$(wl_fetch "http://127.0.0.1:$1/" -H "X-Forwarded-For: $3")
-		else
-			status=$(wl_fetch "http://127.0.0.1:$1/")
-		fi
-		out+=("$status")
-		PROXY_LIMITS+=("$(wl_header X-RateLimit-Limit)")
-		[[ -n ${PROXY_LIMITS[-1]} ]] || PROXY_LIMITS[-1]=-
-	done
-	PROXY_CODES="${out[*]}"
-}
-
-# proxy_repeat WORD N prints WORD N times, separated by spaces.
-proxy_repeat() {
-	local out=() i
-	for ((i = 0; i < $2; i++)); do out+=("$1"); done
-	echo "${out[*]}"
-}
-
-# proxy_part is part 10: a trusted proxy reported as the client.
-proxy_part() {
-	local web admin cfg log
-	read -r web admin < <(wc_free_ports 2 | paste -sd' ')
-	cfg=$(proxy_config "$admin" "$web" private_ranges)
-	log=$WL_WORK/caddy-$admin.log
-	wc_start "$cfg" "$admin"
-	grep -q 'CIDR override overlaps trusted_proxies' "$log" || wl_die "proxy: no warning at load about 10.0.0.0/8 overlapping trusted_proxies"
-	wl_pass "proxy: the load warns that override 10.0.0.0/8 unlimited overlaps trusted_proxies"
-	proxy_send "$web" 6 "203.0.113.7, ::ffff:10.0.0.3"
-	[[ $PROXY_CODES == "200 200 200 200 200 429" && ${PROXY_LIMITS[*]} == "5 5 5 5 5 5" ]] ||
-		wl_die "proxy: X-Forwarded-For '203.0.113.7, ::ffff:10.0.0.3': $PROXY_CODES (limits ${PROXY_LIMITS[*]}), want 200 200 200 200 200 429 under limit 5: the mapped hop got the exemption"
-	wl_pass "proxy: X-Forwarded-For '203.0.113.7, ::ffff:10.0.0.3' (Caddy's client IP ::ffff:10.0.0.3): $PROXY_CODES, limit 5"
-	proxy_send "$web" 1 "203.0.113.8, ::ffff:10.0.0.3"
-	[[ $PROXY_CODES == 429 ]] || wl_die "proxy: another client behind the mapped hop: $PROXY_CODES, want 429 (the hop's key)"
-	wl_pass "proxy: another client behind the same hop: $PROXY_CODES (one budget, the hop's)"
-	grep -q 'client IP is a trusted proxy that Caddy did not recognise' "$log" || wl_die "proxy: no warning about the hop at request time"
-	wl_pass "proxy: logged: $(grep -o '"msg":"client IP is a trusted proxy[^(]*' "$log" | head -1 | cut -c8- | sed 's/[: ]*$//')"
-	proxy_send "$web" 20 ""
-	[[ $PROXY_CODES == "$(proxy_repeat 200 20)" && ${PROXY_LIMITS[*]} == "$(proxy_repeat - 20)" ]] ||
-		wl_die "proxy: the client connecting directly from 127.0.0.1: $PROXY_CODES (limits ${PROXY_LIMITS[*]}), want 20 x 200 without rate-limit headers"
-	wl_pass "proxy: the client connecting directly from 127.0.0.1 (trusted, override 127.0.0.0/8 unlimited): 20 x 200, no X-RateLimit-Limit"
-	cfg=$(proxy_config "$admin" "$web" "private_ranges ::ffff:10.0.0.0/104")
-	"$WC_CADDY" reload --config "$cfg" --address "127.0.0.1:$admin" >"$WL_WORK/reload-proxy.log" 2>&1 ||
-		{ cat "$WL_WORK/reload-proxy.log" >&2; wl_die "proxy: caddy reload failed"; }
-	proxy_send "$web" 6 "203.0.113.9, ::ffff:10.0.0.3"
-	[[ $PROXY_CODES == "200 200 200 200 200 429" ]] ||
-		wl_die "proxy: with ::ffff:10.0.0.0/104 trusted, X-Forwarded-For '203.0.113.9, ::ffff:10.0.0.3': $PROXY_CODES, want the client's own budget: 200 200 200 200 200 429"
-	wl_pass "proxy: with ::ffff:10.0.0.0/104 trusted too, X-Forwarded-For '203.0.113.9, ::ffff:10.0.0.3' (client IP 203.0.113.9): $PROXY_CODES"
-	wl_stop
-}
-
 # reset_config WEB ADMIN REDIS writes the Caddyfile of one instance of
 # part 11 and prints its path: /big-d and /big-l are hot keys' zones
 # (resetd is reset by the admin DELETE, resetl in Redis), /cs-mem/ and
@@ -519,75 +418,13 @@ example_part() {
 
 case ${WL_PARTS:-all} in
 all) ;;
-attack | example | proxy | reset | persist)
+attack | example | reset | persist)
 	"${WL_PARTS}_part"
 	echo "e2e-caddy: $WL_CHECKS passed, 0 failed"
 	exit 0
 	;;
-*) wl_die "WL_PARTS '$WL_PARTS': want all, attack, example, proxy, reset or persist" ;;
+*) wl_die "WL_PARTS '$WL_PARTS': want all, attack, example, reset or persist" ;;
 esac
-
-# site MESSAGE writes the Caddyfile of part 1.
-site() {
-	cat >"$WL_WORK/Caddyfile" <<-EOF
-		{
-			admin 127.0.0.1:$ADMIN
-			persist_config off
-		}
-		:$WEB {
-			bind 127.0.0.1
-			rate_limit {
-				zone e2e {
-					window 1m
-					sub_window 10s
-					limit 20
-				}
-				headers both
-			}
-			respond "$1"
-		}
-	EOF
-}
-
-# Part 1: 22 requests across a reload.
-site "before reload"
-wc_start "$WL_WORK/Caddyfile" "$ADMIN"
-request() {
-	local n=$1 status ra=
-	status=$(wl_fetch "http://127.0.0.1:$WEB/")
-	if ((n <= 20)); then
-		[[ $status == 200 ]] || wl_die "request $n: status $status, want 200"
-		[[ $(wl_header X-RateLimit-Remaining) == $((20 - n)) ]] ||
-			wl_die "request $n: X-RateLimit-Remaining '$(wl_header X-RateLimit-Remaining)', want $((20 - n))"
-	else
-		[[ $status == 429 ]] || wl_die "request $n: status $status, want 429"
-		ra=$(wl_header Retry-After)
-		[[ $ra =~ ^[0-9]+$ ]] && ((ra >= 1 && ra <= 70)) || wl_die "request $n: Retry-After '$ra', want 1..70"
-		[[ $(wl_header X-RateLimit-Remaining) == 0 ]] || wl_die "request $n: X-RateLimit-Remaining '$(wl_header X-RateLimit-Remaining)', want 0"
-	fi
-	if ((n > 10 && n <= 20)); then
-		[[ $(cat "$WL_WORK/body") == "after reload" ]] || wl_die "request $n: body '$(cat "$WL_WORK/body")': the reload did not take"
-	fi
-	[[ $(wl_header X-RateLimit-Limit) == 20 ]] || wl_die "request $n: X-RateLimit-Limit '$(wl_header X-RateLimit-Limit)', want 20"
-	[[ $(wl_header RateLimit-Policy) == '"e2e";q=20;w=60' ]] || wl_die "request $n: RateLimit-Policy '$(wl_header RateLimit-Policy)'"
-	wl_pass "request $n: $status${ra:+ Retry-After $ra}"
-}
-for n in $(seq 1 10); do request "$n"; done
-site "after reload"
-"$WC_CADDY" reload --config "$WL_WORK/Caddyfile" --address "127.0.0.1:$ADMIN" >"$WL_WORK/reload.log" 2>&1 ||
-	{ cat "$WL_WORK/reload.log" >&2; wl_die "caddy reload failed"; }
-wl_pass "caddy reload"
-for n in $(seq 11 22); do request "$n"; done
-
-# Part 2: metrics.
-curl -s --max-time 5 "http://127.0.0.1:$ADMIN/metrics" >"$WL_WORK/metrics"
-grep -q '^caddy_http_rate_limit_requests_total{decision="allowed",zone="e2e"} 20$' "$WL_WORK/metrics" ||
-	wl_die "metrics: allowed count is not 20: $(grep rate_limit "$WL_WORK/metrics" || echo none)"
-grep -q '^caddy_http_rate_limit_requests_total{decision="denied",zone="e2e"} 2$' "$WL_WORK/metrics" ||
-	wl_die "metrics: denied count is not 2: $(grep rate_limit "$WL_WORK/metrics" || echo none)"
-grep -q '^caddy_http_rate_limit_keys{zone="e2e"} 1$' "$WL_WORK/metrics" || wl_die "metrics: keys gauge is not 1"
-wl_pass "metrics count 20 allowed, 2 denied, 1 key"
-wl_stop
 
 # Part 3: Caddyfile.example.
 example_part
@@ -940,57 +777,8 @@ fi
 wl_pass "admin API: no key in caddy's log but in the admin endpoint's own request lines"
 wl_stop
 
-# Part 8: overrides and tiers in memory.
-read -r WEB_F ADMIN_F < <(wc_free_ports 2 | paste -sd' ')
-cat >"$WL_WORK/Caddyfile.tiers" <<-EOF
-	{
-		admin 127.0.0.1:$ADMIN_F
-		persist_config off
-	}
-	:$WEB_F {
-		bind 127.0.0.1
-		handle /tiers {
-			map {header.X-API-Key} {plan_limit} {
-				silver-key 4
-				broken-key oops
-				default    2
-			}
-			rate_limit {
-				zone tiers {
-					key      {http.request.header.X-API-Key}
-					window   1m
-					limit    {plan_limit}
-					override gold-key 600
-					override 10.0.0.0/8 unlimited
-				}
-			}
-			respond "tiers"
-		}
-		handle /internal {
-			rate_limit {
-				zone internal {
-					key      {http.request.header.X-API-Key}
-					window   1m
-					limit    2
-					override 127.0.0.0/8 unlimited
-				}
-			}
-			respond "internal"
-		}
-	}
-EOF
-wc_start "$WL_WORK/Caddyfile.tiers" "$ADMIN_F"
-wl_overrides "memory" "$WEB_F" "$WEB_F" /tiers /internal
-wl_pass "$WL_SUMMARY"
-tiers "memory" "$WEB_F" "$WEB_F" "$ADMIN_F"
-wl_pass "$WL_SUMMARY"
-wl_stop
-
 # Part 9: count_status under attack.
 attack_part
-
-# Part 10: a trusted proxy reported as the client.
-proxy_part
 
 # Part 11: a reset is a reset.
 reset_part
