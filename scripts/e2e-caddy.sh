@@ -3,7 +3,8 @@
 # ./xcaddy.sh, driven over HTTP on loopback ports. The parts that need one
 # instance at a time are Go tests in caddymodule/e2e (go test -count=1
 # ./caddymodule/e2e; scripts/test.sh runs both): 1 and 2 (TestE2EReload),
-# 8 (TestE2EOverridesAndTiers), 10 (TestE2ETrustedProxy). Here:
+# 7 (TestE2EAdminAPI), 8 (TestE2EOverridesAndTiers), 10
+# (TestE2ETrustedProxy). Here:
 #
 #  3. `./xcaddy.sh version` says it reused the binary just built (no
 #     3 to 5 minute announcement) before Caddy's version;
@@ -36,15 +37,6 @@
 #  6. two instances on a throwaway three-master Redis Cluster
 #     (scripts/redis-cluster.sh), two zones on different keys: exactly
 #     20 x 200 across the instances, then 429, and both keys in the cluster.
-#  7. the admin API (admin.api.rate_limit) on the admin endpoint, in memory
-#     and with a throwaway redis-server: a key exhausted (3 x 200, 429),
-#     GET /rate_limit/<zone>/<key> shows count 3, remaining 0 and a reset,
-#     and counts nothing; DELETE forgets it (and the Redis key, and the
-#     cached denial), and the key is admitted again with 2 remaining; an
-#     IPv6 /64 is addressed as ...::%2F64 and by any address in it;
-#     /rate_limit/ lists the zones; an unknown zone answers 404 and a PUT
-#     405, both in JSON; no key is in Caddy's log but in the admin
-#     endpoint's own request lines.
 #  9. count_status under attack (scripts/attack-e2e.sh): a login behind
 #     `reverse_proxy` (the backend) and a zone with limit 5 per minute and
 #     count_status 401, in memory and in a throwaway redis-server, on a
@@ -664,117 +656,6 @@ if grep -i 'redis store failed' "$WL_WORK/caddy-$ADMIN_C.log" "$WL_WORK/caddy-$A
 	wl_die "caddy logged redis errors on the cluster"
 fi
 wl_pass "$WL_SUMMARY"
-wl_stop
-
-# Part 7: the admin API, in memory and in a fresh redis-server (wl_stop
-# took the first one).
-read -r WEB_E ADMIN_E REDIS_E < <(wc_free_ports 3 | paste -sd' ')
-wl_redis_start "$REDIS_E"
-cat >"$WL_WORK/Caddyfile.admin" <<-EOF
-	{
-		admin 127.0.0.1:$ADMIN_E
-		persist_config off
-	}
-	:$WEB_E {
-		bind 127.0.0.1
-		route /mem {
-			rate_limit {
-				zone adm {
-					key {http.request.header.X-Key}
-					window 1m
-					limit 3
-				}
-			}
-			respond "ok"
-		}
-		route /redis {
-			rate_limit {
-				zone admr {
-					key {http.request.header.X-Key}
-					window 1m
-					limit 3
-				}
-				store redis {
-					address 127.0.0.1:$REDIS_E
-					key_prefix adm:
-				}
-				on_store_error deny
-			}
-			respond "ok"
-		}
-	}
-EOF
-wc_start "$WL_WORK/Caddyfile.admin" "$ADMIN_E"
-
-# admin METHOD PATH prints the status of an admin API request and leaves
-# its body in $WL_WORK/admin.json.
-admin() {
-	curl -s -X "$1" -o "$WL_WORK/admin.json" -w '%{http_code}' --max-time 5 "http://127.0.0.1:$ADMIN_E$2" || true
-}
-
-# admin_cycle PATH ZONE KEY ESCAPED STORED STORE: KEY exhausted on PATH
-# (3 x 200, then 429, which the redis guard caches); GET
-# /rate_limit/ZONE/ESCAPED shows it, as STORED, in STORE with count 3,
-# remaining 0 and a reset of 1..66 s, and counts nothing; DELETE forgets
-# it; it is admitted again with 2 remaining.
-admin_cycle() {
-	local path=$1 zone=$2 key=$3 esc=$4 stored=$5 store=$6 n want status state reset
-	for n in 1 2 3 4; do
-		want=200
-		((n <= 3)) || want=429
-		status=$(wl_fetch "http://127.0.0.1:$WEB_E$path" -H "X-Key: $key")
-		[[ $status == "$want" ]] || wl_die "admin $store: request $n: $status, want $want"
-	done
-	status=$(admin GET "/rate_limit/$zone/$esc")
-	[[ $status == 200 ]] || wl_die "admin $store: GET: $status $(cat "$WL_WORK/admin.json")"
-	# The entry of the key itself: an address also finds its keyless
-	# fallback entry, which holds nothing here.
-	state=$(grep -oE "\"store\":\"$store\",(\"key_prefix\":\"[^\"]*\",)?\"key\":\"$stored\",[^}]*" "$WL_WORK/admin.json" | head -1 || true)
-	[[ $state == *"\"key\":\"$stored\",\"limit\":3,\"zone_limit\":3,\"limit_source\":\"zone\",\"tracked\":true,\"count\":3,\"remaining\":0,\"reset\":"* ]] ||
-		wl_die "admin $store: GET answered $(cat "$WL_WORK/admin.json"), want $stored with count 3, remaining 0"
-	reset=${state##*\"reset\":}
-	[[ $reset =~ ^[0-9]+$ ]] && ((reset >= 1 && reset <= 66)) || wl_die "admin $store: reset '$reset', want 1..66"
-	status=$(wl_fetch "http://127.0.0.1:$WEB_E$path" -H "X-Key: $key")
-	[[ $status == 429 ]] || wl_die "admin $store: after GET: $status, want 429 (GET must count nothing)"
-	status=$(admin DELETE "/rate_limit/$zone/$esc")
-	[[ $status == 200 ]] || wl_die "admin $store: DELETE: $status $(cat "$WL_WORK/admin.json")"
-	status=$(wl_fetch "http://127.0.0.1:$WEB_E$path" -H "X-Key: $key")
-	[[ $status == 200 && $(wl_header X-RateLimit-Remaining) == 2 ]] ||
-		wl_die "admin $store: after DELETE: $status Remaining '$(wl_header X-RateLimit-Remaining)', want 200 with 2"
-	WL_SUMMARY="admin API, $store: $key exhausted; GET /rate_limit/$zone/$esc: count 3, remaining 0, reset $reset s; DELETE; admitted again with 2 remaining"
-}
-
-admin_cycle /mem adm alice alice alice memory
-wl_pass "$WL_SUMMARY"
-admin_cycle /mem adm 2001:db8:1:2::5 '2001:db8:1:2::%2F64' 2001:db8:1:2::/64 memory
-wl_pass "$WL_SUMMARY"
-status=$(admin GET /rate_limit/adm/2001:db8:1:2::abcd)
-grep -q '"key":"2001:db8:1:2::/64","limit":3,"zone_limit":3,"limit_source":"zone","tracked":true,"count":1,' "$WL_WORK/admin.json" ||
-	wl_die "admin: GET by an address of the /64: $status $(cat "$WL_WORK/admin.json")"
-status=$(admin GET /rate_limit/adm/2001:db8:1:2::/64)
-[[ $status == 400 ]] || wl_die "admin: an unescaped slash in the key: $status, want 400"
-wl_pass "admin API: an address of the /64 finds its /64; an unescaped slash is refused (400)"
-admin_cycle /redis admr 'bob/1' 'bob%2F1' 'bob/1' redis
-[[ $(redis-cli -p "$REDIS_E" exists 'adm:admr:{bob/1}') == 1 ]] || wl_die "admin redis: the key is not in redis after a request"
-status=$(admin DELETE '/rate_limit/admr/bob%2F1')
-[[ $status == 200 && $(redis-cli -p "$REDIS_E" exists 'adm:admr:{bob/1}') == 0 ]] ||
-	wl_die "admin redis: DELETE left the redis key ($status)"
-wl_pass "$WL_SUMMARY; DELETE deletes the redis key"
-status=$(admin GET /rate_limit/)
-jq -e '[.zones[] | {name, keys, stores}] == [
-	{"name": "adm", "keys": 2, "stores": [{"type": "memory"}]},
-	{"name": "admr", "keys": 0, "stores": [{"type": "redis", "key_prefix": "adm:"}]}]' "$WL_WORK/admin.json" >/dev/null ||
-	wl_die "admin: listing: $status $(cat "$WL_WORK/admin.json")"
-wl_pass "admin API: /rate_limit/ lists adm in memory (2 keys) and admr in redis"
-status=$(admin GET /rate_limit/nope/alice)
-[[ $status == 404 ]] && grep -q '"error":"unknown zone' "$WL_WORK/admin.json" || wl_die "admin: unknown zone: $status $(cat "$WL_WORK/admin.json")"
-status=$(admin PUT /rate_limit/adm/alice)
-[[ $status == 405 ]] && grep -q '"error"' "$WL_WORK/admin.json" || wl_die "admin: PUT: $status $(cat "$WL_WORK/admin.json")"
-wl_pass "admin API: unknown zone 404, PUT 405, in JSON"
-if grep -E 'alice|bob|2001:db8' "$WL_WORK/caddy-$ADMIN_E.log" | grep -v '"logger":"admin.api","msg":"received request"'; then
-	wl_die "caddy logged a key outside the admin endpoint's request lines"
-fi
-wl_pass "admin API: no key in caddy's log but in the admin endpoint's own request lines"
 wl_stop
 
 # Part 9: count_status under attack.
