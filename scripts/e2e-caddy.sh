@@ -4,7 +4,7 @@
 # instance at a time are Go tests in caddymodule/e2e (go test -count=1
 # ./caddymodule/e2e; scripts/test.sh runs both): 1 and 2 (TestE2EReload),
 # 7 (TestE2EAdminAPI), 8 (TestE2EOverridesAndTiers), 10
-# (TestE2ETrustedProxy). Here:
+# (TestE2ETrustedProxy), 12 (TestE2EPersist). Here:
 #
 #  3. `./xcaddy.sh version` says it reused the binary just built (no
 #     3 to 5 minute announcement) before Caddy's version;
@@ -63,17 +63,9 @@
 #     end in 200 are in flight at the reset, five 401s get the fresh
 #     budget, and once the slow ones end the next five 401s get 429 (their
 #     refunds give nothing back to the new count).
-# 12. counts survive a restart (persist): a zone of limit 5 a minute keyed
-#     by X-User, persisted every second into the data directory. 5 requests
-#     and a 429, SIGTERM, a start on the same data directory: the next
-#     request is 429, its Retry-After within 1 s of the one before the stop
-#     (plus the seconds the restart took); 5 requests, two intervals, SIGKILL,
-#     a start: 429. The admin API's zone view and the metrics show the
-#     restore. Garbage written over the snapshot: Caddy starts, serves 200,
-#     and logs why the zone starts empty.
 #
 # WL_PARTS=attack runs part 9 alone, WL_PARTS=example part 3,
-# WL_PARTS=reset part 11, WL_PARTS=persist part 12.
+# WL_PARTS=reset part 11.
 set -euo pipefail
 source "$(dirname "$0")/caddy-lib.sh"
 source "$(dirname "$0")/redis-e2e.sh"
@@ -249,102 +241,6 @@ reset_part() {
 	wl_stop
 }
 
-# persist_start CONFIG ADMIN (re)starts Caddy for part 12 on its data
-# directory, keeping each start's log.
-persist_start() {
-	[[ -f $WL_WORK/caddy-$2.log ]] && cat "$WL_WORK/caddy-$2.log" >>"$WL_WORK/persist-all.log"
-	WC_DATA=$WL_WORK/persist-data wc_start "$1" "$2"
-}
-
-# persist_fetch USER prints the status and Retry-After of one
-# request of USER in part 12's zone.
-persist_fetch() {
-	local status
-	status=$(wl_fetch "http://127.0.0.1:$PERSIST_WEB/" -H "X-User: $1")
-	printf '%s %s\n' "$status" "$(wl_header Retry-After)"
-}
-
-# persist_part is part 12: counts survive a restart.
-persist_part() {
-	local admin config n got ra1 ra2 t0 took file
-	read -r PERSIST_WEB admin < <(wc_free_ports 2 | paste -sd' ')
-	config=$WL_WORK/Caddyfile.persist
-	cat >"$config" <<-EOF
-		{
-			admin 127.0.0.1:$admin
-			persist_config off
-		}
-		:$PERSIST_WEB {
-			bind 127.0.0.1
-			rate_limit {
-				zone login {
-					key    {http.request.header.X-User}
-					window 1m
-					limit  5
-				}
-				persist {
-					interval 1s
-				}
-			}
-			respond "ok"
-		}
-	EOF
-	persist_start "$config" "$admin"
-	for n in 1 2 3 4 5; do
-		read -r got _ < <(persist_fetch alice)
-		[[ $got == 200 ]] || wl_die "persist: alice's request $n: $got, want 200"
-	done
-	read -r got ra1 < <(persist_fetch alice)
-	[[ $got == 429 && -n $ra1 ]] || wl_die "persist: alice's 6th request: $got (Retry-After '$ra1'), want 429"
-	t0=$(date +%s.%N)
-	wl_stop # SIGTERM: Caddy stops gracefully and saves the zone
-	persist_start "$config" "$admin"
-	read -r got ra2 < <(persist_fetch alice)
-	took=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN {printf "%.1f", a - b}')
-	[[ $got == 429 ]] || wl_die "persist: after SIGTERM and a start, alice got $got, want 429"
-	# Retry-After is whole seconds rounded up: it may fall by the seconds
-	# the restart took, and one more for the rounding.
-	(((ra1 - ra2) <= 1 + ${took%.*} && ra2 <= ra1)) ||
-		wl_die "persist: Retry-After $ra2 after the restart, $ra1 before it (restart took ${took}s)"
-	wl_pass "persist: 5 x 200, 429 (Retry-After $ra1), SIGTERM, start: 429 (Retry-After $ra2, ${took}s later)"
-	grep -q 'rate_limit zone restored' "$WL_WORK/caddy-$admin.log" || wl_die "persist: no restore logged"
-	curl -s "http://127.0.0.1:$admin/rate_limit/" >"$WL_WORK/persist-zones.json"
-	jq -e '.zones[0].persist.restored_keys >= 1 and (.zones[0].persist.file | length) > 0' "$WL_WORK/persist-zones.json" >/dev/null ||
-		wl_die "persist: the admin zone view shows no restore: $(cat "$WL_WORK/persist-zones.json")"
-	sleep 1.5 # an interval: one snapshot written
-	curl -s "http://127.0.0.1:$admin/metrics" >"$WL_WORK/persist-metrics"
-	grep -q '^caddy_http_rate_limit_snapshot_keys_restored_total{zone="login"} [1-9]' "$WL_WORK/persist-metrics" &&
-		grep -q '^caddy_http_rate_limit_snapshots_written_total{zone="login"} [1-9]' "$WL_WORK/persist-metrics" ||
-		wl_die "persist: metrics: $(grep snapshot "$WL_WORK/persist-metrics")"
-	wl_pass "persist: the admin zone view ($(jq -c '.zones[0].persist | {restored_keys, saved_keys}' "$WL_WORK/persist-zones.json")) and the metrics show it"
-
-	for n in 1 2 3 4 5; do
-		read -r got _ < <(persist_fetch bob)
-		[[ $got == 200 ]] || wl_die "persist: bob's request $n: $got, want 200"
-	done
-	sleep 2.2 # two intervals
-	kill -9 "${WL_PIDS[-1]}"
-	wait "${WL_PIDS[-1]}" 2>/dev/null || true
-	WL_PIDS=()
-	persist_start "$config" "$admin"
-	read -r got ra2 < <(persist_fetch bob)
-	[[ $got == 429 ]] || wl_die "persist: after SIGKILL two intervals after bob's 5th request, bob got $got, want 429"
-	wl_pass "persist: 5 x 200, two intervals, SIGKILL, start: 429 (Retry-After $ra2)"
-
-	wl_stop
-	file=$(ls "$WL_WORK"/persist-data/caddy/rate_limit/*.wlsnap)
-	[[ $(stat -c %a "$file") == 600 && $(stat -c %a "$(dirname "$file")") == 700 ]] ||
-		wl_die "persist: modes $(stat -c %a "$file") and $(stat -c %a "$(dirname "$file")"), want 600 and 700"
-	head -c 3000 /dev/urandom >"$file"
-	persist_start "$config" "$admin"
-	read -r got _ < <(persist_fetch alice)
-	[[ $got == 200 ]] || wl_die "persist: after garbage over the snapshot, alice got $got, want 200"
-	grep -q 'its snapshot could not be restored.*not a windowlimit snapshot' "$WL_WORK/caddy-$admin.log" ||
-		wl_die "persist: no log line says why the zone starts empty"
-	wl_pass "persist: garbage over the snapshot: Caddy starts, serves 200, logs: $(grep -o '"error":"[^"]*"' "$WL_WORK/caddy-$admin.log" | head -1)"
-	wl_stop
-}
-
 # example_part is part 3: Caddyfile.example, then README's Caddy quickstart.
 example_part() {
 	local n status
@@ -410,12 +306,12 @@ example_part() {
 
 case ${WL_PARTS:-all} in
 all) ;;
-attack | example | reset | persist)
+attack | example | reset)
 	"${WL_PARTS}_part"
 	echo "e2e-caddy: $WL_CHECKS passed, 0 failed"
 	exit 0
 	;;
-*) wl_die "WL_PARTS '$WL_PARTS': want all, attack, example, reset or persist" ;;
+*) wl_die "WL_PARTS '$WL_PARTS': want all, attack, example or reset" ;;
 esac
 
 # Part 3: Caddyfile.example.
@@ -663,8 +559,5 @@ attack_part
 
 # Part 11: a reset is a reset.
 reset_part
-
-# Part 12: counts survive a restart.
-persist_part
 
 echo "e2e-caddy: $WL_CHECKS passed, 0 failed"

@@ -60,6 +60,7 @@ type caddy struct {
 	Data   string // XDG_DATA_HOME: where the zones persist
 	config string // the Caddyfile's path
 	log    string // the log of every start, appended
+	since  int64  // where the current start's log begins
 	cmd    *exec.Cmd
 	done   chan struct{}
 }
@@ -82,7 +83,8 @@ func newCaddy(t *testing.T) *caddy {
 			c.stop(syscall.SIGKILL)
 		}
 		if t.Failed() {
-			t.Logf("caddy log (%s):\n%s", c.log, c.logText())
+			b, _ := os.ReadFile(c.log)
+			t.Logf("caddy log, every start (%s):\n%s", c.log, b)
 		}
 	})
 	return c
@@ -124,6 +126,9 @@ func (c *caddy) start() {
 		c.t.Fatal(err)
 	}
 	defer logf.Close()
+	if fi, err := logf.Stat(); err == nil {
+		c.since = fi.Size()
+	}
 	cmd := exec.Command(exe, "run", "--config", c.config, "--adapter", "caddyfile")
 	cmd.Env = append(os.Environ(), caddyEnv+"=1",
 		"XDG_DATA_HOME="+c.Data, "XDG_CONFIG_HOME="+filepath.Join(filepath.Dir(c.config), "config"))
@@ -189,10 +194,13 @@ func (c *caddy) load() {
 	}
 }
 
-// logText returns everything the instance has logged.
+// logText returns what the instance has logged since its last start.
 func (c *caddy) logText() string {
 	b, _ := os.ReadFile(c.log)
-	return string(b)
+	if int64(len(b)) < c.since {
+		return ""
+	}
+	return string(b[c.since:])
 }
 
 // logHas reports whether a line of the log matches re.
