@@ -4,15 +4,16 @@
 # instance at a time are Go tests in caddymodule/e2e (go test -count=1
 # ./caddymodule/e2e; scripts/test.sh runs both): 1 and 2 (TestE2EReload),
 # 7 (TestE2EAdminAPI), 8 (TestE2EOverridesAndTiers), 10
-# (TestE2ETrustedProxy), 12 (TestE2EPersist). Here:
+# (TestE2ETrustedProxy), 12 (TestE2EPersist), and Caddyfile.example's
+# lines (TestE2EExample). Here:
 #
 #  3. `./xcaddy.sh version` says it reused the binary just built (no
 #     3 to 5 minute announcement) before Caddy's version;
 #     `caddy validate` and `caddy adapt` accept Caddyfile.example, and the
-#     example, run on a free port, limits its API and its failed logins
-#     (count_status 401) as it says; then, run afresh, the curl lines of
-#     README.md's Caddy quickstart print the "# ..." line under each
-#     (retry_after_seconds from 1 to the zone's window plus one sub-window);
+#     example, run on a free port, answers the curl lines of README.md's
+#     Caddy quickstart with the "# ..." line under each (retry_after_seconds
+#     from 1 to the zone's window plus one sub-window); TestE2EExample
+#     checks the example's own comments;
 #  4. two Caddy instances share one limit of 20 per minute through a
 #     throwaway redis-server: 11 requests to each, alternating, give exactly
 #     20 x 200 in total, then 429; and a count_status 401 zone with limit 5
@@ -243,7 +244,6 @@ reset_part() {
 
 # example_part is part 3: Caddyfile.example, then README's Caddy quickstart.
 example_part() {
-	local n status
 	# ./xcaddy.sh <command>, as README's quickstart runs it: the build's
 	# line before the command's output. wc_build has just built the binary,
 	# so it is reused, and no first build of 3 to 5 minutes is announced
@@ -269,33 +269,8 @@ example_part() {
 		printf '{\n\tadmin 127.0.0.1:%s\n\tpersist_config off\n}\n' "$EX_ADMIN"
 		sed "s/^:8080 {/:$EX_WEB {/" "$WL_ROOT/Caddyfile.example"
 	} >"$WL_WORK/Caddyfile.example"
-	wc_start "$WL_WORK/Caddyfile.example" "$EX_ADMIN"
-	for n in $(seq 1 10); do
-		status=$(wl_fetch "http://127.0.0.1:$EX_WEB/api/items")
-		[[ $status == 200 ]] || wl_die "example: /api/items request $n: $status, want 200"
-	done
-	status=$(wl_fetch "http://127.0.0.1:$EX_WEB/api/items")
-	[[ $status == 429 ]] || wl_die "example: 11th /api/items: $status, want 429"
-	grep -q '"zone": "api"' "$WL_WORK/body" || wl_die "example: 429 body '$(cat "$WL_WORK/body")' does not name the zone"
-	[[ $(wl_header Content-Type) == application/json ]] || wl_die "example: 429 Content-Type '$(wl_header Content-Type)'"
-	wl_pass "example: 10 x 200 then 429 on /api/items: $(cat "$WL_WORK/body")"
-	status=$(wl_fetch "http://127.0.0.1:$EX_WEB/api/items" -H 'X-API-Key: team-a')
-	[[ $status == 200 ]] || wl_die "example: an API key's first request: $status, want 200"
-	wl_pass "example: an API key has its own budget"
-	for n in $(seq 1 8); do
-		status=$(wl_fetch "http://127.0.0.1:$EX_WEB/login" -X POST -H 'X-Password: open-sesame')
-		[[ $status == 200 ]] || wl_die "example: successful login $n: $status, want 200"
-	done
-	for n in $(seq 1 5); do
-		status=$(wl_fetch "http://127.0.0.1:$EX_WEB/login" -X POST)
-		[[ $status == 401 ]] || wl_die "example: failed login $n: $status, want 401"
-	done
-	status=$(wl_fetch "http://127.0.0.1:$EX_WEB/login" -X POST -H 'X-Password: open-sesame')
-	[[ $status == 429 ]] || wl_die "example: login after 5 failures: $status, want 429"
-	wl_pass "example: 8 successful logins uncounted, 5 failed (401), then 429 even with the password"
-	wl_stop
 
-	# README's Caddy quickstart, on the example afresh: the api zone is 1m in
+	# README's Caddy quickstart, on the example: the api zone is 1m in
 	# sub-windows of 6s, the login zone 15m in sub-windows of 90s.
 	wl_readme_lines "Quickstart: Caddy" localhost:8080 >"$WL_WORK/readme-lines"
 	[[ -s $WL_WORK/readme-lines ]] || wl_die "no curl lines under README's Quickstart: Caddy"
