@@ -3,9 +3,9 @@
 # ./xcaddy.sh, driven over HTTP on loopback ports. The parts that need one
 # instance at a time are Go tests in caddymodule/e2e (go test -count=1
 # ./caddymodule/e2e; scripts/test.sh runs both): 1 and 2 (TestE2EReload),
-# 7 (TestE2EAdminAPI), 8 (TestE2EOverridesAndTiers), 10
-# (TestE2ETrustedProxy), 12 (TestE2EPersist), and Caddyfile.example's
-# lines (TestE2EExample). Here:
+# 7 (TestE2EAdminAPI), 8 (TestE2EOverridesAndTiers), 9
+# (TestE2ECountStatusAttacks), 10 (TestE2ETrustedProxy), 12
+# (TestE2EPersist), and Caddyfile.example's lines (TestE2EExample). Here:
 #
 #  3. `./xcaddy.sh version` says it reused the binary just built (no
 #     3 to 5 minute announcement) before Caddy's version;
@@ -38,19 +38,6 @@
 #  6. two instances on a throwaway three-master Redis Cluster
 #     (scripts/redis-cluster.sh), two zones on different keys: exactly
 #     20 x 200 across the instances, then 429, and both keys in the cluster.
-#  9. count_status under attack (scripts/attack-e2e.sh): a login behind
-#     `reverse_proxy` (the backend) and a zone with limit 5 per minute and
-#     count_status 401, in memory and in a throwaway redis-server, on a
-#     server speaking h1 and h2c. Each attack, from its own loopback
-#     address, leaves the proxy without a final status to count by: the
-#     connection reset after the status line (and mid-body), h2 streams
-#     reset after their HEADERS, a client that gives up before a tarpit's
-#     401 (Caddy's 499), 200 tries at once (200 connections; 200 streams of
-#     one connection). It proves that the backend got at most 5 attempts of
-#     each in the window: the check counts a request before it is passed
-#     on, and gives the count back only for a final status not listed. And
-#     12 logins with the password then 7 wrong ones still give 12 x 200,
-#     5 x 401, then 429.
 # 11. a reset is a reset (scripts/reset-e2e.sh), on two instances of their
 #     own sharing a throwaway redis-server: a hot key (limit 3000 a minute)
 #     on which both instances hold a lease (GET /rate_limit/<zone>/<key>
@@ -65,12 +52,10 @@
 #     budget, and once the slow ones end the next five 401s get 429 (their
 #     refunds give nothing back to the new count).
 #
-# WL_PARTS=attack runs part 9 alone, WL_PARTS=example part 3,
-# WL_PARTS=reset part 11.
+# WL_PARTS=example runs part 3 alone, WL_PARTS=reset part 11.
 set -euo pipefail
 source "$(dirname "$0")/caddy-lib.sh"
 source "$(dirname "$0")/redis-e2e.sh"
-source "$(dirname "$0")/attack-e2e.sh"
 source "$(dirname "$0")/reset-e2e.sh"
 trap 'wl_cluster_stop; wl_cleanup' EXIT
 
@@ -78,56 +63,6 @@ wl_need curl:curl ss:iproute2 redis-server:redis-server redis-cli:redis-tools jq
 wc_setup
 read -r EX_WEB EX_ADMIN REDIS WEB_A ADMIN_A WEB_B ADMIN_B WEB_C ADMIN_C WEB_D ADMIN_D < <(wc_free_ports 11 | paste -sd' ')
 
-# attack_part is part 9: the count_status attacks, through reverse_proxy,
-# in memory (/mem/login, from 127.0.1.x) and in Redis (/redis/login, from
-# 127.0.2.x).
-attack_part() {
-	local web admin redis
-	read -r web admin redis < <(wc_free_ports 3 | paste -sd' ')
-	wl_start_backend
-	wl_redis_start "$redis"
-	cat >"$WL_WORK/Caddyfile.attack" <<-EOF
-		{
-			admin 127.0.0.1:$admin
-			persist_config off
-			servers {
-				protocols h1 h2c
-			}
-		}
-		:$web {
-			bind 127.0.0.1
-			handle /mem/* {
-				rate_limit {
-					zone login_mem {
-						window 1m
-						limit $WL_ATTACK_LIMIT
-						count_status 401
-					}
-				}
-				reverse_proxy 127.0.0.1:$WL_BACKEND_PORT
-			}
-			handle /redis/* {
-				rate_limit {
-					zone login_redis {
-						window 1m
-						limit $WL_ATTACK_LIMIT
-						count_status 401
-					}
-					store redis {
-						address 127.0.0.1:$redis
-						key_prefix atk:
-					}
-				}
-				reverse_proxy 127.0.0.1:$WL_BACKEND_PORT
-			}
-		}
-	EOF
-	wc_start "$WL_WORK/Caddyfile.attack" "$admin"
-	wl_attacks "caddy, memory" "http://127.0.0.1:$web/mem/login" 127.0.1
-	wl_attacks "caddy, redis" "http://127.0.0.1:$web/redis/login" 127.0.2
-	wl_attacks_done
-	wl_stop
-}
 # reset_config WEB ADMIN REDIS writes the Caddyfile of one instance of
 # part 11 and prints its path: /big-d and /big-l are hot keys' zones
 # (resetd is reset by the admin DELETE, resetl in Redis), /cs-mem/ and
@@ -281,12 +216,12 @@ example_part() {
 
 case ${WL_PARTS:-all} in
 all) ;;
-attack | example | reset)
+example | reset)
 	"${WL_PARTS}_part"
 	echo "e2e-caddy: $WL_CHECKS passed, 0 failed"
 	exit 0
 	;;
-*) wl_die "WL_PARTS '$WL_PARTS': want all, attack, example or reset" ;;
+*) wl_die "WL_PARTS '$WL_PARTS': want all, example or reset" ;;
 esac
 
 # Part 3: Caddyfile.example.
@@ -528,9 +463,6 @@ if grep -i 'redis store failed' "$WL_WORK/caddy-$ADMIN_C.log" "$WL_WORK/caddy-$A
 fi
 wl_pass "$WL_SUMMARY"
 wl_stop
-
-# Part 9: count_status under attack.
-attack_part
 
 # Part 11: a reset is a reset.
 reset_part

@@ -35,7 +35,11 @@ func TestMain(m *testing.M) {
 		caddycmd.Main()
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if programsDir != "" {
+		os.RemoveAll(programsDir)
+	}
+	os.Exit(code)
 }
 
 // startTimeout bounds how long a Caddy start, a stop or a poll may take.
