@@ -4,8 +4,9 @@
 # instance at a time are Go tests in caddymodule/e2e (go test -count=1
 # ./caddymodule/e2e; scripts/test.sh runs both): 1 and 2 (TestE2EReload),
 # 7 (TestE2EAdminAPI), 8 (TestE2EOverridesAndTiers), 9
-# (TestE2ECountStatusAttacks), 10 (TestE2ETrustedProxy), 12
-# (TestE2EPersist), and Caddyfile.example's lines (TestE2EExample). Here:
+# (TestE2ECountStatusAttacks), 10 (TestE2ETrustedProxy), 11 (TestE2EReset),
+# 12 (TestE2EPersist), and Caddyfile.example's lines (TestE2EExample).
+# Here:
 #
 #  3. `./xcaddy.sh version` says it reused the binary just built (no
 #     3 to 5 minute announcement) before Caddy's version;
@@ -38,144 +39,16 @@
 #  6. two instances on a throwaway three-master Redis Cluster
 #     (scripts/redis-cluster.sh), two zones on different keys: exactly
 #     20 x 200 across the instances, then 429, and both keys in the cluster.
-# 11. a reset is a reset (scripts/reset-e2e.sh), on two instances of their
-#     own sharing a throwaway redis-server: a hot key (limit 3000 a minute)
-#     on which both instances hold a lease (GET /rate_limit/<zone>/<key>
-#     shows its units) is reset by the admin DELETE on one instance: a
-#     burst of 12000 right after gets at most 3000 and at least 3000 less
-#     the units leased; the same with the key deleted in Redis directly
-#     gets at most 3000 plus the units leased (the excess is printed).
-#     count_status 401 with limit 5 in front of reverse_proxy, in memory
-#     (admin DELETE) and in Redis (admin DELETE on one instance while the
-#     requests are on the other; redis-cli DEL): five slow requests that
-#     end in 200 are in flight at the reset, five 401s get the fresh
-#     budget, and once the slow ones end the next five 401s get 429 (their
-#     refunds give nothing back to the new count).
 #
-# WL_PARTS=example runs part 3 alone, WL_PARTS=reset part 11.
+# WL_PARTS=example runs part 3 alone.
 set -euo pipefail
 source "$(dirname "$0")/caddy-lib.sh"
 source "$(dirname "$0")/redis-e2e.sh"
-source "$(dirname "$0")/reset-e2e.sh"
 trap 'wl_cluster_stop; wl_cleanup' EXIT
 
 wl_need curl:curl ss:iproute2 redis-server:redis-server redis-cli:redis-tools jq:jq
 wc_setup
 read -r EX_WEB EX_ADMIN REDIS WEB_A ADMIN_A WEB_B ADMIN_B WEB_C ADMIN_C WEB_D ADMIN_D < <(wc_free_ports 11 | paste -sd' ')
-
-# reset_config WEB ADMIN REDIS writes the Caddyfile of one instance of
-# part 11 and prints its path: /big-d and /big-l are hot keys' zones
-# (resetd is reset by the admin DELETE, resetl in Redis), /cs-mem/ and
-# /cs-redis/ zones with count_status 401 in front of the backend; all keyed
-# by the client's address.
-reset_config() {
-	local big zone
-	{
-		printf '{\n\tadmin 127.0.0.1:%s\n\tpersist_config off\n}\n:%s {\n\tbind 127.0.0.1\n' "$2" "$1"
-		for big in d l; do
-			zone=reset$big
-			cat <<-EOF
-				handle /big-$big {
-					rate_limit {
-						zone $zone {
-							window 1m
-							limit $WL_RESET_LIMIT
-						}
-						store redis {
-							address 127.0.0.1:$3
-							key_prefix rst:
-						}
-					}
-					respond "ok"
-				}
-			EOF
-		done
-		cat <<-EOF
-			handle /cs-mem/* {
-				rate_limit {
-					zone csmem {
-						window 1m
-						limit 5
-						count_status 401
-					}
-				}
-				reverse_proxy 127.0.0.1:$WL_BACKEND_PORT
-			}
-			handle /cs-redis/* {
-				rate_limit {
-					zone csredis {
-						window 1m
-						limit 5
-						count_status 401
-					}
-					store redis {
-						address 127.0.0.1:$3
-						key_prefix rst:
-					}
-				}
-				reverse_proxy 127.0.0.1:$WL_BACKEND_PORT
-			}
-		}
-		EOF
-	} >"$WL_WORK/Caddyfile.reset-$2"
-	echo "$WL_WORK/Caddyfile.reset-$2"
-}
-
-# reset_delete ZONE KEY: the admin DELETE of KEY in ZONE, on instance a.
-reset_delete() {
-	local status
-	status=$(curl -s -o "$WL_WORK/reset-delete.json" -w '%{http_code}' --max-time 5 -X DELETE "http://127.0.0.1:$RESET_ADMIN_A/rate_limit/$1/$2" || true)
-	[[ $status == 200 ]] || wl_die "reset: DELETE /rate_limit/$1/$2: $status $(cat "$WL_WORK/reset-delete.json")"
-}
-
-# reset_del KEY deletes KEY in Redis, as when Redis loses it.
-reset_del() {
-	[[ $(redis-cli -p "$WL_REDIS_PORT" del "$1") == 1 ]] || wl_die "reset: redis-cli DEL $1: no such key"
-}
-
-# reset_held sets WL_RESET_HELD to the units of the two instances' leases
-# on the key 127.0.0.1 of RESET_ZONE, as their admin APIs show them, and
-# fails when one holds none.
-reset_held() {
-	local units=() admin
-	for admin in "$RESET_ADMIN_A" "$RESET_ADMIN_B"; do
-		units+=("$(curl -s --max-time 5 "http://127.0.0.1:$admin/rate_limit/$RESET_ZONE/127.0.0.1" |
-			jq '[.states[]? | .lease.units // 0] | add // 0')")
-	done
-	WL_RESET_HELD=$((units[0] + units[1]))
-	WL_RESET_HELD_TEXT="$WL_RESET_HELD units leased (instance a ${units[0]}, b ${units[1]})"
-	((units[0] > 0 && units[1] > 0))
-}
-
-# The resets of part 11, without arguments or with the client's address.
-reset_big_delete() { reset_delete resetd 127.0.0.1; }
-reset_big_del() { reset_del 'rst:resetl:{127.0.0.1}'; }
-reset_cs_mem() { reset_delete csmem "$1"; }
-reset_cs_redis_delete() { reset_delete csredis "$1"; }
-reset_cs_redis_del() { reset_del "rst:csredis:{$1}"; }
-
-# reset_part is part 11: a reset is a reset.
-reset_part() {
-	local redis web_a web_b
-	read -r redis web_a RESET_ADMIN_A web_b RESET_ADMIN_B < <(wc_free_ports 5 | paste -sd' ')
-	wl_start_backend
-	wl_redis_start "$redis"
-	wc_start "$(reset_config "$web_a" "$RESET_ADMIN_A" "$redis")" "$RESET_ADMIN_A"
-	wc_start "$(reset_config "$web_b" "$RESET_ADMIN_B" "$redis")" "$RESET_ADMIN_B"
-	RESET_ZONE=resetd
-	wl_reset_leases "caddy, admin DELETE of a hot key" delete reset_held reset_big_delete \
-		"http://127.0.0.1:$web_a/big-d" "http://127.0.0.1:$web_b/big-d"
-	RESET_ZONE=resetl
-	wl_reset_leases "caddy, a hot key deleted in redis" lost reset_held reset_big_del \
-		"http://127.0.0.1:$web_a/big-l" "http://127.0.0.1:$web_b/big-l"
-	wl_reset_count_status "caddy, memory, admin DELETE" "http://127.0.0.1:$web_a/cs-mem/x" 127.0.3.1 reset_cs_mem
-	wl_reset_count_status "caddy, redis, admin DELETE on instance a, requests on b" "http://127.0.0.1:$web_b/cs-redis/x" 127.0.3.2 reset_cs_redis_delete
-	wl_reset_count_status "caddy, redis, admin DELETE on instance a, slow requests on a, the rest on b" \
-		"http://127.0.0.1:$web_a/cs-redis/x" 127.0.3.3 reset_cs_redis_delete "http://127.0.0.1:$web_b/cs-redis/x"
-	wl_reset_count_status "caddy, redis, key deleted in redis" "http://127.0.0.1:$web_a/cs-redis/x" 127.0.3.4 reset_cs_redis_del
-	wl_resets_done
-	wl_stop
-}
 
 # example_part is part 3: Caddyfile.example, then README's Caddy quickstart.
 example_part() {
@@ -216,12 +89,12 @@ example_part() {
 
 case ${WL_PARTS:-all} in
 all) ;;
-example | reset)
+example)
 	"${WL_PARTS}_part"
 	echo "e2e-caddy: $WL_CHECKS passed, 0 failed"
 	exit 0
 	;;
-*) wl_die "WL_PARTS '$WL_PARTS': want all, example or reset" ;;
+*) wl_die "WL_PARTS '$WL_PARTS': want all or example" ;;
 esac
 
 # Part 3: Caddyfile.example.
@@ -463,8 +336,5 @@ if grep -i 'redis store failed' "$WL_WORK/caddy-$ADMIN_C.log" "$WL_WORK/caddy-$A
 fi
 wl_pass "$WL_SUMMARY"
 wl_stop
-
-# Part 11: a reset is a reset.
-reset_part
 
 echo "e2e-caddy: $WL_CHECKS passed, 0 failed"
