@@ -82,13 +82,6 @@ type resetEnv struct {
 	rds  *redistest.Server
 }
 
-// scriptCalls returns how many script calls (EVALSHA and EVAL) the
-// redis-server ran.
-func (e *resetEnv) scriptCalls(t *testing.T) int64 {
-	calls := redistest.Calls(t, e.rds.Addr())
-	return calls["evalsha"] + calls["eval"]
-}
-
 // held returns the units of the two instances' leases on the key
 // 127.0.0.1 of zone, as their admin APIs show them, and a description.
 func (e *resetEnv) held(t *testing.T, zone string) (a, b int, text string) {
@@ -176,9 +169,9 @@ func (e *resetEnv) resetLeases(t *testing.T, zone string, lost bool, reset func(
 	var heldText string
 	for try := 1; ; try++ {
 		subWindowStart(t)
-		calls0 := e.scriptCalls(t)
+		calls0 := scriptCalls(t, e.rds)
 		warm = burst(t, 600, 8, 20*time.Second, urlA, urlB)
-		calls = e.scriptCalls(t) - calls0
+		calls = scriptCalls(t, e.rds) - calls0
 		if warm.total != 600 || warm.errors != 0 {
 			t.Fatalf("warm-up: %s, want 600 responses", warm.tally)
 		}
