@@ -60,6 +60,7 @@ const attackLimit = 5
 // must get at most 5 attempts of each. Then 12 logins with the password
 // and 7 wrong ones still give 12 x 200, 5 x 401, 2 x 429.
 func TestE2ECountStatusAttacks(t *testing.T) {
+	t.Parallel() // it mostly waits: sub-windows, slow answers, intervals
 	be := startBackend(t)
 	rds := redistest.Start(t)
 	c := newCaddy(t)

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"text/template"
@@ -45,15 +46,34 @@ func TestMain(m *testing.M) {
 // startTimeout bounds how long a Caddy start, a stop or a poll may take.
 const startTimeout = 15 * time.Second
 
-// freePort returns a TCP port that was free on the loopback a moment ago.
+// usedPorts holds every port freePort handed out in this process.
+var (
+	usedPortsMu sync.Mutex
+	usedPorts   = map[int]bool{}
+)
+
+// freePort returns a TCP port that was free on the loopback a moment ago
+// and that this process has not handed out before: Caddy listens with
+// SO_REUSEPORT, so two instances of parallel tests given one port would
+// share it without an error.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	usedPortsMu.Lock()
+	defer usedPortsMu.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !usedPorts[port] {
+			usedPorts[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port that this process has not used")
+	return 0
 }
 
 // caddy is one Caddy process run from a templated Caddyfile.

@@ -56,6 +56,7 @@ func snapshotsWritten(t *testing.T, c *caddy) float64 {
 // crash two intervals after the last request, and garbage over the
 // snapshot.
 func TestE2EPersist(t *testing.T) {
+	t.Parallel() // it mostly waits: sub-windows, slow answers, intervals
 	c := newCaddy(t)
 	c.render(persistSite, nil)
 	c.start()

@@ -235,6 +235,7 @@ func noRedisErrors(t *testing.T, cs ...*caddy) {
 // shared, leases that give back what they did not spend, overrides and
 // tiers, and count_status.
 func TestE2ERedisShared(t *testing.T) {
+	t.Parallel() // it mostly waits: sub-windows, slow answers, intervals
 	rds := redistest.Start(t)
 	a, b := twoInstances(t, redisSite, rds.Addr())
 
@@ -507,6 +508,7 @@ const clusterSite = `{
 // (scripts/redis-cluster.sh): exactly 20 x 200 across them, then 429, and
 // both keys in the cluster.
 func TestE2ERedisCluster(t *testing.T) {
+	t.Parallel() // it mostly waits: sub-windows, slow answers, intervals
 	nodes := redistest.Cluster(t)
 	a, b := twoInstances(t, clusterSite, strings.Join(nodes, " "))
 	checkShared(t, a, b, "/", "X-User", "alice")

@@ -312,6 +312,7 @@ func resetCountStatus(t *testing.T, url, from string, reset func(key string), ur
 // redis-server: what was taken from a key's old life is neither spent nor
 // given back in the new one.
 func TestE2EReset(t *testing.T) {
+	t.Parallel() // it mostly waits: sub-windows, slow answers, intervals
 	be := startBackend(t)
 	rds := redistest.Start(t)
 	e := &resetEnv{a: newCaddy(t), b: newCaddy(t), rds: rds}
