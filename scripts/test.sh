@@ -111,8 +111,9 @@ step "figures: the documentation's deterministic counts against what their comma
 scripts/figures.sh -fast
 
 step "end to end: Caddy"
-# caddymodule/e2e runs Caddy as its own test binary (not under -race, which
-# the unit step skips it in); e2e-caddy.sh the real ./xcaddy.sh binary.
+# caddymodule/e2e's tests run Caddy as their own test binary, without -race
+# (their build tag leaves them out of the step above); e2e-caddy.sh
+# smoke-tests the binary ./xcaddy.sh builds.
 go test -count=1 -timeout 10m ./caddymodule/e2e
 scripts/e2e-caddy.sh
 
