@@ -114,10 +114,8 @@ func newCaddy(t *testing.T) *caddy {
 	return c
 }
 
-// render writes text, a text/template over vars (with the instance's own
-// Web and Admin), as the instance's Caddyfile. Every Caddyfile gets the
-// global options the tests need: the admin endpoint on its port, no
-// autosave.
+// render writes text, a text/template over vars and the instance's own
+// Web and Admin ports, as the instance's Caddyfile.
 func (c *caddy) render(text string, vars map[string]any) {
 	c.t.Helper()
 	all := map[string]any{"Web": c.Web, "Admin": c.Admin}
@@ -334,14 +332,21 @@ func get(t *testing.T, url string, header ...string) (request, response) {
 // startTimeout with cond's last word on why not.
 func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(startTimeout)
+	waitWithin(t, startTimeout, what, cond)
+}
+
+// waitWithin is waitFor with a bound of its own, for a wait whose bound is
+// itself a check.
+func waitWithin(t *testing.T, bound time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
 	for {
 		ok, why := cond()
 		if ok {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s: %s", startTimeout, what, why)
+			t.Fatalf("waited %v for %s: %s", bound, what, why)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -5,6 +5,7 @@ package e2e
 import (
 	"crypto/rand"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,7 +87,7 @@ func TestE2EPersist(t *testing.T) {
 	})
 
 	t.Run("the admin zone view and the metrics show the restore", func(t *testing.T) {
-		req, resp := admin(t, c, "GET", "/rate_limit/")
+		req, resp := admin(t, c, http.MethodGet, "/rate_limit/")
 		var list struct {
 			Zones []struct {
 				Persist struct {

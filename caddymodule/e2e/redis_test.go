@@ -462,7 +462,7 @@ func TestE2ERedisChaos(t *testing.T) {
 			t.Fatalf("chaos:chaos:{after} holds %d in redis, want 20", n)
 		}
 		i := 0
-		waitFor(t, "the deny zone to admit again", func() (bool, string) {
+		waitWithin(t, 2*time.Second, "the deny zone to admit again", func() (bool, string) {
 			i++
 			req, resp := get(t, a.url("/deny"), "X-Key", "deny-after-"+strconv.Itoa(i))
 			return resp.Status == 200, fmt.Sprintf("%v: %v", req, resp)

@@ -149,7 +149,7 @@ func burst(t *testing.T, n, c int, deadline time.Duration, urls ...string) burst
 // are inspected and reset within one sub-window, before any lease ends.
 func subWindowStart(t *testing.T) {
 	t.Helper()
-	waitFor(t, "the start of a sub-window", func() (bool, string) {
+	waitWithin(t, resetSub+time.Second, "the start of a sub-window", func() (bool, string) {
 		since := time.Duration(time.Now().UnixNano() % int64(resetSub))
 		return since < 500*time.Millisecond, since.String() + " into the sub-window"
 	})
