@@ -349,7 +349,7 @@ func TestLeaseAdminAndMetrics(t *testing.T) {
 }
 
 // Two instances (two handlers, each with its own leases) alternating on
-// one key, as scripts/e2e-caddy.sh's part 4 does: exactly the limit is
+// one key, as caddymodule/e2e's TestE2ERedisShared does: exactly the limit is
 // admitted, then 429, leases or not. (The X-RateLimit-Remaining of a
 // request differs with leases: units an instance holds unspent count as
 // used, and a request admitted from a lease does not see the other

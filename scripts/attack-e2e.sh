@@ -1,4 +1,4 @@
-# The count_status attack checks of e2e-caddy.sh and e2e-traefik.sh
+# The count_status attack checks of e2e-traefik.sh (caddymodule/e2e makes them for Caddy)
 # (sourced after caddy-lib.sh or traefik-lib.sh, not run). A login on the
 # backend (scripts/e2e/backend.go: 401 for a wrong password, 200 for
 # open-sesame) sits behind the host's reverse proxy and a limit of 5 per

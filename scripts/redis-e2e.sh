@@ -1,4 +1,4 @@
-# The Redis checks of e2e-caddy.sh and e2e-traefik.sh (sourced after
+# The Redis checks of e2e-traefik.sh (caddymodule/e2e makes them for Caddy) (sourced after
 # caddy-lib.sh or traefik-lib.sh, not run): a throwaway redis-server and
 # Redis Cluster on loopback, and the checks of one limit of 20 per minute
 # shared by two instances, named by their web ports. The instances route

@@ -1,4 +1,4 @@
-# The reset checks of e2e-caddy.sh and e2e-traefik.sh (sourced after
+# The reset checks of e2e-traefik.sh (caddymodule/e2e makes them for Caddy) (sourced after
 # caddy-lib.sh or traefik-lib.sh and redis-e2e.sh, not run): a key's count
 # has a life, and a reset (Caddy's admin DELETE, or the key deleted in
 # Redis, as when Redis loses it) starts a new one. What was taken from the

@@ -119,6 +119,10 @@ step "costs: the deterministic costs against their record (docs/costs.md)"
 go run ./scripts/costs
 
 step "end to end: Caddy"
+# caddymodule/e2e's tests run Caddy as their own test binary, without -race
+# (their build tag leaves them out of the step above); e2e-caddy.sh
+# smoke-tests the binary ./xcaddy.sh builds.
+go test -count=1 -timeout 10m ./caddymodule/e2e
 scripts/e2e-caddy.sh
 
 step "end to end: Traefik"

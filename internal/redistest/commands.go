@@ -73,6 +73,22 @@ func CommandStats(tb testing.TB, addr string) map[string]CommandStat {
 	return stats
 }
 
+// Node returns a Server for Do on a redis-server this package did not
+// start, such as a node of Cluster at addr (host:port); it does not stop
+// it.
+func Node(tb testing.TB, addr string) *Server {
+	tb.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		tb.Fatalf("redis node %q: %v", addr, err)
+	}
+	s := &Server{tb: tb}
+	if s.port, err = strconv.Atoi(port); err != nil {
+		tb.Fatalf("redis node %q: %v", addr, err)
+	}
+	return s
+}
+
 // Do sends one command to the server, over TLS when it has TLS, and
 // returns its reply as strings: a status, integer or bulk string is one
 // element (a nil one is ""), an array gives its elements, flattened. An
