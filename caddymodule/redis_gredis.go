@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,12 @@ import (
 type goRedisRunner struct {
 	cur  atomic.Pointer[clientRef]
 	pipe *pipeliner
+
+	// The arguments of prepared calls, by tail (see PrepareEvalSha); last
+	// is the one used last.
+	last   atomic.Pointer[preparedArgs]
+	prepMu sync.Mutex
+	prep   map[string]*preparedArgs
 
 	mu     sync.Mutex // guards closed and retired
 	closed bool
@@ -82,15 +89,100 @@ func (r *goRedisRunner) Eval(ctx context.Context, script string, keys, args []st
 // script sends EVAL or EVALSHA. Its reply is read as an array of integers
 // straight into a []int64, without go-redis's generic reply values.
 func (r *goRedisRunner) script(ctx context.Context, name, script string, keys, args []string) ([]int64, error) {
-	a := make([]interface{}, 0, 3+len(keys)+len(args))
-	a = append(a, name, script, numKeys(len(keys)))
+	c := newCall()
+	c.args = append(c.args, name, script, numKeys(len(keys)))
 	for _, k := range keys {
-		a = append(a, k)
+		c.args = append(c.args, k)
 	}
 	for _, v := range args {
-		a = append(a, v)
+		c.args = append(c.args, v)
 	}
-	return r.pipe.do(ctx, redis.NewIntSliceCmd(ctx, a...))
+	return r.pipe.do(ctx, c)
+}
+
+// PrepareEvalSha makes the runner a prepared runner of the Redis store,
+// whose calls on one key (every request of a zone without count_status)
+// then box no argument but the key: head is sha, and tail names args,
+// whose boxed values the runner keeps for EvalShaPrepared.
+func (r *goRedisRunner) PrepareEvalSha(sha string, args []string) (head, tail string) {
+	tail = encodeArgs(args)
+	r.prepared(tail)
+	return sha, tail
+}
+
+// EvalShaPrepared runs EVALSHA of head, the script's SHA1, on key with the
+// arguments that tail, from PrepareEvalSha, names.
+func (r *goRedisRunner) EvalShaPrepared(ctx context.Context, head, key, tail string) ([]int64, error) {
+	p := r.prepared(tail)
+	c := newCall()
+	c.args = append(c.args, "evalsha", head, "1", key)
+	c.args = append(c.args, p.args...)
+	return r.pipe.do(ctx, c)
+}
+
+// preparedArgs are the arguments of a prepared call, boxed once.
+type preparedArgs struct {
+	tail string
+	args []interface{}
+}
+
+// maxPrepared bounds the prepared calls a runner keeps: reloads with ever
+// new rules cannot grow it past that.
+const maxPrepared = 1024
+
+// prepared returns the boxed arguments that tail names: the last ones
+// asked for without a lookup (the common case: one zone on a store),
+// else from the runner's map, else decoded and kept.
+func (r *goRedisRunner) prepared(tail string) *preparedArgs {
+	if p := r.last.Load(); p != nil && p.tail == tail {
+		return p
+	}
+	r.prepMu.Lock()
+	defer r.prepMu.Unlock()
+	p := r.prep[tail]
+	if p == nil {
+		if len(r.prep) >= maxPrepared || r.prep == nil {
+			r.prep = make(map[string]*preparedArgs)
+		}
+		p = &preparedArgs{tail: tail}
+		for _, a := range decodeArgs(tail) {
+			p.args = append(p.args, a)
+		}
+		r.prep[tail] = p
+	}
+	r.last.Store(p)
+	return p
+}
+
+// encodeArgs encodes args in one string, each as its length, a colon and
+// its bytes (the script's rule argument is binary).
+func encodeArgs(args []string) string {
+	var b []byte
+	for _, a := range args {
+		b = strconv.AppendInt(b, int64(len(a)), 10)
+		b = append(b, ':')
+		b = append(b, a...)
+	}
+	return string(b)
+}
+
+// decodeArgs reverses encodeArgs; it stops at anything encodeArgs would
+// not write.
+func decodeArgs(tail string) []string {
+	var args []string
+	for tail != "" {
+		i := strings.IndexByte(tail, ':')
+		if i < 0 {
+			break
+		}
+		n, err := strconv.Atoi(tail[:i])
+		if err != nil || n < 0 || n > len(tail)-i-1 {
+			break
+		}
+		args = append(args, tail[i+1:i+1+n])
+		tail = tail[i+1+n:]
+	}
+	return args
 }
 
 // numKeys returns n as the text a ClusterClient reads to find the first

@@ -54,12 +54,18 @@ const (
 	maxPipelineLen = 128
 )
 
-// scriptCall is one script call waiting for its pipeline.
+// scriptCall is one script call waiting for its pipeline. Calls are
+// pooled with their argument slice, so that a call allocates only its
+// command and its reply.
 type scriptCall struct {
+	args   []interface{} // the command's, which cmd holds
 	cmd    *redis.IntSliceCmd
 	queued time.Time     // when do queued it
 	done   chan struct{} // receives once the reply is in cmd
 }
+
+// newCall returns a call from the pool, its args empty.
+func newCall() *scriptCall { return callPool.Get().(*scriptCall) }
 
 // errBacklog is the error of a call that waited for a free pipeline
 // longer than a pipeline may take: Redis is too slow for the calls that
@@ -69,7 +75,9 @@ type scriptCall struct {
 // which a flood could otherwise hold open with its own backlog.
 var errBacklog = fmt.Errorf("redis pipeline: waited longer than the pipeline timeout for a free pipeline: %w", guard.ErrOverloaded)
 
-var callPool = sync.Pool{New: func() any { return &scriptCall{done: make(chan struct{}, 1)} }}
+var callPool = sync.Pool{New: func() any {
+	return &scriptCall{args: make([]interface{}, 0, 16), done: make(chan struct{}, 1)}
+}}
 
 // batchPool holds the slices pipelines take their calls in.
 var batchPool = sync.Pool{New: func() any { return make([]*scriptCall, 0, maxPipelineLen) }}
@@ -78,12 +86,13 @@ func newPipeliner(client func() redis.UniversalClient, timeout time.Duration) *p
 	return &pipeliner{client: client, timeout: timeout, inFlight: defaultPipelines}
 }
 
-// do sends cmd in a pipeline and waits for its reply or ctx's end. When a
-// pipeline is free, a goroutine sends the queue at once; the calls that
-// arrive meanwhile go together in the next pipeline that frees up. The
-// caller never sends itself, so that its context can always end its wait.
-func (p *pipeliner) do(ctx context.Context, cmd *redis.IntSliceCmd) ([]int64, error) {
-	c := callPool.Get().(*scriptCall)
+// do sends c's args as a command in a pipeline and waits for its reply
+// or ctx's end; c goes back to the pool. When a pipeline is free, a
+// goroutine sends the queue at once; the calls that arrive meanwhile go
+// together in the next pipeline that frees up. The caller never sends
+// itself, so that its context can always end its wait.
+func (p *pipeliner) do(ctx context.Context, c *scriptCall) ([]int64, error) {
+	cmd := redis.NewIntSliceCmd(ctx, c.args...)
 	c.cmd = cmd
 	c.queued = time.Now()
 	p.mu.Lock()
@@ -99,7 +108,8 @@ func (p *pipeliner) do(ctx context.Context, cmd *redis.IntSliceCmd) ([]int64, er
 	}
 	select {
 	case <-c.done:
-		c.cmd = nil
+		clear(c.args) // holds no key in the pool
+		c.args, c.cmd = c.args[:0], nil
 		callPool.Put(c)
 		return cmd.Result()
 	case <-ctx.Done():
