@@ -25,6 +25,9 @@ type goRedisRunner struct {
 	cur  atomic.Pointer[clientRef]
 	pipe *pipeliner
 
+	// cluster reports a ClusterClient, which reads keys as strings; the
+	// runner's clients, replaced or not, are all of one kind.
+	cluster bool
 	// The arguments of prepared calls, by tail (see PrepareEvalSha); last
 	// is the one used last.
 	last   atomic.Pointer[preparedArgs]
@@ -49,6 +52,7 @@ const retiredClientGrace = 5 * time.Second
 func newGoRedisRunner(client redis.UniversalClient) *goRedisRunner {
 	r := new(goRedisRunner)
 	r.cur.Store(&clientRef{client})
+	_, r.cluster = client.(*redis.ClusterClient)
 	r.pipe = newPipeliner(r.client, pipelineTimeout(client))
 	return r
 }
@@ -106,45 +110,57 @@ func (r *goRedisRunner) script(ctx context.Context, name, script string, keys, a
 // whose boxed values the runner keeps for EvalShaPrepared.
 func (r *goRedisRunner) PrepareEvalSha(sha string, args []string) (head, tail string) {
 	tail = encodeArgs(args)
-	r.prepared(tail)
+	r.prepared(sha, tail)
 	return sha, tail
 }
 
 // EvalShaPrepared runs EVALSHA of head, the script's SHA1, on key with the
 // arguments that tail, from PrepareEvalSha, names.
 func (r *goRedisRunner) EvalShaPrepared(ctx context.Context, head, key, tail string) ([]int64, error) {
-	p := r.prepared(tail)
+	p := r.prepared(head, tail)
 	c := newCall()
-	c.args = append(c.args, "evalsha", head, "1", key)
+	c.key = key
+	c.args = append(c.args, p.head...)
+	if r.cluster {
+		// A ClusterClient finds the key's node from it as a string.
+		c.args = append(c.args, key)
+	} else {
+		// A pointer boxes without allocating; the pooled call outlives
+		// the command.
+		c.args = append(c.args, &c.key)
+	}
 	c.args = append(c.args, p.args...)
 	return r.pipe.do(ctx, c)
 }
 
-// preparedArgs are the arguments of a prepared call, boxed once.
+// preparedArgs are the arguments of a prepared call, boxed once: head,
+// the command, the SHA1 and the key count, then the key, then args.
 type preparedArgs struct {
-	tail string
-	args []interface{}
+	sha, tail string
+	head      []interface{}
+	args      []interface{}
 }
 
 // maxPrepared bounds the prepared calls a runner keeps: reloads with ever
 // new rules cannot grow it past that.
 const maxPrepared = 1024
 
-// prepared returns the boxed arguments that tail names: the last ones
-// asked for without a lookup (the common case: one zone on a store),
-// else from the runner's map, else decoded and kept.
-func (r *goRedisRunner) prepared(tail string) *preparedArgs {
-	if p := r.last.Load(); p != nil && p.tail == tail {
+// prepared returns the boxed arguments of an EVALSHA of sha with the
+// arguments tail names: the last ones asked for without a lookup (the
+// common case: one zone on a store), else from the runner's map, else
+// decoded and kept.
+func (r *goRedisRunner) prepared(sha, tail string) *preparedArgs {
+	if p := r.last.Load(); p != nil && p.tail == tail && p.sha == sha {
 		return p
 	}
 	r.prepMu.Lock()
 	defer r.prepMu.Unlock()
 	p := r.prep[tail]
-	if p == nil {
+	if p == nil || p.sha != sha {
 		if len(r.prep) >= maxPrepared || r.prep == nil {
 			r.prep = make(map[string]*preparedArgs)
 		}
-		p = &preparedArgs{tail: tail}
+		p = &preparedArgs{sha: sha, tail: tail, head: []interface{}{"evalsha", sha, "1"}}
 		for _, a := range decodeArgs(tail) {
 			p.args = append(p.args, a)
 		}

@@ -254,7 +254,7 @@ func TestGoRedisPreparedArgs(t *testing.T) {
 	defer r.Close()
 	for i := 0; i < 3*maxPrepared; i++ {
 		_, tail := r.PrepareEvalSha("sha", []string{strconv.Itoa(i)})
-		if p := r.prepared(tail); len(p.args) != 1 || p.args[0] != strconv.Itoa(i) {
+		if p := r.prepared("sha", tail); len(p.args) != 1 || p.args[0] != strconv.Itoa(i) {
 			t.Fatalf("prepared %d: %v", i, p.args)
 		}
 	}
@@ -265,7 +265,7 @@ func TestGoRedisPreparedArgs(t *testing.T) {
 	_, tail := r.PrepareEvalSha("sha", []string{"first"})
 	r.prep = nil
 	r.last.Store(nil)
-	if p := r.prepared(tail); len(p.args) != 1 || p.args[0] != "first" {
+	if p := r.prepared("sha", tail); len(p.args) != 1 || p.args[0] != "first" {
 		t.Fatalf("a dropped prepared call: %v", p.args)
 	}
 }

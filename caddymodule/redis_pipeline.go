@@ -55,10 +55,11 @@ const (
 )
 
 // scriptCall is one script call waiting for its pipeline. Calls are
-// pooled with their argument slice, so that a call allocates only its
-// command and its reply.
+// pooled with their arguments and command, so that a call allocates only
+// its reply.
 type scriptCall struct {
 	args   []interface{} // the command's, which cmd holds
+	key    string        // the key of a prepared call, which args may point to
 	cmd    *redis.IntSliceCmd
 	queued time.Time     // when do queued it
 	done   chan struct{} // receives once the reply is in cmd
@@ -92,8 +93,14 @@ func newPipeliner(client func() redis.UniversalClient, timeout time.Duration) *p
 // together in the next pipeline that frees up. The caller never sends
 // itself, so that its context can always end its wait.
 func (p *pipeliner) do(ctx context.Context, c *scriptCall) ([]int64, error) {
-	cmd := redis.NewIntSliceCmd(ctx, c.args...)
-	c.cmd = cmd
+	cmd := c.cmd
+	if cmd == nil || !sameSlice(cmd.Args(), c.args) {
+		// The command holds the slice it is given: one made for an
+		// earlier call of the same length sends this one's args. A
+		// pipeline never reads the command's context.
+		cmd = redis.NewIntSliceCmd(context.Background(), c.args...)
+		c.cmd = cmd
+	}
 	c.queued = time.Now()
 	p.mu.Lock()
 	p.queue = append(p.queue, c)
@@ -108,15 +115,23 @@ func (p *pipeliner) do(ctx context.Context, c *scriptCall) ([]int64, error) {
 	}
 	select {
 	case <-c.done:
-		clear(c.args) // holds no key in the pool
-		c.args, c.cmd = c.args[:0], nil
+		res, err := cmd.Result()
+		cmd.SetVal(nil)
+		cmd.SetErr(nil)
+		clear(c.args) // the pool holds no key
+		c.args, c.key = c.args[:0], ""
 		callPool.Put(c)
-		return cmd.Result()
+		return res, err
 	case <-ctx.Done():
 		// Abandoned: its pipeline still completes it, into a channel
 		// nobody reads, so c is not reused.
 		return nil, ctx.Err()
 	}
+}
+
+// sameSlice reports whether a and b are the same elements of one array.
+func sameSlice(a, b []interface{}) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
 }
 
 // loop sends pipelines until the queue is empty.
