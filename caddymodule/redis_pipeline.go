@@ -46,9 +46,12 @@ type pipeliner struct {
 // Bounds of a pipeliner.
 const (
 	// defaultPipelines is the most pipelines in flight: while one is at
-	// Redis, the next fills. More connections only make the batches
-	// smaller (measured by scripts/bench-caddy.sh).
-	defaultPipelines = 2
+	// Redis, the next fills. A second one in flight halved the batches
+	// (about 6 calls per read against 10 in scripts/bench-caddy.sh's
+	// Redis site), and each read and write costs Caddy and Redis a
+	// system call: the site served 0.51-0.53 of its base with two,
+	// 0.54-0.66 with one, in interleaved runs.
+	defaultPipelines = 1
 	// maxPipelineLen bounds the commands of one pipeline, so one write
 	// stays small and the calls queued behind it start soon.
 	maxPipelineLen = 128
