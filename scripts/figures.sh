@@ -684,6 +684,24 @@ fig exact "benchmarks.md: Caddy handler, allowed, bytes" $bm 'keyed\s+by\s+clien
 fig exact "benchmarks.md: Caddy handler, headers none, allocs" $bm '`headers\s+none`\s+\((\d+)\s+allocations\)' \
 	caddyserve "$caddyserve" '^handler allowed/headers_none: \S+ µs, (\d+) allocs' 
 
+# The Redis site's handler and its go-redis client per request, and one
+# decision through the store over go-redis.
+busykeys="go test -run '^\$' -bench ServeHTTPRedisBusyKeys -benchtime 100000x -count 3 ./caddymodule"
+for case in redis baseline; do
+	case $case in
+	redis) dl='`redis`: the handler, `store redis`' ;;
+	baseline) dl='`baseline`: the loop alone' ;;
+	esac
+	dq=$(qre "$dl")
+	fig tol:25 "benchmarks.md: Caddy handler with Redis, $case, CPU µs" $bm "^\\| $dq \\| (\\S+) \\|" \
+		busykeys "$busykeys" "^BenchmarkServeHTTPRedisBusyKeys/$case-\\d+\\s+\\d+\\s+\\S+ ns/op\\s+(\\S+) cpu-µs/op"
+	fig abs:2 "benchmarks.md: Caddy handler with Redis, $case, allocs" $bm "^\\| $dq \\| \\S+ \\| (\\d+) \\|" \
+		busykeys "$busykeys" "^BenchmarkServeHTTPRedisBusyKeys/$case-\\d+\\s.*?(\\d+) allocs/op"
+done
+gredisstore="go test -run '^\$' -bench RedisStoreGoRedis -benchtime 200000x -benchmem ./caddymodule"
+fig abs:1 "benchmarks.md: go-redis store, allocs per decision" $bm 'RedisStoreGoRedis.*?allocates\s+(\d+)\s+times' \
+	gredisstore "$gredisstore" '^BenchmarkRedisStoreGoRedis-\d+\s.*?(\d+) allocs/op'
+
 
 costs="cd scripts/yaegitest && go test -run '^\$' -bench InterpretedCosts ."
 while read -r bench re; do
