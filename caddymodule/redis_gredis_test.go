@@ -224,6 +224,11 @@ func TestGoRedisPreparedCall(t *testing.T) {
 			t.Fatalf("prepared call %d: %v %v, want admitted with %d remaining", i+1, res, err, want)
 		}
 	}
+	// Another key, on a call (and go-redis command) the pool most likely
+	// hands back: its own count, not k's.
+	if res, err := kc.Run(ctx, kc.Head, kc.Prefix+"j"+kc.Suffix, kc.Tail); err != nil || len(res) != 4 || res[1] != 3 {
+		t.Fatalf("a prepared call on another key: %v %v, want 3 remaining", res, err)
+	}
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
