@@ -28,11 +28,13 @@ type goRedisRunner struct {
 	// cluster reports a ClusterClient, which reads keys as strings; the
 	// runner's clients, replaced or not, are all of one kind.
 	cluster bool
-	// The arguments of prepared calls, by tail (see PrepareEvalSha); last
-	// is the one used last.
-	last   atomic.Pointer[preparedArgs]
-	prepMu sync.Mutex
-	prep   map[string]*preparedArgs
+	// The arguments of prepared calls: prep maps a tail (see
+	// PrepareEvalSha) to its *preparedArgs, read without a lock by the
+	// requests of every zone on this client; prepSize counts its entries.
+	// last is the one used last.
+	last     atomic.Pointer[preparedArgs]
+	prep     atomic.Pointer[sync.Map]
+	prepSize atomic.Int64
 
 	mu     sync.Mutex // guards closed and retired
 	closed bool
@@ -53,6 +55,7 @@ func newGoRedisRunner(client redis.UniversalClient) *goRedisRunner {
 	r := new(goRedisRunner)
 	r.cur.Store(&clientRef{client})
 	_, r.cluster = client.(*redis.ClusterClient)
+	r.prep.Store(new(sync.Map))
 	r.pipe = newPipeliner(r.client, pipelineTimeout(client))
 	return r
 }
@@ -147,25 +150,30 @@ const maxPrepared = 1024
 
 // prepared returns the boxed arguments of an EVALSHA of sha with the
 // arguments tail names: the last ones asked for without a lookup (the
-// common case: one zone on a store), else from the runner's map, else
+// common case: one zone on a client), else from the runner's map, else
 // decoded and kept.
 func (r *goRedisRunner) prepared(sha, tail string) *preparedArgs {
 	if p := r.last.Load(); p != nil && p.tail == tail && p.sha == sha {
 		return p
 	}
-	r.prepMu.Lock()
-	defer r.prepMu.Unlock()
-	p := r.prep[tail]
-	if p == nil || p.sha != sha {
-		if len(r.prep) >= maxPrepared || r.prep == nil {
-			r.prep = make(map[string]*preparedArgs)
-		}
-		p = &preparedArgs{sha: sha, tail: tail, head: []interface{}{"evalsha", sha, "1"}}
-		for _, a := range decodeArgs(tail) {
-			p.args = append(p.args, a)
-		}
-		r.prep[tail] = p
+	m := r.prep.Load()
+	if v, ok := m.Load(tail); ok && v.(*preparedArgs).sha == sha {
+		p := v.(*preparedArgs)
+		r.last.Store(p)
+		return p
 	}
+	p := &preparedArgs{sha: sha, tail: tail, head: []interface{}{"evalsha", sha, "1"}}
+	for _, a := range decodeArgs(tail) {
+		p.args = append(p.args, a)
+	}
+	if r.prepSize.Add(1) > maxPrepared {
+		// Full: start afresh. What a racing call kept in the old map is
+		// decoded again when next asked for.
+		m = new(sync.Map)
+		r.prep.Store(m)
+		r.prepSize.Store(1)
+	}
+	m.Store(tail, p)
 	r.last.Store(p)
 	return p
 }

@@ -263,12 +263,14 @@ func TestGoRedisPreparedArgs(t *testing.T) {
 			t.Fatalf("prepared %d: %v", i, p.args)
 		}
 	}
-	if n := len(r.prep); n > maxPrepared {
+	n := 0
+	r.prep.Load().Range(func(any, any) bool { n++; return true })
+	if n > maxPrepared {
 		t.Fatalf("the runner keeps %d prepared calls, more than %d", n, maxPrepared)
 	}
 	// One dropped from the map is decoded again from its tail.
 	_, tail := r.PrepareEvalSha("sha", []string{"first"})
-	r.prep = nil
+	r.prep.Store(new(sync.Map))
 	r.last.Store(nil)
 	if p := r.prepared("sha", tail); len(p.args) != 1 || p.args[0] != "first" {
 		t.Fatalf("a dropped prepared call: %v", p.args)
