@@ -202,14 +202,14 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 				return fmt.Errorf("store redis: zone %q: %w", z.name, spelling.Error(err))
 			}
 		}
-		key, g, err := acquireRedis(redisSetup, caddy.Log().Named("http.handlers.rate_limit"))
+		key, pooled, err := acquirePooledRedis(redisSetup, caddy.Log().Named("http.handlers.rate_limit"))
 		if err != nil {
 			return fmt.Errorf("store redis: %w", err)
 		}
 		h.redisKey = key
-		h.store = g
+		h.store = pooled.guard
 		if h.Redis.leases() {
-			if err := h.provisionLeases(g); err != nil {
+			if err := h.provisionLeases(pooled); err != nil {
 				return fmt.Errorf("store redis: %w", err)
 			}
 		}
@@ -230,16 +230,17 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 }
 
 // provisionLeases gives each zone that may lease a table of leases
-// through g. A count_status zone never leases: its requests are
+// through p's guard. A count_status zone never leases: its requests are
 // reserved, then refunded or kept after the response, each on its own
 // call. A log zone gets a table that never asks for units (Redis grants a
-// log rule none), so its requests are decided per request too.
-func (h *Handler) provisionLeases(g *guard.Guard) error {
+// log rule none), so its requests are decided per request too. A request
+// that asks for no lease makes the store's call prepared for its zone.
+func (h *Handler) provisionLeases(p *pooledRedis) error {
 	for _, z := range h.zones {
 		if z.countStatus != nil {
 			continue
 		}
-		t, err := lease.NewTable(z.zone, g, lease.Options{})
+		t, err := lease.NewTable(z.zone, p.guard, lease.Options{KeyCall: p.keyCall(z.zone)})
 		if err != nil {
 			return fmt.Errorf("zone %q: leases: %w", z.name, err)
 		}

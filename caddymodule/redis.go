@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/windowlimit/windowlimit/shared/guard"
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
 	"github.com/windowlimit/windowlimit/shared/redisstore"
 	"github.com/windowlimit/windowlimit/shared/resp"
 )
@@ -330,6 +331,15 @@ var (
 type pooledRedis struct {
 	runner *goRedisRunner
 	guard  *guard.Guard
+	store  *redisstore.Store // behind guard; nil in some tests
+}
+
+// keyCall returns the store's call prepared for z, or nil.
+func (p *pooledRedis) keyCall(z *ratelimit.Zone) *ratelimit.KeyCall {
+	if p.store == nil {
+		return nil
+	}
+	return p.store.KeyCall(z)
 }
 
 // Destruct stops the guard's probe, keeps its counters and closes the
@@ -350,6 +360,16 @@ func (p *pooledRedis) Destruct() error {
 // acquireRedis returns the guard for s, creating the client if no loaded
 // config has it, and its pool key for releaseRedis.
 func acquireRedis(s *redisSetup, logger *zap.Logger) (string, *guard.Guard, error) {
+	key, p, err := acquirePooledRedis(s, logger)
+	if err != nil {
+		return "", nil, err
+	}
+	return key, p.guard, nil
+}
+
+// acquirePooledRedis is acquireRedis, returning the client, its store and
+// its guard.
+func acquirePooledRedis(s *redisSetup, logger *zap.Logger) (string, *pooledRedis, error) {
 	key := s.poolKey()
 	v, _, err := redisStores.LoadOrNew(key, func() (caddy.Destructor, error) {
 		newClient, err := s.clients()
@@ -369,12 +389,12 @@ func acquireRedis(s *redisSetup, logger *zap.Logger) (string, *guard.Guard, erro
 			runner.Close()
 			return nil, err
 		}
-		return &pooledRedis{runner: runner, guard: g}, nil
+		return &pooledRedis{runner: runner, guard: g, store: store}, nil
 	})
 	if err != nil {
 		return "", nil, err
 	}
-	return key, v.(*pooledRedis).guard, nil
+	return key, v.(*pooledRedis), nil
 }
 
 // guardLog returns the log function of the guard of s: failures, Redis

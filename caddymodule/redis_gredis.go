@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,17 @@ type goRedisRunner struct {
 	cur  atomic.Pointer[clientRef]
 	pipe *pipeliner
 
+	// cluster reports a ClusterClient, which reads keys as strings; the
+	// runner's clients, replaced or not, are all of one kind.
+	cluster bool
+	// The arguments of prepared calls: prep maps a tail (see
+	// PrepareEvalSha) to its *preparedArgs, read without a lock by the
+	// requests of every zone on this client; prepSize counts its entries.
+	// last is the one used last.
+	last     atomic.Pointer[preparedArgs]
+	prep     atomic.Pointer[sync.Map]
+	prepSize atomic.Int64
+
 	mu     sync.Mutex // guards closed and retired
 	closed bool
 	// retired holds the replaced clients not closed yet, each with the
@@ -42,6 +54,8 @@ const retiredClientGrace = 5 * time.Second
 func newGoRedisRunner(client redis.UniversalClient) *goRedisRunner {
 	r := new(goRedisRunner)
 	r.cur.Store(&clientRef{client})
+	_, r.cluster = client.(*redis.ClusterClient)
+	r.prep.Store(new(sync.Map))
 	r.pipe = newPipeliner(r.client, pipelineTimeout(client))
 	return r
 }
@@ -82,15 +96,117 @@ func (r *goRedisRunner) Eval(ctx context.Context, script string, keys, args []st
 // script sends EVAL or EVALSHA. Its reply is read as an array of integers
 // straight into a []int64, without go-redis's generic reply values.
 func (r *goRedisRunner) script(ctx context.Context, name, script string, keys, args []string) ([]int64, error) {
-	a := make([]interface{}, 0, 3+len(keys)+len(args))
-	a = append(a, name, script, numKeys(len(keys)))
+	c := newCall()
+	c.args = append(c.args, name, script, numKeys(len(keys)))
 	for _, k := range keys {
-		a = append(a, k)
+		c.args = append(c.args, k)
 	}
 	for _, v := range args {
-		a = append(a, v)
+		c.args = append(c.args, v)
 	}
-	return r.pipe.do(ctx, redis.NewIntSliceCmd(ctx, a...))
+	return r.pipe.do(ctx, c)
+}
+
+// PrepareEvalSha makes the runner a prepared runner of the Redis store,
+// whose calls on one key (every request of a zone without count_status)
+// then box no argument but the key: head is sha, and tail names args,
+// whose boxed values the runner keeps for EvalShaPrepared.
+func (r *goRedisRunner) PrepareEvalSha(sha string, args []string) (head, tail string) {
+	tail = encodeArgs(args)
+	r.prepared(sha, tail)
+	return sha, tail
+}
+
+// EvalShaPrepared runs EVALSHA of head, the script's SHA1, on key with the
+// arguments that tail, from PrepareEvalSha, names.
+func (r *goRedisRunner) EvalShaPrepared(ctx context.Context, head, key, tail string) ([]int64, error) {
+	p := r.prepared(head, tail)
+	c := newCall()
+	c.key = key
+	c.args = append(c.args, p.head...)
+	if r.cluster {
+		// A ClusterClient finds the key's node from it as a string.
+		c.args = append(c.args, key)
+	} else {
+		// A pointer boxes without allocating; the pooled call outlives
+		// the command.
+		c.args = append(c.args, &c.key)
+	}
+	c.args = append(c.args, p.args...)
+	return r.pipe.do(ctx, c)
+}
+
+// preparedArgs are the arguments of a prepared call, boxed once: head,
+// the command, the SHA1 and the key count, then the key, then args.
+type preparedArgs struct {
+	sha, tail string
+	head      []interface{}
+	args      []interface{}
+}
+
+// maxPrepared bounds the prepared calls a runner keeps: reloads with ever
+// new rules cannot grow it past that.
+const maxPrepared = 1024
+
+// prepared returns the boxed arguments of an EVALSHA of sha with the
+// arguments tail names: the last ones asked for without a lookup (the
+// common case: one zone on a client), else from the runner's map, else
+// decoded and kept.
+func (r *goRedisRunner) prepared(sha, tail string) *preparedArgs {
+	if p := r.last.Load(); p != nil && p.tail == tail && p.sha == sha {
+		return p
+	}
+	m := r.prep.Load()
+	if v, ok := m.Load(tail); ok && v.(*preparedArgs).sha == sha {
+		p := v.(*preparedArgs)
+		r.last.Store(p)
+		return p
+	}
+	p := &preparedArgs{sha: sha, tail: tail, head: []interface{}{"evalsha", sha, "1"}}
+	for _, a := range decodeArgs(tail) {
+		p.args = append(p.args, a)
+	}
+	if r.prepSize.Add(1) > maxPrepared {
+		// Full: start afresh. What a racing call kept in the old map is
+		// decoded again when next asked for.
+		m = new(sync.Map)
+		r.prep.Store(m)
+		r.prepSize.Store(1)
+	}
+	m.Store(tail, p)
+	r.last.Store(p)
+	return p
+}
+
+// encodeArgs encodes args in one string, each as its length, a colon and
+// its bytes (the script's rule argument is binary).
+func encodeArgs(args []string) string {
+	var b []byte
+	for _, a := range args {
+		b = strconv.AppendInt(b, int64(len(a)), 10)
+		b = append(b, ':')
+		b = append(b, a...)
+	}
+	return string(b)
+}
+
+// decodeArgs reverses encodeArgs; it stops at anything encodeArgs would
+// not write.
+func decodeArgs(tail string) []string {
+	var args []string
+	for tail != "" {
+		i := strings.IndexByte(tail, ':')
+		if i < 0 {
+			break
+		}
+		n, err := strconv.Atoi(tail[:i])
+		if err != nil || n < 0 || n > len(tail)-i-1 {
+			break
+		}
+		args = append(args, tail[i+1:i+1+n])
+		tail = tail[i+1+n:]
+	}
+	return args
 }
 
 // numKeys returns n as the text a ClusterClient reads to find the first

@@ -2,6 +2,8 @@ package caddymodule
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -196,5 +198,81 @@ func TestGoRedisRunnerReplace(t *testing.T) {
 	r.replace(late)
 	if err := late.Ping(ctx).Err(); err != redis.ErrClosed {
 		t.Errorf("a client offered after Close: %v, want %v", err, redis.ErrClosed)
+	}
+}
+
+// The go-redis runner prepares a zone's call on one key: the store's
+// KeyCall runs it, counts the key, and after a SCRIPT FLUSH its NOSCRIPT
+// goes to the store, which sends the script again.
+func TestGoRedisPreparedCall(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	s := goRedisStore(t, c, false)
+	z := testZone(t, "prep", ratelimit.Rule{Window: time.Hour, Limit: 4})
+	kc := s.KeyCall(z)
+	if kc == nil {
+		t.Fatal("the store over go-redis has no prepared call")
+	}
+	ctx := context.Background()
+	// The first request loads the script.
+	if d, err := takeOne(t, s, z, "k"); err != nil || !d.Allowed || d.Remaining != 3 {
+		t.Fatalf("the first request: %+v %v, want admitted with 3 remaining", d, err)
+	}
+	for i, want := range []int64{2, 1} {
+		res, err := kc.Run(ctx, kc.Head, kc.Prefix+"k"+kc.Suffix, kc.Tail)
+		if err != nil || len(res) != 4 || res[0] != 1 || res[1] != want {
+			t.Fatalf("prepared call %d: %v %v, want admitted with %d remaining", i+1, res, err, want)
+		}
+	}
+	// Another key, on a call (and go-redis command) the pool most likely
+	// hands back: its own count, not k's.
+	if res, err := kc.Run(ctx, kc.Head, kc.Prefix+"j"+kc.Suffix, kc.Tail); err != nil || len(res) != 4 || res[1] != 3 {
+		t.Fatalf("a prepared call on another key: %v %v, want 3 remaining", res, err)
+	}
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := kc.Run(ctx, kc.Head, kc.Prefix+"k"+kc.Suffix, kc.Tail)
+	if err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		t.Fatalf("after SCRIPT FLUSH: %v, want NOSCRIPT", err)
+	}
+	d, err := kc.Rest(ctx, "k", nil, err)
+	if err != nil || !d.Allowed || d.Remaining != 0 {
+		t.Fatalf("the store's answer to NOSCRIPT: %+v %v, want the third request admitted, none remaining", d, err)
+	}
+	if d, err := takeOne(t, s, z, "k"); err != nil || d.Allowed {
+		t.Fatalf("a fourth request: %+v %v, want denied", d, err)
+	}
+}
+
+// A prepared call's arguments survive their encoding, binary ones and
+// colons included, and the runner's bound on what it keeps.
+func TestGoRedisPreparedArgs(t *testing.T) {
+	args := []string{"0", "take", "", "a:b", "\x00\x01:\xff", "12:34"}
+	if got := decodeArgs(encodeArgs(args)); !slices.Equal(got, args) {
+		t.Fatalf("decodeArgs(encodeArgs(%q)) = %q", args, got)
+	}
+	if got := decodeArgs("3:ab"); len(got) != 0 {
+		t.Fatalf("a cut encoding decoded to %q, want nothing", got)
+	}
+	r := newGoRedisRunner(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}))
+	defer r.Close()
+	for i := 0; i < 3*maxPrepared; i++ {
+		_, tail := r.PrepareEvalSha("sha", []string{strconv.Itoa(i)})
+		if p := r.prepared("sha", tail); len(p.args) != 1 || p.args[0] != strconv.Itoa(i) {
+			t.Fatalf("prepared %d: %v", i, p.args)
+		}
+	}
+	n := 0
+	r.prep.Load().Range(func(any, any) bool { n++; return true })
+	if n > maxPrepared {
+		t.Fatalf("the runner keeps %d prepared calls, more than %d", n, maxPrepared)
+	}
+	// One dropped from the map is decoded again from its tail.
+	_, tail := r.PrepareEvalSha("sha", []string{"first"})
+	r.prep.Store(new(sync.Map))
+	r.last.Store(nil)
+	if p := r.prepared("sha", tail); len(p.args) != 1 || p.args[0] != "first" {
+		t.Fatalf("a dropped prepared call: %v", p.args)
 	}
 }

@@ -46,20 +46,30 @@ type pipeliner struct {
 // Bounds of a pipeliner.
 const (
 	// defaultPipelines is the most pipelines in flight: while one is at
-	// Redis, the next fills. More connections only make the batches
-	// smaller (measured by scripts/bench-caddy.sh).
-	defaultPipelines = 2
+	// Redis, the next fills. A second one in flight halved the batches
+	// (about 6 calls per read against 10 in scripts/bench-caddy.sh's
+	// Redis site), and each read and write costs Caddy and Redis a
+	// system call: the site served 0.51-0.53 of its base with two,
+	// 0.54-0.66 with one, in interleaved runs.
+	defaultPipelines = 1
 	// maxPipelineLen bounds the commands of one pipeline, so one write
 	// stays small and the calls queued behind it start soon.
 	maxPipelineLen = 128
 )
 
-// scriptCall is one script call waiting for its pipeline.
+// scriptCall is one script call waiting for its pipeline. Calls are
+// pooled with their arguments and command, so that a call allocates only
+// its reply.
 type scriptCall struct {
+	args   []interface{} // the command's, which cmd holds
+	key    string        // the key of a prepared call, which args may point to
 	cmd    *redis.IntSliceCmd
 	queued time.Time     // when do queued it
 	done   chan struct{} // receives once the reply is in cmd
 }
+
+// newCall returns a call from the pool, its args empty.
+func newCall() *scriptCall { return callPool.Get().(*scriptCall) }
 
 // errBacklog is the error of a call that waited for a free pipeline
 // longer than a pipeline may take: Redis is too slow for the calls that
@@ -69,7 +79,9 @@ type scriptCall struct {
 // which a flood could otherwise hold open with its own backlog.
 var errBacklog = fmt.Errorf("redis pipeline: waited longer than the pipeline timeout for a free pipeline: %w", guard.ErrOverloaded)
 
-var callPool = sync.Pool{New: func() any { return &scriptCall{done: make(chan struct{}, 1)} }}
+var callPool = sync.Pool{New: func() any {
+	return &scriptCall{args: make([]interface{}, 0, 16), done: make(chan struct{}, 1)}
+}}
 
 // batchPool holds the slices pipelines take their calls in.
 var batchPool = sync.Pool{New: func() any { return make([]*scriptCall, 0, maxPipelineLen) }}
@@ -78,13 +90,20 @@ func newPipeliner(client func() redis.UniversalClient, timeout time.Duration) *p
 	return &pipeliner{client: client, timeout: timeout, inFlight: defaultPipelines}
 }
 
-// do sends cmd in a pipeline and waits for its reply or ctx's end. When a
-// pipeline is free, a goroutine sends the queue at once; the calls that
-// arrive meanwhile go together in the next pipeline that frees up. The
-// caller never sends itself, so that its context can always end its wait.
-func (p *pipeliner) do(ctx context.Context, cmd *redis.IntSliceCmd) ([]int64, error) {
-	c := callPool.Get().(*scriptCall)
-	c.cmd = cmd
+// do sends c's args as a command in a pipeline and waits for its reply
+// or ctx's end; c goes back to the pool. When a pipeline is free, a
+// goroutine sends the queue at once; the calls that arrive meanwhile go
+// together in the next pipeline that frees up. The caller never sends
+// itself, so that its context can always end its wait.
+func (p *pipeliner) do(ctx context.Context, c *scriptCall) ([]int64, error) {
+	cmd := c.cmd
+	if cmd == nil || !sameSlice(cmd.Args(), c.args) {
+		// The command holds the slice it is given: one made for an
+		// earlier call of the same length sends this one's args. A
+		// pipeline never reads the command's context.
+		cmd = redis.NewIntSliceCmd(context.Background(), c.args...)
+		c.cmd = cmd
+	}
 	c.queued = time.Now()
 	p.mu.Lock()
 	p.queue = append(p.queue, c)
@@ -99,14 +118,23 @@ func (p *pipeliner) do(ctx context.Context, cmd *redis.IntSliceCmd) ([]int64, er
 	}
 	select {
 	case <-c.done:
-		c.cmd = nil
+		res, err := cmd.Result()
+		cmd.SetVal(nil)
+		cmd.SetErr(nil)
+		clear(c.args) // the pool holds no key
+		c.args, c.key = c.args[:0], ""
 		callPool.Put(c)
-		return cmd.Result()
+		return res, err
 	case <-ctx.Done():
 		// Abandoned: its pipeline still completes it, into a channel
 		// nobody reads, so c is not reused.
 		return nil, ctx.Err()
 	}
+}
+
+// sameSlice reports whether a and b are the same elements of one array.
+func sameSlice(a, b []interface{}) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
 }
 
 // loop sends pipelines until the queue is empty.

@@ -260,7 +260,7 @@ func TestPipelinedBacklogBound(t *testing.T) {
 
 	// Far more callers than the pipelines in flight take: a burst of
 	// requests on a busy proxy.
-	const callers = 16 * defaultPipelines * maxPipelineLen
+	const callers = 32 * maxPipelineLen // 4,096
 	var slowest atomic.Int64
 	var wg sync.WaitGroup
 	for i := 0; i < callers; i++ {
@@ -343,7 +343,7 @@ func TestPipelinedBacklogKeepsBreakerClosed(t *testing.T) {
 	go func() { slept <- sleeper.Do(context.Background(), "debug", "sleep", "1").Err() }()
 	time.Sleep(100 * time.Millisecond) // let DEBUG SLEEP start
 
-	const callers = 4 * defaultPipelines * maxPipelineLen
+	const callers = 8 * maxPipelineLen
 	var denied atomic.Int64
 	var wg sync.WaitGroup
 	for i := 0; i < callers; i++ {

@@ -89,8 +89,14 @@ func (b giveBack) send(t *Table) {
 // back must not add a call to the request's wait.
 func (b giveBack) later(t *Table) {
 	if b.use.Granted > 0 {
-		t.async(func() { b.send(t) })
+		b.spawn(t)
 	}
+}
+
+// spawn is later's goroutine, apart so that compiled code moves b to the
+// heap only when there is something to give back, not on every request.
+func (b giveBack) spawn(t *Table) {
+	t.async(func() { b.send(t) })
 }
 
 // expire ends the lease of generation gen in s when its time is up,
