@@ -357,18 +357,9 @@ func (p *pooledRedis) Destruct() error {
 	return p.runner.Close()
 }
 
-// acquireRedis returns the guard for s, creating the client if no loaded
-// config has it, and its pool key for releaseRedis.
-func acquireRedis(s *redisSetup, logger *zap.Logger) (string, *guard.Guard, error) {
-	key, p, err := acquirePooledRedis(s, logger)
-	if err != nil {
-		return "", nil, err
-	}
-	return key, p.guard, nil
-}
-
-// acquirePooledRedis is acquireRedis, returning the client, its store and
-// its guard.
+// acquirePooledRedis returns the Redis client, store and guard for s,
+// creating them if no loaded config has them, and their pool key for
+// releaseRedis.
 func acquirePooledRedis(s *redisSetup, logger *zap.Logger) (string, *pooledRedis, error) {
 	key := s.poolKey()
 	v, _, err := redisStores.LoadOrNew(key, func() (caddy.Destructor, error) {

@@ -144,10 +144,3 @@ func newSharedRedis(rs *redisSettings) (*sharedRedis, error) {
 	g.StopProbeWhenIdle(redisIdleTimeout)
 	return &sharedRedis{client: client, guard: g}, nil
 }
-
-// redisClients returns how many redis clients are open (tests).
-func redisClients() int {
-	redisMu.Lock()
-	defer redisMu.Unlock()
-	return len(redisByID)
-}

@@ -209,18 +209,3 @@ func zoneWoken(name string, as *wokenAs, z *ratelimit.Zone) {
 		registry[name] = r
 	}
 }
-
-// registeredZones returns how many zones the registry holds (tests).
-func registeredZones() int {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	return len(registry)
-}
-
-// registeredZone reports whether the registry holds a zone for name
-// (tests).
-func registeredZone(name string) bool {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	return registry[name] != nil
-}

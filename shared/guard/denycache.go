@@ -41,18 +41,11 @@ func newDenyCache(max int) *denyCache {
 	return &denyCache{max: max, zones: make(map[zoneRule]map[string]cachedDenial)}
 }
 
-// checkDenials fills out and returns true if some item of the request is
+// checkCached fills out and returns true if some item of the request is
 // denied until after now; the items not denied are reported unconsulted.
-// It is a plain function, the one Guard calls on every request: under
-// yaegi a method call costs several function calls, and a call allocates
-// every local of its callee, so an empty cache, the common case of
-// admitted traffic, is answered in a few statements and the lookup is in
-// checkCached.
-func checkDenials(c *denyCache, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) bool {
-	return atomic.LoadInt64(&c.n) != 0 && checkCached(c, now, items, out)
-}
-
-// checkCached is checkDenials of a cache that held denials a moment ago.
+// Guard calls it only when the cache held denials a moment ago (an atomic
+// load first): under yaegi a call allocates every local of its callee, so
+// an empty cache, the common case of admitted traffic, costs no call.
 func checkCached(c *denyCache, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) bool {
 	c.mu.Lock()
 	hit := -1

@@ -119,13 +119,6 @@ func put(p *pool, c *conn) {
 	<-p.sem
 }
 
-// idleCount returns the number of idle connections (for tests).
-func (p *pool) idleCount() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.idle)
-}
-
 // close closes the idle connections; busy ones close when put back.
 func (p *pool) close() {
 	p.mu.Lock()

@@ -1,0 +1,23 @@
+package traefikplugin
+
+// redisClients returns how many redis clients are open (tests).
+func redisClients() int {
+	redisMu.Lock()
+	defer redisMu.Unlock()
+	return len(redisByID)
+}
+
+// registeredZones returns how many zones the registry holds (tests).
+func registeredZones() int {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	return len(registry)
+}
+
+// registeredZone reports whether the registry holds a zone for name
+// (tests).
+func registeredZone(name string) bool {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	return registry[name] != nil
+}
