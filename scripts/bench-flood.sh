@@ -4,8 +4,7 @@
 #
 #   caddy     real Caddy built by ./xcaddy.sh with this checkout's module:
 #             zone key {header.X-K}, limit 5, window 1m, max_keys 100
-#             (40 in the saturating flood); Caddy answers "ok" itself, as in
-#             e2e-caddy.sh
+#             (40 in the saturating flood); Caddy answers "ok" itself
 #   traefik   real Traefik v3.6.12 with this checkout's plugin: limit 5,
 #             window 1m, maxKeys as Caddy's, sourceCriterion.ipStrategy.depth
 #             1 (loopback a trusted proxy), in front of scripts/e2e/backend.go
