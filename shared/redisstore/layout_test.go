@@ -123,3 +123,25 @@ func TestRedisExpiryAfterClockBack(t *testing.T) {
 		t.Fatalf("PTTL %d ms after a write with the clock 300 ms back, want about 1401: the count would expire early", ttl.Int)
 	}
 }
+
+// TestRedisLeaseReplyOnLeanKey: a lease call denied on a key that only
+// plain takes counted (a key re-made after the one a lease counted in was
+// reset or lost) names a life no lease holds, 2^32, so that the holder
+// ends its lease as for a reset (lease's relived); a key with no life is
+// never reported as unknown (0), which would let the lease go on.
+func TestRedisLeaseReplyOnLeanKey(t *testing.T) {
+	s := redistest.Start(t)
+	store, _ := newStore(t, s.Addr())
+	store.callerTime = true
+	z := newZone(t, "leanlease", ratelimit.Rule{Window: time.Second, SubWindow: 100 * time.Millisecond, Limit: 3})
+	for i := 0; i < 3; i++ {
+		take1(t, store, epoch, z, "k")
+	}
+	out := make([]ratelimit.Decision, 1)
+	if _, err := store.Take(context.Background(), epoch, []ratelimit.Item{{Zone: z, Key: "k", Lease: 10}}, out); err != nil {
+		t.Fatal(err)
+	}
+	if out[0].Allowed || out[0].Receipt.Life != 1<<32 {
+		t.Fatalf("a lease call on a lean key at its limit: %+v, want a denial naming life 2^32", out[0])
+	}
+}
