@@ -39,6 +39,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/windowlimit/windowlimit/scripts/internal/command"
 )
 
 // maxGrowth is the most a figure may grow past its record, as a fraction.
@@ -210,7 +212,7 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	root, err := moduleRoot()
+	root, err := command.ModuleRoot()
 	if err != nil {
 		fatal(err)
 	}
@@ -278,7 +280,7 @@ func measure(root string, s source, records map[string]record) ([]figure, error)
 	}
 	fs := s.figures(out)
 	if len(fs) == 0 {
-		return nil, fmt.Errorf("%s printed no figure:\n%s", strings.Join(s.cmd, " "), tail(out, 30))
+		return nil, fmt.Errorf("%s printed no figure:\n%s", strings.Join(s.cmd, " "), command.Tail(out, 30))
 	}
 	return fs, nil
 }
@@ -327,7 +329,7 @@ func run(dir, name string, args ...string) ([]byte, error) {
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("%s %s (in %s): %w\n%s", name, strings.Join(args, " "), dir, err, tail(out, 30))
+		return nil, fmt.Errorf("%s %s (in %s): %w\n%s", name, strings.Join(args, " "), dir, err, command.Tail(out, 30))
 	}
 	return out, nil
 }
@@ -521,7 +523,7 @@ func render(measured [][]figure) []byte {
 		if s.dir != "" {
 			fmt.Fprintf(&b, "cd %s && ", s.dir)
 		}
-		fmt.Fprintf(&b, "%s`", shellJoin(s.cmd))
+		fmt.Fprintf(&b, "%s`", command.Join(s.cmd))
 		if s.apart {
 			b.WriteString(", each benchmark in a process of its own (`go run ./scripts/costs` builds the test binary and runs it once for each)")
 		}
@@ -551,18 +553,6 @@ func wrap(text string) string {
 	return b.String()
 }
 
-// shellJoin returns args as a shell command.
-func shellJoin(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = a
-		if strings.ContainsAny(a, "^$|()* ") {
-			q[i] = "'" + a + "'"
-		}
-	}
-	return strings.Join(q, " ")
-}
-
 // num formats v with at most three decimals.
 func num(v float64) string { return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64) }
 
@@ -590,29 +580,6 @@ func count(measured [][]figure) (n int) {
 		}
 	}
 	return n
-}
-
-// tail returns the last n lines of out.
-func tail(out []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// moduleRoot returns the directory of the go.mod of the module this
-// command is run in.
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("run it inside the windowlimit module (go run ./scripts/costs)")
-	}
-	return filepath.Dir(mod), nil
 }
 
 func fatal(err error) {
