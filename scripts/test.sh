@@ -111,7 +111,7 @@ step "yaegi harness: shared/ and the plugin interpreted as Traefik does"
 (cd scripts/yaegitest && go test -count=1 ./...)
 
 step "figures: the documentation's deterministic counts against what their commands print"
-scripts/figures.sh -fast
+go run ./scripts/figures -fast
 
 # The costs no machine moves (allocations, the script's calls and
 # commands, bytes a key) against docs/costs.md: one that grew fails.

@@ -96,7 +96,11 @@ func main() {
 			n++
 		}
 	}
-	if n > 1 || (flag.NArg() > 0 && m != modeSlow) {
+	named := flag.NArg() > 0 && m == modeSlow
+	for _, name := range flag.Args() {
+		named = named && !strings.HasPrefix(name, "-")
+	}
+	if n > 1 || (flag.NArg() > 0 && !named) {
 		flag.Usage()
 		os.Exit(2)
 	}
