@@ -17,6 +17,7 @@ func TestJudge(t *testing.T) {
 		{"range", "0.914 to 1.000", []string{"0.918", "1.001"}, "DIFFERS"},
 		{"range", "4–12%", []string{"4", "12"}, "ok"},
 		{"range", "4-12%", []string{"13"}, "DIFFERS"},
+		{"range", "4-12%", []string{"8"}, "ok"},
 		{"range", "5", []string{"5"}, "ok"},
 		{"range", "0 or 5", []string{"5", "0"}, "ok"},
 		{"range", "0 or 5", []string{"3"}, "DIFFERS"},
