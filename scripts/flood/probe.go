@@ -1,5 +1,3 @@
-//go:build ignore
-
 // Command probe is the client side of bench-flood.sh, next to wrk's flood:
 // a client at its limit that keeps knocking, and new well-behaved clients
 // that arrive while the flood lasts. Every loop is bounded in time and count.
