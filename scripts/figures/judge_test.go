@@ -71,8 +71,9 @@ func TestRewriteValue(t *testing.T) {
 }
 
 func TestGoDurSeconds(t *testing.T) {
-	in := "during outage 1.5ms, recovered 2.033µs after restart; closed 0.2s after it woke; 3 calls"
-	want := "during outage 0.0015s, recovered 2.033e-06s after restart; closed 0.2s after it woke; 3 calls"
+	in := "during outage 1.5ms, recovered 2.033µs after restart; closed 0.2s after it woke; 3 calls; 123.456789ms 1000ms 7µs 0.0000001s"
+	// What figures.sh's Perl printed for the same line.
+	want := "during outage 0.0015s, recovered 2.033e-06s after restart; closed 0.2s after it woke; 3 calls; 0.123457s 1s 7e-06s 1e-07s"
 	if got := string(goDurSeconds([]byte(in))); got != want {
 		t.Errorf("goDurSeconds:\n got %s\nwant %s", got, want)
 	}
