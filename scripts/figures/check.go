@@ -133,7 +133,7 @@ func (k *checker) list(w io.Writer, figs []figure) {
 func (k *checker) one(w io.Writer, f figure) {
 	name := f.name + " (" + f.kind + ")"
 	kind, timed := strings.CutPrefix(f.kind, "@")
-	kind, scaleText, scaled := strings.Cut(kind, "/")
+	kind, scaleText, _ := strings.Cut(kind, "/")
 	want := firstMatch(f.docRE, readDoc(f.doc))
 	if k.skips(f) {
 		if k.mode != modeFull || k.mode.runs(f.tier) {
@@ -154,26 +154,7 @@ func (k *checker) one(w io.Writer, f figure) {
 		return
 	}
 
-	out, ok := k.output(f.cmd)
-	if !ok {
-		k.failed = true
-	}
-	got := matches(f.outRE, string(out))
-	if f.split {
-		var each []string
-		for _, v := range got {
-			each = append(each, strings.Fields(v)...)
-		}
-		got = each
-	}
-	if scaled {
-		scale, _ := strconv.ParseFloat(scaleText, 64)
-		for i, v := range got {
-			first, _, _ := strings.Cut(strings.TrimSpace(v), " ")
-			got[i] = strconv.FormatFloat(leadingNumber(first)/scale, 'g', 4, 64)
-		}
-	}
-
+	got := k.printed(f, scaleText)
 	verdict, med := judge(kind, want, got)
 	switch {
 	case want == "":
@@ -185,7 +166,7 @@ func (k *checker) one(w io.Writer, f figure) {
 	// printed, whether or not it was within its tolerance, so that a
 	// table is one run's.
 	if k.rewrite && strings.HasPrefix(kind, "tol:") && (verdict == "ok" || strings.HasPrefix(verdict, "DIFFERS (median")) &&
-		regexp.MustCompile(`^[0-9.,]+$`).MatchString(want) {
+		plainNumberRE.MatchString(want) {
 		if v := rewriteValue(med, want); v != want {
 			if err := rewriteDoc(f.doc, f.docRE, v); err != nil {
 				fmt.Fprintln(os.Stderr, err)
@@ -225,6 +206,35 @@ func (k *checker) one(w io.Writer, f figure) {
 		row(w, name, want, shown, verdict)
 	}
 }
+
+// printed returns the values f's command printed (running it if this
+// run has not yet), divided by scale unless it is empty.
+func (k *checker) printed(f figure, scale string) []string {
+	out, ok := k.output(f.cmd)
+	if !ok {
+		k.failed = true
+	}
+	got := matches(f.outRE, string(out))
+	if f.split {
+		var each []string
+		for _, v := range got {
+			each = append(each, strings.Fields(v)...)
+		}
+		got = each
+	}
+	if scale != "" {
+		by, _ := strconv.ParseFloat(scale, 64)
+		for i, v := range got {
+			first, _, _ := strings.Cut(strings.TrimSpace(v), " ")
+			got[i] = strconv.FormatFloat(leadingNumber(first)/by, 'g', 4, 64)
+		}
+	}
+	return got
+}
+
+// plainNumberRE is a doc's value that a rewrite may replace: one number,
+// not a range.
+var plainNumberRE = regexp.MustCompile(`^[0-9.,]+$`)
 
 func row(w io.Writer, name, want, got, verdict string) {
 	fmt.Fprintf(w, "%-66s %-14s %-14s %s\n", name, want, got, verdict)

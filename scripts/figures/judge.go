@@ -13,7 +13,6 @@ import (
 // value want, for kind (exact, range, max, abs:N or tol:N), and for tol
 // the median of got, as written in a verdict.
 func judge(kind, want string, got []string) (verdict, med string) {
-	verdict = "ok"
 	if want == "" || len(got) == 0 {
 		return "DIFFERS", ""
 	}
@@ -59,7 +58,7 @@ func judge(kind, want string, got []string) (verdict, med string) {
 			return "DIFFERS (median " + med + ")", med
 		}
 	}
-	return verdict, med
+	return "ok", med
 }
 
 // digitsRE is a number as exact compares it: digits and points.
