@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
 	"net"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -66,49 +64,45 @@ type quickstart struct {
 	done          chan struct{}
 	port, backend int
 	work          string // its work directory
-	mu            sync.Mutex
-	out           strings.Builder // its output
+	log           string // the file of its output
 }
 
 func (q *quickstart) output() string {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.out.String()
+	b, _ := os.ReadFile(q.log)
+	return string(b)
 }
 
 // startQuickstart runs the script with pathDir first on PATH and waits,
-// at most 60 s, until it says it is ready.
+// at most 60 s, until it says it is ready. The script runs in a process
+// group of its own: the test's end kills what the script left in it.
 func startQuickstart(t *testing.T, pathDir string) *quickstart {
 	t.Helper()
-	q := &quickstart{port: traefiktest.FreePort(t), backend: traefiktest.FreePort(t), done: make(chan struct{})}
-	q.cmd = exec.Command(filepath.Join(traefiktest.Root(), "scripts", "traefik-quickstart.sh"))
-	q.cmd.Env = append(os.Environ(), "PATH="+pathDir+":"+os.Getenv("PATH"),
-		"WL_QUICKSTART_PORT="+strconv.Itoa(q.port), "WL_QUICKSTART_BACKEND_PORT="+strconv.Itoa(q.backend))
-	pipe, err := q.cmd.StderrPipe()
+	q := &quickstart{port: traefiktest.FreePort(t), backend: traefiktest.FreePort(t), done: make(chan struct{}),
+		log: filepath.Join(t.TempDir(), "quickstart.log")}
+	out, err := os.Create(q.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q.cmd.Stdout = q.cmd.Stderr
+	defer out.Close()
+	q.cmd = exec.Command(filepath.Join(traefiktest.Root(), "scripts", "traefik-quickstart.sh"))
+	q.cmd.Env = append(os.Environ(), "PATH="+pathDir+":"+os.Getenv("PATH"),
+		"WL_QUICKSTART_PORT="+strconv.Itoa(q.port), "WL_QUICKSTART_BACKEND_PORT="+strconv.Itoa(q.backend))
+	q.cmd.Stdout, q.cmd.Stderr = out, out
+	q.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := q.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			q.mu.Lock()
-			q.out.WriteString(sc.Text() + "\n")
-			q.mu.Unlock()
-		}
-		q.cmd.Wait()
-		close(q.done)
-	}()
+	go func() { q.cmd.Wait(); close(q.done) }()
 	t.Cleanup(func() {
+		// As Ctrl-C first, so that the script removes its work
+		// directory; then whatever is left of its group.
+		q.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-q.done:
-		default:
-			q.cmd.Process.Kill()
-			<-q.done
+		case <-time.After(20 * time.Second):
 		}
+		syscall.Kill(-q.cmd.Process.Pid, syscall.SIGKILL)
+		<-q.done
 	})
 	traefiktest.WaitFor(t, 60*time.Second, "traefik-quickstart.sh to say it is ready", func() (bool, string) {
 		select {
