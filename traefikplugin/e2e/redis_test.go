@@ -163,7 +163,8 @@ func TestE2ERedisShared(t *testing.T) {
 			t.Fatalf("%s; want 100 answered, at most 60 x 200, Redis counting 60 (the burst passed the limit: the leases count too), fewer script calls than requests", summary)
 		}
 		// The sub-window ends: every lease gives back what it did not
-		// spend.
+		// spend. A sleep, not a poll: the count must be the admitted
+		// after that moment, and may already be before it.
 		time.Sleep(time.Duration(10-time.Now().Unix()%10)*time.Second + 500*time.Millisecond)
 		if count := storedCount(t, rds, key); count != int64(ok) {
 			t.Fatalf("%s; once the leases ended Redis counts %d, want the %d admitted: unspent units not given back", summary, count, ok)
