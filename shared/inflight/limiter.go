@@ -202,3 +202,6 @@ func (l *Limiter) Close() {
 		l.hold.close()
 	}
 }
+
+// Keys returns how many keys hold slots in this instance's memory table.
+func (l *Limiter) Keys() int64 { return l.local.Keys() }

@@ -1,0 +1,280 @@
+package caddymodule
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+// backend is a next handler that records, per key (the X-Key header),
+// how many requests it held at once and the most it ever held.
+type backend struct {
+	mu   sync.Mutex
+	now  map[string]int
+	most map[string]int
+	hold func(r *http.Request) // what a request does while held
+}
+
+func newBackend(hold func(r *http.Request)) *backend {
+	return &backend{now: map[string]int{}, most: map[string]int{}, hold: hold}
+}
+
+func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
+	k := r.Header.Get("X-Key")
+	b.mu.Lock()
+	b.now[k]++
+	b.most[k] = max(b.most[k], b.now[k])
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.now[k]--
+		b.mu.Unlock()
+	}()
+	b.hold(r)
+	return nil
+}
+
+func (b *backend) mostOf(k string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.most[k]
+}
+
+// send serves one request of key through h to next, with ctx, and returns
+// its status and headers.
+func send(ctx context.Context, h *Handler, key string, next caddyhttp.Handler) (int, http.Header) {
+	r := httptest.NewRequest(http.MethodGet, "http://example.com/", nil).WithContext(ctx)
+	r.Header.Set("X-Key", key)
+	vars := map[string]any{caddyhttp.ClientIPVarKey: "203.0.113.7"}
+	r = r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, vars))
+	caddyhttp.NewTestReplacer(r)
+	w := httptest.NewRecorder()
+	if err := h.ServeHTTP(w, r, next); err != nil {
+		if he, ok := err.(caddyhttp.HandlerError); ok {
+			return he.StatusCode, w.Header()
+		}
+		return 500, w.Header()
+	}
+	return w.Code, w.Header()
+}
+
+const keyedInFlight = `{"rate_limits":{"api":{"key":"{http.request.header.X-Key}","in_flight":3}}}`
+
+// TestInFlightAtMostN: 12 clients on one key, in_flight 3, a slow
+// backend: it held exactly 3 of the key at most; another key's requests,
+// sent meanwhile, all pass; every slot is free afterwards.
+func TestInFlightAtMostN(t *testing.T) {
+	h, _ := newHandler(t, keyedInFlight)
+	b := newBackend(func(*http.Request) { time.Sleep(20 * time.Millisecond) })
+	var ok, refused atomic.Int64
+	var wg sync.WaitGroup
+	for c := 0; c < 12; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				switch code, hdr := send(context.Background(), h, "a", b); code {
+				case 200:
+					ok.Add(1)
+				case 429:
+					refused.Add(1)
+					if hdr.Get("Retry-After") != "1" {
+						t.Errorf("Retry-After %q, want 1", hdr.Get("Retry-After"))
+					}
+				default:
+					t.Errorf("status %d", code)
+				}
+			}
+		}()
+	}
+	for i := 0; i < 10; i++ {
+		if code, _ := send(context.Background(), h, "b", b); code != 200 {
+			t.Errorf("another key, one request at a time: %d", code)
+		}
+	}
+	wg.Wait()
+	if got := b.mostOf("a"); got != 3 {
+		t.Fatalf("the backend held %d of the key at once, want exactly 3", got)
+	}
+	if l := h.zones[0].inflight; l.Held() != 0 || l.Keys() != 0 {
+		t.Fatalf("after every response: %d slots held, %d keys", l.Held(), l.Keys())
+	}
+	t.Logf("120 requests on one key: %d served, %d refused", ok.Load(), refused.Load())
+}
+
+// TestInFlightFreedWhenDone: a slot is freed when its request ends by a
+// panic or by its client leaving, so the next request of the key passes.
+func TestInFlightFreedWhenDone(t *testing.T) {
+	h, _ := newHandler(t, `{"rate_limits":{"api":{"key":"{http.request.header.X-Key}","in_flight":1}}}`)
+	l := h.zones[0].inflight
+	func() {
+		defer func() { recover() }()
+		send(context.Background(), h, "k", caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { panic("boom") }))
+	}()
+	if l.Held() != 0 {
+		t.Fatal("a panicking handler kept its slot")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		code, _ := send(ctx, h, "k", caddyhttp.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) error {
+			close(started)
+			<-r.Context().Done() // a proxy returns when its client is gone
+			return r.Context().Err()
+		}))
+		done <- code
+	}()
+	<-started
+	if code, _ := send(context.Background(), h, "k", newBackend(func(*http.Request) {})); code != 429 {
+		t.Fatalf("a second request while the first runs: %d, want 429", code)
+	}
+	cancel()
+	<-done
+	if code, _ := send(context.Background(), h, "k", newBackend(func(*http.Request) {})); code != 200 {
+		t.Fatalf("after the client gave up: %d, want 200 (its slot freed at once)", code)
+	}
+}
+
+// TestInFlightWithRate: beside window and limit both apply; a request the
+// slot refuses is not counted by the rate, and one the rate refuses frees
+// its slot at once.
+func TestInFlightWithRate(t *testing.T) {
+	h, _ := newHandler(t, `{"rate_limits":{"api":{"key":"{http.request.header.X-Key}","in_flight":1,"window":"1m","limit":2}}}`)
+	l := h.zones[0].inflight
+	release := make(chan struct{})
+	started := make(chan struct{})
+	go send(context.Background(), h, "k", caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error {
+		close(started)
+		<-release
+		return nil
+	}))
+	<-started
+	for i := 0; i < 5; i++ {
+		if code, _ := send(context.Background(), h, "k", newBackend(func(*http.Request) {})); code != 429 {
+			t.Fatalf("while the slot is held: %d, want 429", code)
+		}
+	}
+	close(release)
+	waitUntil(t, func() bool { return l.Held() == 0 })
+	if code, _ := send(context.Background(), h, "k", newBackend(func(*http.Request) {})); code != 200 {
+		t.Fatalf("the second request of the window: %d, want 200 (refused slots counted nothing)", code)
+	}
+	if code, _ := send(context.Background(), h, "k", newBackend(func(*http.Request) {})); code != 429 {
+		t.Fatalf("the third: %d, want 429 from the rate", code)
+	}
+	if l.Held() != 0 {
+		t.Fatal("a request the rate refused kept its slot")
+	}
+}
+
+// TestInFlightHeaders: a refused request gets Retry-After 1 and the IETF
+// policy of concurrent requests.
+func TestInFlightHeaders(t *testing.T) {
+	h, _ := newHandler(t, `{"headers":"both","rate_limits":{"api":{"key":"{http.request.header.X-Key}","in_flight":1}}}`)
+	started, release := make(chan struct{}), make(chan struct{})
+	go send(context.Background(), h, "k", caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error {
+		close(started)
+		<-release
+		return nil
+	}))
+	<-started
+	defer close(release)
+	code, hdr := send(context.Background(), h, "k", newBackend(func(*http.Request) {}))
+	want := map[string]string{
+		"Retry-After":           "1",
+		"Ratelimit-Policy":      `"api";q=1;qu="concurrent-requests"`,
+		"Ratelimit":             `"api";r=0;t=1`,
+		"X-Ratelimit-Limit":     "1",
+		"X-Ratelimit-Remaining": "0",
+	}
+	if code != 429 {
+		t.Fatalf("status %d, want 429", code)
+	}
+	for k, v := range want {
+		if hdr.Get(k) != v {
+			t.Errorf("%s: %q, want %q", k, hdr.Get(k), v)
+		}
+	}
+}
+
+// TestInFlightUnlimitedTakesNoSlot: an unlimited override is exempt from
+// the zone's slots as from its rate.
+func TestInFlightUnlimitedTakesNoSlot(t *testing.T) {
+	h, _ := newHandler(t, `{"rate_limits":{"api":{"key":"{http.request.header.X-Key}","in_flight":1,"window":"1m","limit":100,
+		"overrides":[{"key":"vip","unlimited":true}]}}}`)
+	started, release := make(chan struct{}), make(chan struct{})
+	go send(context.Background(), h, "vip", caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error {
+		close(started)
+		<-release
+		return nil
+	}))
+	<-started
+	defer close(release)
+	if code, _ := send(context.Background(), h, "vip", newBackend(func(*http.Request) {})); code != 200 {
+		t.Fatalf("an unlimited key's second request at once: %d, want 200", code)
+	}
+	if h.zones[0].inflight.Held() != 0 {
+		t.Fatal("an unlimited key took a slot")
+	}
+}
+
+// TestInFlightFreshKeysPastMaxKeys: a flood of fresh keys, each request
+// held, past max_keys: a fresh key is refused rather than run without a
+// slot; no key ever has more than n at the backend; nothing is left once
+// they end.
+func TestInFlightFreshKeysPastMaxKeys(t *testing.T) {
+	h, _ := newHandler(t, `{"max_keys":100,"rate_limits":{"api":{"key":"{http.request.header.X-Key}","in_flight":2}}}`)
+	release := make(chan struct{})
+	b := newBackend(func(*http.Request) { <-release })
+	var wg sync.WaitGroup
+	codes := make(chan int, 400)
+	for i := 0; i < 300; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, _ := send(context.Background(), h, "k"+strconv.Itoa(i%150), b)
+			codes <- code
+		}()
+	}
+	l := h.zones[0].inflight
+	// Every request arrived: 200 held, the rest answered.
+	waitUntil(t, func() bool { return l.Keys() == 100 && l.Held() == 200 && len(codes) == 100 })
+	close(release)
+	wg.Wait()
+	close(codes)
+	n429 := 0
+	for c := range codes {
+		if c == 429 {
+			n429++
+		}
+	}
+	if n429 != 100 {
+		t.Errorf("%d refused, want 100 (the 50 keys past max_keys, both requests)", n429)
+	}
+	for i := 0; i < 150; i++ {
+		if m := b.mostOf("k" + strconv.Itoa(i)); m > 2 {
+			t.Fatalf("key %d: %d at the backend at once", i, m)
+		}
+	}
+	if l.Held() != 0 || l.Keys() != 0 {
+		t.Fatalf("left behind: %d slots, %d keys", l.Held(), l.Keys())
+	}
+}
+
+// waitUntil polls cond for up to 5s.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+	}
+}
