@@ -135,8 +135,8 @@ type Handler struct {
 	// inflightKeys are the in-flight limiters' pool keys held by this
 	// handler (inflight.go).
 	inflightKeys []string
-	redisKey string   // redis pool key held by this handler, if any
-	scratch  *sync.Pool
+	redisKey     string // redis pool key held by this handler, if any
+	scratch      *sync.Pool
 }
 
 // CaddyModule returns the Caddy module information.
