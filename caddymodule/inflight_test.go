@@ -5,11 +5,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
@@ -276,5 +278,127 @@ func waitUntil(t *testing.T, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not met within 5s")
 		}
+	}
+}
+
+// TestInFlightCaddyfile: in_flight and in_flight_ttl parse alone and
+// beside a rate; each bad value is refused with the option named.
+func TestInFlightCaddyfile(t *testing.T) {
+	var h Handler
+	in := "rate_limit {\n\tzone a {\n\t\tin_flight 3\n\t\tin_flight_ttl 10s\n\t}\n\tzone b {\n\t\twindow 1m\n\t\tlimit 5\n\t\tin_flight 2\n\t}\n}"
+	if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(in)); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := h.RateLimits["a"], h.RateLimits["b"]; a.InFlight != 3 || time.Duration(a.InFlightTTL) != 10*time.Second || b.InFlight != 2 || b.Limit != 5 {
+		t.Fatalf("parsed %+v and %+v", a, b)
+	}
+	for _, tt := range []struct{ name, zone, want string }{
+		{"zero", "in_flight 0", "in_flight: want a positive integer"},
+		{"word", "in_flight some", "in_flight: want a positive integer"},
+		{"ttl alone", "window 1m\n\t\tlimit 5\n\t\tin_flight_ttl 10s", "in_flight_ttl applies only with in_flight"},
+		{"ttl short", "in_flight 2\n\t\tin_flight_ttl 500ms", "in_flight_ttl 500ms is too short"},
+		{"ttl bad", "in_flight 2\n\t\tin_flight_ttl soon", "in_flight_ttl: want a positive duration"},
+		{"sub_window alone", "in_flight 2\n\t\tsub_window 1s", "sub_window needs window and limit"},
+		{"count_status alone", "in_flight 2\n\t\tcount_status 401", "count_status needs window and limit"},
+		{"window without limit", "in_flight 2\n\t\twindow 1m", "limit is required"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var h Handler
+			err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser("rate_limit {\n\tzone a {\n\t\t" + tt.zone + "\n\t}\n}"))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestInFlightAdmin: the admin API shows a key's slots, and a DELETE
+// frees them: the next request of the key runs beside the one still
+// running, whose end then frees nothing of the new slot.
+func TestInFlightAdmin(t *testing.T) {
+	h, _ := newHandler(t, `{"rate_limits":{"adm":{"key":"{http.request.header.X-Key}","in_flight":1}}}`)
+	l := h.zones[0].inflight
+	admin := func(method string) string {
+		w := httptest.NewRecorder()
+		if err := (adminAPI{}).serveInFlight(w, httptest.NewRequest(method, adminInFlightPrefix+"adm/k", nil)); err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		return strings.TrimSpace(w.Body.String())
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		send(context.Background(), h, "k", caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error {
+			close(started)
+			<-release
+			return nil
+		}))
+	}()
+	<-started
+	if got, want := admin(http.MethodGet), `[{"zone":"adm","store":"memory","key":"k","in_flight":1,"held":1}]`; got != want {
+		t.Fatalf("GET: %s, want %s", got, want)
+	}
+	if got := admin(http.MethodDelete); !strings.Contains(got, `"freed":1`) {
+		t.Fatalf("DELETE: %s, want freed 1", got)
+	}
+	started2, release2 := make(chan struct{}), make(chan struct{})
+	done2 := make(chan int)
+	go func() {
+		code, _ := send(context.Background(), h, "k", caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error {
+			close(started2)
+			<-release2
+			return nil
+		}))
+		done2 <- code
+	}()
+	<-started2
+	close(release)
+	<-done
+	if code, _ := send(context.Background(), h, "k", newBackend(func(*http.Request) {})); code != 429 {
+		t.Fatalf("the old request's end freed the new slot: %d, want 429", code)
+	}
+	close(release2)
+	if code := <-done2; code != 200 {
+		t.Fatalf("after the DELETE: %d, want 200", code)
+	}
+	if l.Held() != 0 || l.Keys() != 0 {
+		t.Fatalf("left behind: %d slots, %d keys", l.Held(), l.Keys())
+	}
+}
+
+// TestInFlightGauge: the zone's gauge is the slots this instance holds.
+func TestInFlightGauge(t *testing.T) {
+	h, ctx := newHandler(t, `{"rate_limits":{"gauge":{"key":"{http.request.header.X-Key}","in_flight":5}}}`)
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			send(context.Background(), h, "k"+strconv.Itoa(i), newBackend(func(*http.Request) { <-release }))
+		}()
+	}
+	value := func() float64 {
+		mfs, err := ctx.GetMetricsRegistry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "caddy_http_rate_limit_in_flight" {
+				for _, m := range mf.Metric {
+					if m.Label[0].GetValue() == "gauge" {
+						return m.GetGauge().GetValue()
+					}
+				}
+			}
+		}
+		return -1
+	}
+	waitUntil(t, func() bool { return value() == 2 })
+	close(release)
+	wg.Wait()
+	if v := value(); v != 0 {
+		t.Fatalf("gauge %v after the responses, want 0", v)
 	}
 }

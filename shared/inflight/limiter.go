@@ -205,3 +205,11 @@ func (l *Limiter) Close() {
 
 // Keys returns how many keys hold slots in this instance's memory table.
 func (l *Limiter) Keys() int64 { return l.local.Keys() }
+
+// Store names where the slots are: "memory" or "redis".
+func (l *Limiter) Store() string {
+	if l.remote != nil {
+		return "redis"
+	}
+	return "memory"
+}
