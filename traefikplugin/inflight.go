@@ -63,7 +63,7 @@ func (f *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer f.limiter.Release(slot)
 	if f.alone {
-		httplimit.WriteHeaders(f.policy, w.Header(), ratelimit.Decision{Allowed: true, Limit: f.n, Remaining: max(f.n-held, 0)})
+		httplimit.WriteHeaders(f.policy, w.Header(), ratelimit.Decision{Allowed: true, Limit: f.n, Remaining: f.n - held})
 	}
 	f.next.ServeHTTP(w, r)
 }
@@ -72,7 +72,11 @@ func (f *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // middleware's status, Retry-After 1 and the headers of the slots; in dry
 // run it logs and serves the request without a slot.
 func refuseSlot(f *inFlight, w http.ResponseWriter, r *http.Request, key string, held int64) {
-	d := ratelimit.Decision{Limit: f.n, Remaining: max(f.n-held, 0), RetryAfter: inflight.RetryAfter, ResetAfter: inflight.RetryAfter}
+	// A key may hold more than n after n was lowered: none remain.
+	d := ratelimit.Decision{Limit: f.n, RetryAfter: inflight.RetryAfter, ResetAfter: inflight.RetryAfter}
+	if held < f.n {
+		d.Remaining = f.n - held
+	}
 	what := "a request"
 	if f.logKey {
 		what = "key " + strconv.Quote(key)
@@ -149,7 +153,14 @@ func inFlightFor(name string, next http.Handler, config *Config, s settings, alo
 			if err != nil {
 				return nil, fieldError("redis", err.Error())
 			}
-			opts.Remote, opts.Health, opts.OnError = slots, sr.guard, s.redis.policy
+			// One field at a time, through typed values: yaegi v0.16.1
+			// panics on a pointer assigned to an interface field in a
+			// tuple assignment.
+			var remote inflight.Remote = slots
+			var health inflight.Health = sr.guard
+			opts.Remote = remote
+			opts.Health = health
+			opts.OnError = s.redis.policy
 			opts.LogError = func(err error) {
 				io.WriteString(storeLog, "windowlimit: error: middleware "+strconv.Quote(name)+": in-flight slots: "+err.Error()+"; the slot frees after inFlightTTL\n")
 			}

@@ -67,8 +67,8 @@ type Limiter struct {
 	ttl     time.Duration
 	health  Health
 	onError guard.FailurePolicy
-	held    atomic.Int64 // slots this instance holds now
-	refused atomic.Uint64
+	held    int64  // atomic: slots this instance holds now
+	refused uint64 // atomic
 	hold    *holder // nil without Remote
 }
 
@@ -127,10 +127,10 @@ func (l *Limiter) Take(ctx context.Context, key string, n int64, now time.Time) 
 		return l.byPolicy(n)
 	}
 	if member == "" {
-		l.refused.Add(1)
+		atomic.AddUint64(&l.refused, 1)
 		return Slot{}, held, false
 	}
-	l.held.Add(1)
+	atomic.AddInt64(&l.held, 1)
 	l.hold.add(set, member)
 	return Slot{key: key, set: set, member: member}, held, true
 }
@@ -139,10 +139,10 @@ func (l *Limiter) Take(ctx context.Context, key string, n int64, now time.Time) 
 func (l *Limiter) takeLocal(key string, n int64) (Slot, int64, bool) {
 	e, held := l.local.take(key, n)
 	if e == nil {
-		l.refused.Add(1)
+		atomic.AddUint64(&l.refused, 1)
 		return Slot{}, held, false
 	}
-	l.held.Add(1)
+	atomic.AddInt64(&l.held, 1)
 	return Slot{key: key, e: e}, held, true
 }
 
@@ -166,15 +166,15 @@ func (l *Limiter) Release(s Slot) {
 	default:
 		return
 	}
-	l.held.Add(-1)
+	atomic.AddInt64(&l.held, -1)
 }
 
 // Held returns how many slots this instance's requests hold now, in
 // every key of the zone.
-func (l *Limiter) Held() int64 { return l.held.Load() }
+func (l *Limiter) Held() int64 { return atomic.LoadInt64(&l.held) }
 
 // Refused returns how many requests were refused a slot.
-func (l *Limiter) Refused() uint64 { return l.refused.Load() }
+func (l *Limiter) Refused() uint64 { return atomic.LoadUint64(&l.refused) }
 
 // Count returns how many slots key holds now: in Redis, the fleet's.
 func (l *Limiter) Count(ctx context.Context, key string) (int64, error) {

@@ -15,7 +15,7 @@ type Table struct {
 	seed    maphash.Seed
 	shards  [shardCount]tableShard
 	maxKeys int64
-	keys    atomic.Int64 // entries in every shard
+	keys    int64 // atomic: entries in every shard
 }
 
 type tableShard struct {
@@ -52,13 +52,13 @@ func (t *Table) take(key string, n int64) (*entry, int64) {
 	s.mu.Lock()
 	e := s.m[key]
 	if e == nil {
-		if t.maxKeys > 0 && t.keys.Load() >= t.maxKeys {
+		if t.maxKeys > 0 && atomic.LoadInt64(&t.keys) >= t.maxKeys {
 			s.mu.Unlock()
 			return nil, 0
 		}
 		e = &entry{}
 		s.m[key] = e
-		t.keys.Add(1)
+		atomic.AddInt64(&t.keys, 1)
 	}
 	if e.held >= n {
 		held := e.held
@@ -78,7 +78,7 @@ func (t *Table) release(key string, e *entry) {
 	e.held--
 	if e.held <= 0 && s.m[key] == e {
 		delete(s.m, key)
-		t.keys.Add(-1)
+		atomic.AddInt64(&t.keys, -1)
 	}
 	s.mu.Unlock()
 }
@@ -106,9 +106,9 @@ func (t *Table) Reset(key string) int64 {
 		return 0
 	}
 	delete(s.m, key)
-	t.keys.Add(-1)
+	atomic.AddInt64(&t.keys, -1)
 	return e.held
 }
 
 // Keys returns how many keys hold slots now.
-func (t *Table) Keys() int64 { return t.keys.Load() }
+func (t *Table) Keys() int64 { return atomic.LoadInt64(&t.keys) }

@@ -42,7 +42,7 @@ type Slots struct {
 	run    ScriptRunner
 	prefix string
 	id     string
-	seq    atomic.Uint64
+	seq    uint64 // atomic
 }
 
 // NewSlots returns the slots of keys under prefix, through run.
@@ -67,7 +67,7 @@ func (s *Slots) Key(zone, key string) string { return SlotsKey(s.prefix, zone, k
 // renewed. It returns the slot's member (empty when refused) and how many
 // slots the set holds after the call.
 func (s *Slots) Take(ctx context.Context, set string, n int64, ttl time.Duration) (member string, held int64, err error) {
-	member = s.id + strconv.FormatUint(s.seq.Add(1), 36)
+	member = s.id + strconv.FormatUint(atomic.AddUint64(&s.seq, 1), 36)
 	res, err := s.eval(ctx, set, []string{slotsTake, strconv.FormatInt(n, 10), strconv.FormatInt(ttlMillis(ttl), 10), member})
 	if err != nil {
 		return "", 0, err
@@ -152,5 +152,8 @@ func (s *Slots) eval(ctx context.Context, set string, args []string) ([]int64, e
 
 // ttlMillis returns ttl in whole milliseconds, at least 1.
 func ttlMillis(ttl time.Duration) int64 {
-	return max(int64(ttl/time.Millisecond), 1)
+	if ms := int64(ttl / time.Millisecond); ms > 1 {
+		return ms
+	}
+	return 1
 }
