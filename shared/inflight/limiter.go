@@ -67,8 +67,8 @@ type Limiter struct {
 	ttl     time.Duration
 	health  Health
 	onError guard.FailurePolicy
-	held    int64  // atomic: slots this instance holds now
-	refused uint64 // atomic
+	held    int64   // atomic: slots this instance holds now
+	refused uint64  // atomic
 	hold    *holder // nil without Remote
 }
 
