@@ -300,6 +300,7 @@ func TestInFlightCaddyfile(t *testing.T) {
 		{"ttl bad", "in_flight 2\n\t\tin_flight_ttl soon", "in_flight_ttl: want a positive duration"},
 		{"sub_window alone", "in_flight 2\n\t\tsub_window 1s", "sub_window needs window and limit"},
 		{"count_status alone", "in_flight 2\n\t\tcount_status 401", "count_status needs window and limit"},
+		{"override alone", "in_flight 2\n\t\toverride vip unlimited", "override needs window and limit"},
 		{"window without limit", "in_flight 2\n\t\twindow 1m", "limit is required"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -400,5 +401,32 @@ func TestInFlightGauge(t *testing.T) {
 	wg.Wait()
 	if v := value(); v != 0 {
 		t.Fatalf("gauge %v after the responses, want 0", v)
+	}
+}
+
+// TestInFlightReloadKeepsSlots: a config loaded beside the old one (a
+// reload) shares its slots while their settings hold.
+func TestInFlightReloadKeepsSlots(t *testing.T) {
+	const config = `{"rate_limits":{"rel":{"key":"{http.request.header.X-Key}","in_flight":1}}}`
+	old, _ := newHandler(t, config)
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		send(context.Background(), old, "k", caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error {
+			close(started)
+			<-release
+			return nil
+		}))
+	}()
+	<-started
+	reloaded, _ := newHandler(t, config)
+	if code, _ := send(context.Background(), reloaded, "k", nopNext); code != 429 {
+		t.Fatalf("after a reload, while the old request runs: %d, want 429", code)
+	}
+	close(release)
+	<-done
+	if code, _ := send(context.Background(), reloaded, "k", nopNext); code != 200 {
+		t.Fatalf("once it ended: %d, want 200", code)
 	}
 }

@@ -220,3 +220,66 @@ func TestInFlightPanicFreesSlot(t *testing.T) {
 		t.Fatalf("after a panic: %d, want 200 (its slot freed)", w.Code)
 	}
 }
+
+// TestInFlightRedisClusterTraefik: through shared/resp's Cluster client,
+// 12 clients on each of 4 keys leave exactly 3 of a key at the service.
+func TestInFlightRedisClusterTraefik(t *testing.T) {
+	addrs := redistest.Cluster(t)
+	endpoints := make([]any, len(addrs))
+	for i, a := range addrs {
+		endpoints[i] = a
+	}
+	svc := newSlowService(func() { time.Sleep(20 * time.Millisecond) })
+	h := newInFlight(t, "cslots@file", map[string]any{
+		"inFlight":        3,
+		"sourceCriterion": map[string]any{"requestHeaderName": "X-Key"},
+		"redis":           map[string]any{"endpoints": endpoints, "keyPrefix": "tc:"},
+	}, svc)
+	var wg sync.WaitGroup
+	for k := 0; k < 4; k++ {
+		for c := 0; c < 12; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 3; i++ {
+					keyed(h, "key"+string(rune('a'+k)))
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for k := 0; k < 4; k++ {
+		if m := svc.mostOf("key" + string(rune('a'+k))); m != 3 {
+			t.Errorf("key %d: the service held %d at once, want exactly 3", k, m)
+		}
+	}
+}
+
+// TestInFlightReloadKeepsSlots: a reload (New again with the same
+// settings) keeps the slots of the requests still running.
+func TestInFlightReloadKeepsSlots(t *testing.T) {
+	release, started := make(chan struct{}), make(chan struct{})
+	options := map[string]any{"inFlight": 1, "sourceCriterion": map[string]any{"requestHeaderName": "X-Key"}}
+	old := newInFlight(t, "reload@file", options, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		close(started)
+		<-release
+	}))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		keyed(old, "k")
+	}()
+	<-started
+	reloaded, err := newChecked(context.Background(), okHandler, &Config{Options: options}, "reload@file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := keyed(reloaded, "k"); w.Code != 429 {
+		t.Fatalf("after a reload, while the old request runs: %d, want 429", w.Code)
+	}
+	close(release)
+	<-done
+	if w := keyed(reloaded, "k"); w.Code != 200 {
+		t.Fatalf("once it ended: %d, want 200", w.Code)
+	}
+}
