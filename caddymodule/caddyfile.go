@@ -315,6 +315,9 @@ type zoneError struct {
 // at holds the token of each setting given (events as limit); overrideAt
 // that of each override.
 func checkZone(z *Zone, at map[string]caddyfile.Token, overrideAt []caddyfile.Token) *zoneError {
+	if err := z.checkInFlight(); err != nil {
+		return &zoneError{err: err, at: at["in_flight"]}
+	}
 	bare := *z
 	bare.Overrides = nil
 	r, err := bare.rule()
