@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -82,6 +83,9 @@ func (b *slowBackend) free() {
 
 func (b *slowBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	k := r.Header.Get("X-Key")
+	if k == "" {
+		k = r.Header.Get("X-Forwarded-For") // the client's address, as Caddy saw it
+	}
 	b.mu.Lock()
 	b.now[k]++
 	b.most[k] = max(b.most[k], b.now[k])
@@ -262,4 +266,102 @@ func TestE2EInFlight(t *testing.T) {
 			}
 		}
 	})
+}
+
+// inflightAttackSite speaks h1 and h2c; /ip/ holds 3 of a client IP at
+// once, /key/ 2 of an X-Key, max_keys 50.
+const inflightAttackSite = `{
+	admin 127.0.0.1:{{.Admin}}
+	persist_config off
+	servers {
+		protocols h1 h2c
+	}
+}
+:{{.Web}} {
+	bind 127.0.0.1
+	handle /ip/* {
+		rate_limit {
+			zone by_ip {
+				in_flight 3
+			}
+			{{- if .Redis}}
+			store redis {
+				address {{.Redis}}
+				key_prefix attack:
+			}
+			{{- end}}
+		}
+		reverse_proxy {{.Backend}}
+	}
+	handle /key/* {
+		rate_limit {
+			zone by_key {
+				key {http.request.header.X-Key}
+				in_flight 2
+			}
+			max_keys 50
+		}
+		reverse_proxy {{.Backend}}
+	}
+}
+`
+
+// TestE2EInFlightAttacks: 200 requests at once as h2c streams of one
+// connection, streams reset as their answers come, and a flood of fresh
+// keys past max_keys: never more than n of a key at the backend, and no
+// slot left once they end.
+func TestE2EInFlightAttacks(t *testing.T) {
+	rds := redistest.Start(t)
+	attack := program(t, "attack")
+	for _, store := range []string{"memory", "redis"} {
+		t.Run(store, func(t *testing.T) {
+			b := startSlowBackend(t, 300*time.Millisecond, false)
+			c := newCaddy(t)
+			vars := map[string]any{"Backend": b.addr, "Redis": ""}
+			if store == "redis" {
+				vars["Redis"] = rds.Addr()
+			}
+			c.render(inflightAttackSite, vars)
+			c.start()
+			for _, a := range []struct{ from, mode, n string }{
+				{"127.0.3.1", "h2concurrent", "200"},
+				{"127.0.3.2", "h2reset", "10"},
+				{"127.0.3.3", "concurrent", "200"},
+			} {
+				args := []string{"-mode", a.mode, "-n", a.n, "-from", a.from, "-url", c.url("/ip/x")}
+				lines, stderr := run(t, attack, time.Minute, args...)
+				_, most := b.stats(a.from)
+				if most > 3 || most == 0 {
+					t.Errorf("attack %s: the backend held %d of the client at once, want 1 to 3; %s; %s", strings.Join(args, " "), most, tally(lines), stderr)
+					continue
+				}
+				t.Logf("attack %s: the backend held %d at most; the client saw %s", strings.Join(args, " "), most, tally(lines))
+			}
+			if store == "memory" {
+				var wg sync.WaitGroup
+				for i := 0; i < 150; i++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						get(t, c.url("/key/x"), "X-Key", "fresh"+strconv.Itoa(i%75))
+					}()
+				}
+				wg.Wait()
+				for i := 0; i < 75; i++ {
+					if _, most := b.stats("fresh" + strconv.Itoa(i)); most > 2 {
+						t.Errorf("fresh key %d: %d at the backend at once, want at most 2", i, most)
+					}
+				}
+			}
+			waitFor(t, "every slot to be free", func() (bool, string) {
+				lines := metricLines(t, c, "caddy_http_rate_limit_in_flight{")
+				for _, l := range strings.Split(lines, "\n") {
+					if l != "" && !strings.HasSuffix(l, " 0") {
+						return false, lines
+					}
+				}
+				return true, ""
+			})
+		})
+	}
 }
