@@ -430,3 +430,24 @@ func TestInFlightReloadKeepsSlots(t *testing.T) {
 		t.Fatalf("once it ended: %d, want 200", code)
 	}
 }
+
+// TestInFlightDryRun: in dry run a request past n runs, without a slot,
+// and is counted as a dry-run refusal.
+func TestInFlightDryRun(t *testing.T) {
+	h, _ := newHandler(t, `{"dry_run":true,"rate_limits":{"dry":{"key":"{http.request.header.X-Key}","in_flight":1}}}`)
+	started, release := make(chan struct{}), make(chan struct{})
+	go send(context.Background(), h, "k", caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error {
+		close(started)
+		<-release
+		return nil
+	}))
+	<-started
+	defer close(release)
+	b := newBackend(func(*http.Request) {})
+	if code, hdr := send(context.Background(), h, "k", b); code != 200 || b.mostOf("k") != 1 || hdr.Get("X-Ratelimit-Remaining") != "0" {
+		t.Fatalf("dry run past n: %d, backend %d, remaining %q; want 200, reached, 0", code, b.mostOf("k"), hdr.Get("X-Ratelimit-Remaining"))
+	}
+	if got := h.zones[0].inflight.Held(); got != 1 {
+		t.Fatalf("%d slots held, want 1 (the dry-run request runs without one)", got)
+	}
+}

@@ -283,3 +283,25 @@ func TestInFlightReloadKeepsSlots(t *testing.T) {
 		t.Fatalf("once it ended: %d, want 200", w.Code)
 	}
 }
+
+// TestInFlightDryRunTraefik: in dry run a request past n reaches the
+// service, without a slot.
+func TestInFlightDryRunTraefik(t *testing.T) {
+	release, started := make(chan struct{}), make(chan struct{})
+	var reached atomic.Int64
+	h := newInFlight(t, "dry@file", map[string]any{"inFlight": 1, "dryRun": true,
+		"sourceCriterion": map[string]any{"requestHeaderName": "X-Key"}}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		reached.Add(1)
+		select {
+		case started <- struct{}{}:
+			<-release
+		default:
+		}
+	}))
+	go keyed(h, "k")
+	<-started
+	defer close(release)
+	if w := keyed(h, "k"); w.Code != 200 || reached.Load() != 2 || w.Header().Get("X-Ratelimit-Remaining") != "0" {
+		t.Fatalf("dry run past n: %d, reached %d, remaining %q", w.Code, reached.Load(), w.Header().Get("X-Ratelimit-Remaining"))
+	}
+}
