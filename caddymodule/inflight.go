@@ -134,6 +134,9 @@ func (h *Handler) provisionInFlight(mode httplimit.HeaderMode, p *pooledRedis, r
 			continue
 		}
 		ttl := time.Duration(cfg.InFlightTTL)
+		if ttl != 0 && p == nil {
+			return fmt.Errorf("zone %q: in_flight_ttl applies only with store redis (in memory a slot dies with its instance): remove it or add store redis", z.name)
+		}
 		store := "memory"
 		if p != nil {
 			store = redisKey

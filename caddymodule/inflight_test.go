@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
@@ -449,5 +451,21 @@ func TestInFlightDryRun(t *testing.T) {
 	}
 	if got := h.zones[0].inflight.Held(); got != 1 {
 		t.Fatalf("%d slots held, want 1 (the dry-run request runs without one)", got)
+	}
+}
+
+// TestInFlightTTLNeedsRedis: in_flight_ttl without store redis is refused
+// with the fix.
+func TestInFlightTTLNeedsRedis(t *testing.T) {
+	h := new(Handler)
+	if err := json.Unmarshal([]byte(`{"rate_limits":{"t":{"in_flight":2,"in_flight_ttl":"10s"}}}`), h); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	err := h.Provision(ctx)
+	h.Cleanup()
+	if err == nil || !strings.Contains(err.Error(), "in_flight_ttl applies only with store redis") {
+		t.Fatalf("Provision: %v", err)
 	}
 }

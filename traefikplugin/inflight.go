@@ -124,6 +124,9 @@ func inFlightFor(name string, next http.Handler, config *Config, s settings, alo
 		}
 		return next, nil
 	}
+	if config.InFlightTTL != "" && s.redis == nil {
+		return nil, fieldError("inFlightTTL", "applies only with a redis block (in memory a slot dies with its instance): remove it or add redis")
+	}
 	ttl := time.Duration(0)
 	if config.InFlightTTL != "" {
 		var err error

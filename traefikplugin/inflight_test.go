@@ -193,6 +193,7 @@ func TestInFlightOptionErrors(t *testing.T) {
 		{map[string]any{"inFlight": 2, "subWindow": "1s"}, "subWindow: needs window and limit"},
 		{map[string]any{"inFlight": 2, "headers": "fancy"}, "headers"},
 		{map[string]any{"inFlight": 2, "window": "1m"}, "limit"},
+		{map[string]any{"inFlight": 2, "inFlightTTL": "10s"}, "inFlightTTL: applies only with a redis block"},
 	} {
 		_, err := newChecked(context.Background(), okHandler, &Config{Options: c.options}, "bad@file")
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -28,7 +28,9 @@ const inflightSite = `{
 		zone slots {
 			key {http.request.header.X-Key}
 			in_flight 3
+			{{- if .Redis}}
 			in_flight_ttl 2s
+			{{- end}}
 		}
 		{{- if .Redis}}
 		store redis {
