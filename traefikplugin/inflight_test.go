@@ -292,11 +292,9 @@ func TestInFlightDryRunTraefik(t *testing.T) {
 	var reached atomic.Int64
 	h := newInFlight(t, "dry@file", map[string]any{"inFlight": 1, "dryRun": true,
 		"sourceCriterion": map[string]any{"requestHeaderName": "X-Key"}}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
-		reached.Add(1)
-		select {
-		case started <- struct{}{}:
+		if reached.Add(1) == 1 { // the first holds its slot
+			close(started)
 			<-release
-		default:
 		}
 	}))
 	go keyed(h, "k")

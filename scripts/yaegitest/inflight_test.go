@@ -91,6 +91,7 @@ func TestPluginInFlightAllocs(t *testing.T) {
 	}{
 		{"rate@docker", map[string]any{"window": "1m", "limit": "100000000"}},
 		{"inflight@docker", map[string]any{"inFlight": "3"}},
+		{"inflight-noheaders@docker", map[string]any{"inFlight": "3", "headers": "none"}},
 		{"both@docker", map[string]any{"inFlight": "3", "window": "1m", "limit": "100000000"}},
 	} {
 		h := b.build(t, c.config, c.name)
