@@ -44,17 +44,19 @@ func (t *Table) shard(key string) *tableShard {
 	return &t.shards[maphash.String(t.seed, key)%shardCount]
 }
 
-// Take takes a slot of key if fewer than n are held and returns its
-// entry; it returns nil when n are held, or when key holds none and the
-// table already holds slots of maxKeys keys.
+// take takes a slot of key if fewer than n are held and returns its
+// entry and the slots held with it; it returns nil and n when n are held,
+// or when key holds none and the table already holds slots of maxKeys
+// keys.
 func (t *Table) take(key string, n int64) (*entry, int64) {
 	s := t.shard(key)
 	s.mu.Lock()
 	e := s.m[key]
 	if e == nil {
 		if t.maxKeys > 0 && atomic.LoadInt64(&t.keys) >= t.maxKeys {
+			// Full: refused as if its n were held, none remaining.
 			s.mu.Unlock()
-			return nil, 0
+			return nil, n
 		}
 		e = &entry{}
 		s.m[key] = e
