@@ -27,7 +27,8 @@ type tableShard struct {
 // An entry an operator's reset removed keeps taking its holders' releases,
 // which then free nothing of the key's new entry.
 type entry struct {
-	held int64
+	held  int64
+	shard *tableShard // its key's: a release hashes nothing
 }
 
 // NewTable returns a table of at most maxKeys keys holding slots at once
@@ -58,7 +59,7 @@ func (t *Table) take(key string, n int64) (*entry, int64) {
 			s.mu.Unlock()
 			return nil, n
 		}
-		e = &entry{}
+		e = &entry{shard: s}
 		s.m[key] = e
 		atomic.AddInt64(&t.keys, 1)
 	}
@@ -75,7 +76,7 @@ func (t *Table) take(key string, n int64) (*entry, int64) {
 
 // release frees one slot of e, taken for key.
 func (t *Table) release(key string, e *entry) {
-	s := t.shard(key)
+	s := e.shard
 	s.mu.Lock()
 	e.held--
 	if e.held <= 0 && s.m[key] == e {
