@@ -58,7 +58,10 @@ const adminTimeout = 5 * time.Second
 
 // Routes returns the route of /rate_limit/.
 func (a adminAPI) Routes() []caddy.AdminRoute {
-	return []caddy.AdminRoute{{Pattern: adminPrefix, Handler: caddy.AdminHandlerFunc(a.serve)}}
+	return []caddy.AdminRoute{
+		{Pattern: adminPrefix, Handler: caddy.AdminHandlerFunc(a.serve)},
+		{Pattern: adminInFlightPrefix, Handler: caddy.AdminHandlerFunc(a.serveInFlight)},
+	}
 }
 
 func (adminAPI) serve(w http.ResponseWriter, r *http.Request) error {

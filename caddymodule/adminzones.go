@@ -83,8 +83,8 @@ func zoneUses(name string) []*zoneUse {
 		store, isRedis := redisOf(h.store)
 		g, _ := h.store.(*guard.Guard)
 		for _, z := range h.zones {
-			if name != "" && z.name != name {
-				continue
+			if name != "" && z.name != name || z.zone == nil {
+				continue // another zone, or in_flight alone: no counts
 			}
 			u := byZone[z.zone]
 			if u == nil {

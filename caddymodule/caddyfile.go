@@ -52,6 +52,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        cost        <n>
 //	        ipv4_prefix <bits>
 //	        ipv6_prefix <bits>
+//	        in_flight   <n>                  # at most n of a key at once; alone or beside window/limit
+//	        in_flight_ttl <duration>         # store redis: a dead holder's slots free after it (30s)
 //	        match {
 //	            <matchers>
 //	        }
@@ -263,6 +265,10 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser, ln *directiveLines) erro
 			z.IPv6Prefix, err = prefixBits(d, 1, 128)
 		case "count_status":
 			z.CountStatus, err = countStatus(d)
+		case "in_flight":
+			z.InFlight, err = positiveInt(d)
+		case "in_flight_ttl":
+			z.InFlightTTL, err = positiveDuration(d)
 		case "match":
 			var set caddy.ModuleMap
 			if set, err = parseMatchBlock(d); err == nil {
@@ -309,6 +315,9 @@ type zoneError struct {
 // at holds the token of each setting given (events as limit); overrideAt
 // that of each override.
 func checkZone(z *Zone, at map[string]caddyfile.Token, overrideAt []caddyfile.Token) *zoneError {
+	if err := z.checkInFlight(); err != nil {
+		return &zoneError{err: err, at: at["in_flight"]}
+	}
 	bare := *z
 	bare.Overrides = nil
 	r, err := bare.rule()

@@ -11,5 +11,7 @@
 // window, events, match, ipv4_prefix, ipv6_prefix, log_key, sweep_interval,
 // jitter), with the same meaning, and adds sliding-window algorithms,
 // rate-limit headers, dry runs and Prometheus metrics. The decisions are
-// taken by the shared core in shared/ratelimit.
+// taken by the shared core in shared/ratelimit; a zone's in_flight slots
+// by shared/inflight (inflight.go, inflight_config.go, inflight_admin.go,
+// inflight_metrics.go).
 package caddymodule

@@ -132,8 +132,11 @@ type Handler struct {
 	store    ratelimit.Store
 	logger   *zap.Logger
 	acquired []string // zone pool keys held by this handler
-	redisKey string   // redis pool key held by this handler, if any
-	scratch  *sync.Pool
+	// inflightKeys are the in-flight limiters' pool keys held by this
+	// handler (inflight.go).
+	inflightKeys []string
+	redisKey     string // redis pool key held by this handler, if any
+	scratch      *sync.Pool
 }
 
 // CaddyModule returns the Caddy module information.
@@ -198,6 +201,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	if redisSetup != nil {
 		for _, z := range h.zones {
+			if z.zone == nil {
+				continue // in_flight alone
+			}
 			if err := redisstore.CheckRule(z.name, z.zone.Rule()); err != nil {
 				return fmt.Errorf("store redis: zone %q: %w", z.name, spelling.Error(err))
 			}
@@ -213,6 +219,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 				return fmt.Errorf("store redis: %w", err)
 			}
 		}
+		if err := h.provisionInFlight(mode, pooled, key, redisSetup.prefix, redisSetup.policy); err != nil {
+			return err
+		}
+	} else if err := h.provisionInFlight(mode, nil, "", "", 0); err != nil {
+		return err
 	}
 
 	n := len(h.zones)
@@ -221,6 +232,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			items: make([]ratelimit.Item, 0, n),
 			out:   make([]ratelimit.Decision, n),
 			which: make([]int, 0, n),
+			slots: make([]slotWanted, 0, n),
 		}
 	}}
 	h.warnSpoofableClientIP(ctx)
@@ -237,7 +249,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 // that asks for no lease makes the store's call prepared for its zone.
 func (h *Handler) provisionLeases(p *pooledRedis) error {
 	for _, z := range h.zones {
-		if z.countStatus != nil {
+		if z.countStatus != nil || z.zone == nil {
 			continue
 		}
 		t, err := lease.NewTable(z.zone, p.guard, lease.Options{KeyCall: p.keyCall(z.zone)})
@@ -262,6 +274,9 @@ func (h *Handler) provisionZone(ctx caddy.Context, name string, cfg *Zone, opts 
 	rule, err := cfg.rule()
 	if err != nil {
 		return nil, err
+	}
+	if cfg.inFlightOnly() {
+		return h.provisionInFlightOnly(ctx, name, cfg, counters)
 	}
 	z := &zoneState{
 		name:   name,
@@ -331,6 +346,9 @@ func (h *Handler) Cleanup() error {
 		}
 	}
 	var errs []error
+	if err := h.releaseInFlight(); err != nil {
+		errs = append(errs, err)
+	}
 	for _, key := range h.acquired {
 		if err := releaseZone(key); err != nil {
 			errs = append(errs, err)
@@ -355,6 +373,8 @@ type scratch struct {
 	// refundable is set when an item is a count_status zone's
 	// reservation.
 	refundable bool
+	// slots are the in-flight slots the request needs (inflight.go).
+	slots []slotWanted
 }
 
 // ServeHTTP checks r against the matching zones and either passes it on or
@@ -385,17 +405,29 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				continue // exempt: neither counted nor limited
 			}
 		}
+		if z.inflight != nil {
+			s.slots = append(s.slots, slotWanted{zone: i, key: key})
+			if z.zone == nil {
+				continue // in_flight alone: no rate
+			}
+		}
 		s.items = append(s.items, ratelimit.Item{Zone: z.zone, Key: key, Refundable: refundable, Limit: limit})
 		s.which = append(s.which, i)
 		s.refundable = s.refundable || refundable
+	}
+	if len(s.slots) > 0 {
+		return h.serveInFlight(w, r, next, s, repl)
 	}
 	if len(s.items) == 0 {
 		h.release(s)
 		return next.ServeHTTP(w, r)
 	}
+	return h.decide(w, r, next, s, repl, time.Now())
+}
 
+// decide takes the rate decision of s's items and serves r or refuses it.
+func (h *Handler) decide(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, s *scratch, repl *caddy.Replacer, now time.Time) error {
 	out := s.out[:len(s.items)]
-	now := time.Now()
 	var allowed bool
 	var err error
 	if tbl := h.zones[s.which[0]].lease; tbl != nil && len(s.items) == 1 && !s.refundable {
@@ -479,7 +511,8 @@ func hasErrorRoutes(r *http.Request) bool {
 // release clears s, so the pool holds no request's keys, and returns it.
 func (h *Handler) release(s *scratch) {
 	clear(s.items)
-	s.items, s.which, s.refundable = s.items[:0], s.which[:0], false
+	clear(s.slots)
+	s.items, s.which, s.refundable, s.slots = s.items[:0], s.which[:0], false, s.slots[:0]
 	h.scratch.Put(s)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/windowlimit/windowlimit/shared/httplimit"
+	"github.com/windowlimit/windowlimit/shared/inflight"
 	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
@@ -104,10 +105,35 @@ type Zone struct {
 	// Caddy's response matchers write them. Responses of this handler's
 	// own 429s are never counted. The classic use is failed logins: 401.
 	CountStatus []int `json:"count_status,omitempty"`
+
+	// InFlight, when set, holds at most this many requests of each key
+	// running at once: a request takes a slot when it is admitted and
+	// frees it when its response is done (completed, the client gone, a
+	// stream reset, a panic, a timeout); one more is refused with 429 and
+	// Retry-After 1. Alone in a zone (no window, no limit) it is a pure
+	// concurrency limit; beside window and limit both apply, and a request
+	// refused by one takes nothing from the other. With store redis the
+	// slots of a key are one set for every instance; in memory they are
+	// this instance's.
+	InFlight int64 `json:"in_flight,omitempty"`
+
+	// InFlightTTL is how long a slot in Redis stays taken when the
+	// instance holding it stops renewing it (killed, cut off from Redis):
+	// each instance renews its slots every third of it while their
+	// requests run. The default is 30s; at least 1s. It applies only with
+	// in_flight and store redis.
+	InFlightTTL caddy.Duration `json:"in_flight_ttl,omitempty"`
 }
 
-// rule returns the zone's normalized rule, or the first bad value.
+// rule returns the zone's normalized rule, or the first bad value. A
+// zone of in_flight alone has none: its rule is the zero Rule.
 func (z *Zone) rule() (ratelimit.Rule, error) {
+	if err := z.checkInFlight(); err != nil {
+		return ratelimit.Rule{}, err
+	}
+	if z.inFlightOnly() {
+		return ratelimit.Rule{}, nil
+	}
 	limit := z.Limit
 	switch {
 	case z.MaxEvents != 0 && z.Limit != 0:
@@ -177,6 +203,12 @@ type zoneState struct {
 	// Redis (store redis with lease auto, no count_status): a request
 	// checked against this zone alone is decided through it.
 	lease *lease.Table
+	// inflight, when set, holds the zone's in-flight slots (in_flight):
+	// at most inflightN requests of a key at once; inflightPolicy
+	// writes their headers.
+	inflight       *inflight.Limiter
+	inflightN      int64
+	inflightPolicy *httplimit.Policy
 
 	allowed, denied, dryRun prometheus.Counter
 

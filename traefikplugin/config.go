@@ -88,6 +88,21 @@ type Config struct {
 	// disk every interval, so that they survive a restart of Traefik. Nil
 	// keeps them in memory only.
 	Persist *PersistConfig `json:"persist,omitempty" yaml:"persist,omitempty" mapstructure:"-"`
+	// InFlight, when set, holds at most this many requests of each key
+	// (the key sourceCriterion chooses) running at once: a request takes
+	// a slot when it is admitted and frees it when its response is done
+	// (completed, the client gone, a stream reset, a panic); one more is
+	// refused with statusCode and Retry-After 1. Alone (no window, no
+	// limit) it is a concurrency limit only, like Traefik's inFlightReq;
+	// beside window and limit both apply, and a request refused by one
+	// takes nothing from the other. With redis the slots of a key are one
+	// set for every instance; without, they are this instance's.
+	InFlight int64 `json:"inFlight,omitempty" yaml:"inFlight,omitempty" mapstructure:"-"`
+	// InFlightTTL is how long a slot in Redis stays taken when the
+	// instance holding it stops renewing it (killed, cut off from Redis);
+	// each instance renews its slots every third of it while their
+	// requests run. Empty means 30s; at least 1s.
+	InFlightTTL string `json:"inFlightTTL,omitempty" yaml:"inFlightTTL,omitempty" mapstructure:"-"`
 
 	// Options holds every option as Traefik passed it: its decoder sees
 	// none of the fields above (mapstructure:"-"), so all of them land

@@ -119,6 +119,10 @@ func (c *Config) set(name string, v any) error {
 		c.OnStoreError, err = stringValue(name, v)
 	case "persist":
 		c.Persist, err = decodePersist(v)
+	case "inFlight":
+		c.InFlight, err = intValue(name, v)
+	case "inFlightTTL":
+		c.InFlightTTL, err = stringValue(name, v)
 	}
 	return err
 }

@@ -41,6 +41,8 @@
 //   - redis.go: the Redis clients and guards, shared and reused on reload.
 //   - redisconfig.go: the redis block checked.
 //   - lease.go: the lease tables of hot keys, one per middleware name.
+//   - inflight.go: inFlight, the slots of a key, in front of the rate or
+//     alone; its limiters, one per middleware name.
 //   - registry.go: the zones, one per middleware name, kept across reloads.
 //   - full.go: the log line of a full zone.
 //   - dryrun.go: the dry-run log line.

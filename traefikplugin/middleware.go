@@ -109,10 +109,50 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 	if name == "" {
 		name = "windowlimit"
 	}
-	m, err := build(next, config, name)
+	h, err := buildAll(next, config, name)
 	if err != nil {
 		return newMisconfigured(name, err), nil
 	}
+	return h, nil
+}
+
+// buildAll returns the middleware of config: its rate, its in-flight
+// limit in front of the rate, or both.
+func buildAll(next http.Handler, config *Config, name string) (http.Handler, error) {
+	if config != nil {
+		d, err := config.decoded()
+		if err != nil {
+			return nil, err
+		}
+		if err := d.checkInFlight(); err != nil {
+			return nil, err
+		}
+		if d.inFlightOnly() {
+			if next == nil {
+				return nil, fieldError("next", "missing handler")
+			}
+			return buildInFlightOnly(next, d, name)
+		}
+		if d.InFlight > 0 {
+			m, err := build(next, d, name)
+			if err != nil {
+				return nil, err
+			}
+			s, err := d.validate()
+			if err != nil {
+				return nil, err
+			}
+			if s.source != nil {
+				s.source.middleware = name
+			}
+			return inFlightFor(name, m, d, s, false)
+		}
+	}
+	m, err := build(next, config, name)
+	if err != nil {
+		return nil, err
+	}
+	inFlightFor(name, nil, &Config{}, settings{}, false) // drops name's slots, if any
 	return m, nil
 }
 

@@ -20,4 +20,6 @@
 //   - refund.go: Refund and GiveBack: counts and lease units given back.
 //   - inspect.go: Inspect, Forget (an operator's reset) and the read script.
 //   - settings.go: Settings, the defaults, the lease setting and their checks.
+//   - slots.lua, slots.go: in-flight slots, one sorted set per key;
+//     slots_lua.go holds the script as a Go string (go generate).
 package redisstore

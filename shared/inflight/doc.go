@@ -1,0 +1,20 @@
+// Package inflight keeps at most n requests of a key in flight: a slot is
+// taken when a request is admitted and freed when its response is done.
+//
+// A Table holds the slots of one zone in this instance's memory: a key's
+// entry exists only while it holds slots, so the table is bounded by the
+// requests running, and by MaxKeys, past which a fresh key is refused
+// (never admitted without a slot). A Limiter puts a Table, and with Redis
+// a Remote (one set of slots per key for the whole fleet), behind one
+// Take and Release: it renews the slots this instance holds in Redis
+// every TTL/3 while their requests run, releases them off the request's
+// path, and applies the store's failure policy when Redis fails. A slot
+// whose holder stops renewing it (killed, partitioned) is free after the
+// TTL; nothing else frees a slot early but an operator's reset.
+//
+// # Files
+//
+//   - table.go: Table, the memory slots of one zone.
+//   - limiter.go: Limiter, Slot, Take and Release, the failure policy.
+//   - holder.go: the renewal loop and the release queue of Redis slots.
+package inflight

@@ -1,0 +1,93 @@
+package inflight
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// TestTableAtMostN: 12 goroutines on one key with n = 3 never hold more
+// than 3 slots at once and do reach 3; another key is unaffected; every
+// entry is gone once all are released.
+func TestTableAtMostN(t *testing.T) {
+	tb := NewTable(0)
+	const n = 3
+	var holding, most atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 12; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				e, _ := tb.take("k", n)
+				if e == nil {
+					continue
+				}
+				h := holding.Add(1)
+				for old := most.Load(); h > old && !most.CompareAndSwap(old, h); old = most.Load() {
+				}
+				if o, _ := tb.take("other", n); o == nil {
+					t.Error("another key was refused")
+				} else {
+					tb.release("other", o)
+				}
+				holding.Add(-1)
+				tb.release("k", e)
+			}
+		}()
+	}
+	wg.Wait()
+	if most.Load() != n {
+		t.Fatalf("most held at once: %d, want %d", most.Load(), n)
+	}
+	if tb.Keys() != 0 || tb.Held("k") != 0 {
+		t.Fatalf("after every release: %d keys, %d held", tb.Keys(), tb.Held("k"))
+	}
+}
+
+// TestTableMaxKeys: past maxKeys keys holding slots, a fresh key is
+// refused, never admitted without a slot; a key already holding one still
+// takes up to n; a released key makes room.
+func TestTableMaxKeys(t *testing.T) {
+	tb := NewTable(4)
+	var held []*entry
+	for i := 0; i < 4; i++ {
+		e, _ := tb.take("k"+strconv.Itoa(i), 2)
+		if e == nil {
+			t.Fatalf("key %d refused below max keys", i)
+		}
+		held = append(held, e)
+	}
+	if e, _ := tb.take("fresh", 2); e != nil {
+		t.Fatal("a fresh key past max keys got a slot")
+	}
+	if e, _ := tb.take("k0", 2); e == nil {
+		t.Fatal("a key holding one slot was refused its second")
+	}
+	tb.release("k1", held[1])
+	if e, _ := tb.take("fresh", 2); e == nil {
+		t.Fatal("a fresh key was refused once a key made room")
+	}
+}
+
+// TestTableReset: a reset frees a key's slots at once; the releases of
+// the requests that held them free nothing of the slots taken since.
+func TestTableReset(t *testing.T) {
+	tb := NewTable(0)
+	old, _ := tb.take("k", 1)
+	if n := tb.Reset("k"); n != 1 {
+		t.Fatalf("reset freed %d, want 1", n)
+	}
+	fresh, _ := tb.take("k", 1)
+	if fresh == nil {
+		t.Fatal("refused after a reset")
+	}
+	tb.release("k", old)
+	if e, _ := tb.take("k", 1); e != nil {
+		t.Fatal("the old slot's release freed the new one: 2 held with n = 1")
+	}
+	if tb.Held("k") != 1 || tb.Keys() != 1 {
+		t.Fatalf("held %d keys %d, want 1 and 1", tb.Held("k"), tb.Keys())
+	}
+}
