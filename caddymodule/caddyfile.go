@@ -52,6 +52,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        cost        <n>
 //	        ipv4_prefix <bits>
 //	        ipv6_prefix <bits>
+//	        ban         <duration>           # refuse a key that reached its limit this long
 //	        match {
 //	            <matchers>
 //	        }
@@ -263,6 +264,8 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser, ln *directiveLines) erro
 			z.IPv6Prefix, err = prefixBits(d, 1, 128)
 		case "count_status":
 			z.CountStatus, err = countStatus(d)
+		case "ban":
+			z.Ban, err = positiveDuration(d)
 		case "match":
 			var set caddy.ModuleMap
 			if set, err = parseMatchBlock(d); err == nil {
@@ -309,6 +312,9 @@ type zoneError struct {
 // at holds the token of each setting given (events as limit); overrideAt
 // that of each override.
 func checkZone(z *Zone, at map[string]caddyfile.Token, overrideAt []caddyfile.Token) *zoneError {
+	if err := z.checkBan(); err != nil {
+		return &zoneError{err: err, at: at["ban"]}
+	}
 	bare := *z
 	bare.Overrides = nil
 	r, err := bare.rule()

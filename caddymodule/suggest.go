@@ -16,7 +16,8 @@ var (
 	handlerSubdirectives = []string{"zone", "store", "on_store_error", "headers", "max_keys",
 		"sweep_interval", "jitter", "persist", "dry_run", "log_key"}
 	zoneSubdirectives = []string{"key", "window", "sub_window", "limit", "events", "override",
-		"algorithm", "cost", "ipv4_prefix", "ipv6_prefix", "count_status", "match"}
+		"algorithm", "cost", "ipv4_prefix", "ipv6_prefix", "count_status", "match",
+		"ban"}
 	redisSubdirectives = []string{"address", "url", "addresses", "sentinel", "sentinel_username",
 		"sentinel_password", "username", "password", "db", "tls", "dial_timeout", "timeout",
 		"pool_size", "key_prefix", "lease"}
