@@ -48,10 +48,10 @@ func TakeBanAt(z *Zone, key string, t int64, limit int64) Decision {
 	s := &z.shards[k&z.mask]
 	s.Lock()
 	var d Decision
-	if !banned(z, s, k, t, limit, &d) {
+	if !banned(z, s, key, k, t, limit, &d) {
 		d = take(z, s, key, k, t, limit, true)
 		if !d.Allowed {
-			startBan(z, s, k, t, &d)
+			startBan(z, s, key, k, t, &d)
 		}
 	}
 	s.Unlock()
@@ -60,9 +60,12 @@ func TakeBanAt(z *Zone, key string, t int64, limit int64) Decision {
 
 // banned reports whether the key hashed to k is banned at t in the locked
 // shard s of a zone with a ban, and writes its denial, under limit, to d.
-func banned(z *Zone, s *shard, k uint64, t int64, limit int64, d *Decision) bool {
+func banned(z *Zone, s *shard, key string, k uint64, t int64, limit int64, d *Decision) bool {
 	until, ok := s.banned[k]
-	if !ok || t >= until {
+	if !ok {
+		until = claimBan(z, s, key, k, t)
+	}
+	if t >= until {
 		return false
 	}
 	*d = Decision{Limit: limit, RetryAfter: time.Duration(until - t), ResetAfter: time.Duration(until - t)}
@@ -76,7 +79,7 @@ func banned(z *Zone, s *shard, k uint64, t int64, limit int64, d *Decision) bool
 // if none did, bans no one more until one does: a flood of keys at their
 // limit never pushes out a ban, and a key it could not ban is still
 // refused by its window.
-func startBan(z *Zone, s *shard, k uint64, t int64, d *Decision) {
+func startBan(z *Zone, s *shard, key string, k uint64, t int64, d *Decision) {
 	if s.banned == nil {
 		s.banned = make(map[uint64]int64)
 	}
@@ -84,6 +87,9 @@ func startBan(z *Zone, s *shard, k uint64, t int64, d *Decision) {
 		return
 	}
 	s.banned[k] = t + z.ban
+	if z.persist != nil {
+		noteBanID(z, s, key, k)
+	}
 	atomic.AddUint64(&z.bans, 1)
 	d.Remaining = 0
 	d.RetryAfter = time.Duration(z.ban)
@@ -97,16 +103,22 @@ func (s *shard) sweepBans(t int64) int {
 	for k, until := range s.banned {
 		if until <= t {
 			delete(s.banned, k)
+			delete(s.banIDs, k)
 			n++
 		}
 	}
 	return n
 }
 
-// banLeft returns how long the key hashed to k stays banned at t, 0 if it
-// is not. The caller holds s locked.
-func (s *shard) banLeft(k uint64, t int64) time.Duration {
-	if until, ok := s.banned[k]; ok && t < until {
+// banLeft returns how long key, hashed to k, stays banned at t in z, 0
+// if it is not: a ban of its shard, or one restored and not claimed yet.
+// The caller holds s locked.
+func (s *shard) banLeft(z *Zone, key string, k uint64, t int64) time.Duration {
+	until, ok := s.banned[k]
+	if !ok && z.persist != nil {
+		until = z.persist.restoredBan(z.persist.id(key))
+	}
+	if t < until {
 		return time.Duration(until - t)
 	}
 	return 0

@@ -46,7 +46,7 @@ func (z *Zone) Inspect(key string, now time.Time) KeyState {
 	s.Lock()
 	defer s.Unlock()
 	st := inspectKey(z, s, key, k, t)
-	if left := s.banLeft(k, now.UnixNano()); left > 0 {
+	if left := s.banLeft(z, key, k, now.UnixNano()); left > 0 {
 		st.BannedFor, st.Remaining = left, 0
 	}
 	return st
@@ -145,6 +145,10 @@ func (z *Zone) Forget(key string) bool {
 	s.remove(k)
 	if _, ok := s.banned[k]; ok {
 		delete(s.banned, k) // a reset lifts the ban
+		delete(s.banIDs, k)
+		known = true
+	}
+	if z.persist != nil && z.persist.forgetBan(z.persist.id(key)) {
 		known = true
 	}
 	if z.persist != nil && z.persist.forget(z.persist.id(key)) {

@@ -52,6 +52,9 @@ type shard struct {
 	// ends, in nanoseconds (see ban.go); nil in a zone without one. A ban
 	// outlives its key's slot: eviction and sweeps of keys leave it.
 	banned map[uint64]int64
+	// banIDs holds the portable id of each ban's key in a zone with
+	// Options.Persist (see banpersist.go).
+	banIDs map[uint64]uint64
 	// free lists the slots of deleted keys, reused before the slabs grow.
 	free []uint32
 	// room is how many keys the shard holds before a new one must make

@@ -107,13 +107,13 @@ func TakeAll(now time.Time, items []Item, out []Decision) bool {
 	for i := range items {
 		z := items[i].Zone
 		s := &z.shards[hashes[i]&z.mask]
-		if z.ban > 0 && banned(z, s, hashes[i], t, items[i].limit(), &out[i]) {
+		if z.ban > 0 && banned(z, s, items[i].Key, hashes[i], t, items[i].limit(), &out[i]) {
 			allowed = false
 			continue
 		}
 		out[i] = take(z, s, items[i].Key, hashes[i], t, items[i].limit(), false)
 		if z.ban > 0 && !out[i].Allowed {
-			startBan(z, s, hashes[i], t, &out[i])
+			startBan(z, s, items[i].Key, hashes[i], t, &out[i])
 		}
 		allowed = allowed && out[i].Allowed
 	}
