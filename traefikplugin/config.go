@@ -88,6 +88,15 @@ type Config struct {
 	// disk every interval, so that they survive a restart of Traefik. Nil
 	// keeps them in memory only.
 	Persist *PersistConfig `json:"persist,omitempty" yaml:"persist,omitempty" mapstructure:"-"`
+	// Ban, when set ("1h"), refuses a key that reaches its limit for that
+	// long, from the request the window first refuses, even once the
+	// window would admit it again: "5 failed logins in 15 minutes, then
+	// nothing for an hour". Retry-After and the reset headers then give
+	// the ban's end. With countStatus, the request that finds the counted
+	// responses (and those in flight) at the limit starts it. With Redis
+	// one ban holds for every Traefik instance; with persist it survives
+	// a restart. It needs window and limit.
+	Ban string `json:"ban,omitempty" yaml:"ban,omitempty" mapstructure:"-"`
 
 	// Options holds every option as Traefik passed it: its decoder sees
 	// none of the fields above (mapstructure:"-"), so all of them land

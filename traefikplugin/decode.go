@@ -119,6 +119,8 @@ func (c *Config) set(name string, v any) error {
 		c.OnStoreError, err = stringValue(name, v)
 	case "persist":
 		c.Persist, err = decodePersist(v)
+	case "ban":
+		c.Ban, err = stringValue(name, v)
 	}
 	return err
 }
