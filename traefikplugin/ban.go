@@ -5,6 +5,12 @@ import (
 	"time"
 )
 
+// A middleware with a ban decides in memory with ratelimit.TakeBanAt, on
+// serveAny's path (the inline memory path is TakeAt's alone, and costs a
+// middleware without a ban nothing more), or through ratelimit.Memory
+// with countStatus or overrides; in Redis, through the script's general
+// path, without leases.
+
 // banSetting returns the ban of c, 0 for none, or an error naming ban:
 // a duration that is not positive, or a ban on a middleware without a
 // window and a limit, whose keys never reach a limit. ratelimit.NewZone

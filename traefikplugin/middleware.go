@@ -174,14 +174,17 @@ func build(next http.Handler, config *Config, name string) (*Middleware, error) 
 		overrides:   s.overrides,
 		cidrs:       s.overrides != nil && s.overrides.HasCIDRs(),
 	}
-	if store == nil && s.ban > 0 {
-		store = ratelimit.Memory{} // TakeAll decides bans (see ban.go)
+	if store == nil && s.ban > 0 && (s.countStatus != nil || s.overrides != nil) {
+		store = ratelimit.Memory{} // TakeAll decides their bans (see ban.go)
 	}
 	if store != nil {
 		useStore(m, store)
 		m.refunder, _ = store.(ratelimit.Refunder)
 	}
 	setPaths(m, s)
+	if s.ban > 0 && m.store == nil {
+		m.notMemoryPath = true // serveAny decides with TakeBanAt (see ban.go)
+	}
 	m.lease = leaseTableFor(name, z, m.guard, m.keyCall, s.redis != nil && s.redis.lease && s.countStatus == nil && s.ban == 0)
 	return m, nil
 }
