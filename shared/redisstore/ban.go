@@ -43,6 +43,16 @@ return {now, tonumber(v) or 0}
 
 var redisBanReadSHA = scriptSHA(redisBanReadScript)
 
+// evalBan runs the ban script (see redisBanScript) as eval runs the
+// limiter script.
+func (s *Store) evalBan(ctx context.Context, keys, args []string) ([]int64, error) {
+	res, err := s.evalWith(ctx, redisBanScript, redisBanScriptSHA, keys, args)
+	if err != nil {
+		return nil, fmt.Errorf("redis limiter script: %w", err)
+	}
+	return res, nil
+}
+
 // inspectBan adds to st how long key stays banned in z, a zone with a
 // ban.
 func (s *Store) inspectBan(ctx context.Context, z *ratelimit.Zone, key, arg string, st *ratelimit.KeyState) error {

@@ -121,8 +121,13 @@ type diffFailure struct {
 // the script asked for, so that a TTL too short shows up as a wrong
 // decision, and checks every TTL against the time the zone still counts
 // the key. Nothing else changes: the decisions are the script's own.
-var ttlScript = func() string {
-	s := redisScript
+var ttlScript = ttlOf(redisScript)
+
+// ttlBanScript is redisBanScript so changed, for the calls with a ban.
+var ttlBanScript = ttlOf(redisBanScript)
+
+// ttlOf returns the script s with its expiries taken out (see ttlScript).
+func ttlOf(s string) string {
 	if strings.Count(s, "'PX', ") == 0 || strings.Count(s, "\nreturn out\n") != 1 {
 		panic("redisScript changed: update ttlScript")
 	}
@@ -157,9 +162,9 @@ local redis = {
   pcall = function(...) return untimed(realRedis.pcall, ...) end,
 }
 ` + s
-}()
+}
 
-var ttlScriptSHA = scriptSHA(ttlScript)
+var ttlScriptSHA, ttlBanScriptSHA = scriptSHA(ttlScript), scriptSHA(ttlBanScript)
 
 // ttlRunner runs ttlScript in place of the limiter script and keeps the
 // TTLs and the reply of the last call.
@@ -170,12 +175,17 @@ type ttlRunner struct {
 }
 
 func (r *ttlRunner) EvalSha(ctx context.Context, sha string, keys, args []string) ([]int64, error) {
-	if sha != redisScriptSHA {
+	script, scriptSHA := ttlScript, ttlScriptSHA
+	switch sha {
+	case redisScriptSHA:
+	case redisBanScriptSHA:
+		script, scriptSHA = ttlBanScript, ttlBanScriptSHA
+	default:
 		return nil, fmt.Errorf("unexpected script %s", sha)
 	}
-	res, err := r.c.EvalSha(ctx, ttlScriptSHA, keys, args)
+	res, err := r.c.EvalSha(ctx, scriptSHA, keys, args)
 	if err != nil && isNoScript(err) {
-		res, err = r.c.Eval(ctx, ttlScript, keys, args)
+		res, err = r.c.Eval(ctx, script, keys, args)
 	}
 	if err != nil {
 		return nil, err
@@ -212,8 +222,8 @@ func (r *ttlRunner) EvalSha(ctx context.Context, sha string, keys, args []string
 	return res[:own], nil
 }
 
-func (r *ttlRunner) Eval(ctx context.Context, _ string, keys, args []string) ([]int64, error) {
-	return r.EvalSha(ctx, redisScriptSHA, keys, args)
+func (r *ttlRunner) Eval(ctx context.Context, script string, keys, args []string) ([]int64, error) {
+	return r.EvalSha(ctx, scriptSHA(script), keys, args)
 }
 
 // diffHarness is one redis-server and a store on it; every run gets a key

@@ -245,11 +245,15 @@ func (s *Store) Forget(ctx context.Context, z *ratelimit.Zone, key string, now t
 	}
 	keys := []string{Key(s.prefix, z.Name(), key)}
 	args := []string{at, modeReset, withInt(packRule(z.Rule(), z.Rule().Limit), own)}
+	var res []int64
+	var err error
 	if ban := z.Ban(); ban > 0 {
 		// The ban goes with the count (see the script's BANS).
 		keys, args = append(keys, keys[0]+banSuffix), append(args, banArg(1, ban))
+		res, err = s.evalBan(ctx, keys, args)
+	} else {
+		res, err = s.eval(ctx, keys, args)
 	}
-	res, err := s.eval(ctx, keys, args)
 	if err != nil {
 		return false, err
 	}

@@ -2,8 +2,8 @@
 
 package redisstore
 
-// redisScript is script.lua (see script.go).
-const redisScript = `-- windowlimit's decision script: one request against every rule of it in
+// redisScriptSource is script.lua (see script.go).
+const redisScriptSource = `-- windowlimit's decision script: one request against every rule of it in
 -- one atomic call, with the semantics of the in-memory zone (take and
 -- takeLog in shared/ratelimit). This file is the source; script.go holds
 -- it as a Go string (yaegi cannot embed files), and TestScriptSource
@@ -26,8 +26,9 @@ const redisScript = `-- windowlimit's decision script: one request against every
 -- | 3 refund  | the receipt's time and life, units granted, units spent before the life was last confirmed (0 and 0 for a reservation; cost: the units to give back) | 1 given back, 2 counted in the key's next life instead (see charge), 0 not |
 -- | 4 reset   | the resetting instance's own leased units | one integer: 1 if there was a key |
 --
--- An item of a zone with a ban (see BANS below) has one more integer
--- after take's four: 1 if this request started the key's ban, else 0.
+-- An item of a zone with a ban (the ban script, see BANS below) has one
+-- more integer after take's four: 1 if this request started the key's
+-- ban, else 0.
 --
 -- A take, reserve or lease counts only when every item admits; when every
 -- item admits but Redis over its maxmemory (noeviction) refuses the first
@@ -87,31 +88,34 @@ local out = nil
 -- made after the key the lease counted in was gone).
 local NOLIFE = 4294967296
 
--- Bans (see ban.go): a call on items of zones with a ban ends KEYS with
--- their ban keys (each its item's key and ':ban', in the same hash slot)
--- and ARGV with one argument per ban key, '<item>:<ban in µs>'. They
--- come off here, so that the rest reads KEYS and ARGV as in any call;
--- such a call takes the general path (see ban below).
-local BANS = false
+-- Bans (see ban.go). The lines from each 'ban:begin' to its 'ban:end'
+-- are the ban script's only: the script without them, which every call
+-- without a ban runs, is the script as it was before bans, and costs
+-- what it did. A call on items of zones with a ban runs the whole text:
+-- it ends KEYS with their ban keys (each its item's key and ':ban', in
+-- the same hash slot) and ARGV with one argument per ban key, '<item>:<ban
+-- in µs>'. They come off here, so that the rest reads KEYS and ARGV as in
+-- any call, and the call takes the general path (see ban below).
+-- ban:begin
+local BANS = {}
 local nb = 2 * #KEYS + 1 - #ARGV
-if nb > 0 then
-  BANS = {}
-  local n = #KEYS - nb
-  for j = 1, nb do
-    local i, d = string.match(ARGV[2 * n + 1 + j], '^(%d+):(%d+)$')
-    BANS[tonumber(i)] = {KEYS[n + j], tonumber(d)}
-  end
-  for j = nb, 1, -1 do
-    KEYS[n + j] = nil
-    ARGV[2 * n + 1 + j] = nil
-  end
+local n = #KEYS - nb
+for j = 1, nb do
+  local i, d = string.match(ARGV[2 * n + 1 + j], '^(%d+):(%d+)$')
+  BANS[tonumber(i)] = {KEYS[n + j], tonumber(d)}
 end
+for j = nb, 1, -1 do
+  KEYS[n + j] = nil
+  ARGV[2 * n + 1 + j] = nil
+end
+mode = 'b' -- no lean path
+-- ban:end
 
 -- The lean decision. Anything it cannot read (a log, another type or
 -- rule, a bad value, a total that outgrows its width) falls through to
 -- the general path, which decides from the start with the same
 -- arithmetic: nothing has been written yet.
-if lib and #KEYS == 1 and not BANS and (mode == '0' or mode == '1' or mode == '2') then
+if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
   local sunpack, spack, key, t = lib.unpack, lib.pack, KEYS[1], now
   local alg, W, T, N, cost, shape = sunpack('<i1i8i8i8i8i8', ARGV[3])
   local m = W / T + 1
@@ -755,6 +759,7 @@ local function commitLog(s, key, guard)
   return false
 end
 
+-- ban:begin
 -- ban applies to the decision of an item its zone's ban b, {the ban key,
 -- the ban in µs}: a key banned at now is refused until the ban ends (the
 -- ban key's value, in µs on the script's clock), whatever its window
@@ -771,6 +776,7 @@ local function ban(b, ok, remaining, retry, reset)
   redis.pcall('SET', b[1], fmt(now + b[2]), 'PX', ceil(b[2] / 1000) + 1)
   return 0, 0, b[2], b[2], 1
 end
+-- ban:end
 
 -- decide decides every item and counts the request; it returns the reply.
 -- Item i's arguments are ARGV[2i] (its mode) and ARGV[2i+1] (its rule).
@@ -789,14 +795,18 @@ local function decide()
       ok, remaining, retry, reset = buckets(KEYS[i], alg, W, T, N, cost, shape, now)
       states[i] = {V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE, LEASED, LEAN}
     end
-    local started = false
-    if BANS and BANS[i] then ok, remaining, retry, reset, started = ban(BANS[i], ok, remaining, retry, reset) end
+    -- ban:begin
+    local started = 0
+    if BANS[i] then ok, remaining, retry, reset, started = ban(BANS[i], ok, remaining, retry, reset) end
+    -- ban:end
     if ok == 0 then all = false end
     res[#res + 1] = ok
     res[#res + 1] = remaining
     res[#res + 1] = retry
     res[#res + 1] = reset
-    if started then res[#res + 1] = started end
+    -- ban:begin
+    if BANS[i] then res[#res + 1] = started end
+    -- ban:end
     if mode == '1' then
       res[#res + 1] = 0 -- the receipt and its life, once counted
       res[#res + 1] = 0
@@ -1011,10 +1021,10 @@ if ARGV[2] == '3' then
   out = refund()
 elseif ARGV[2] == '4' then
   out = reset()
-  if BANS then
-    for _, b in pairs(BANS) do out[1] = out[1] + redis.call('DEL', b[1]) end
-    if out[1] > 1 then out[1] = 1 end
-  end
+  -- ban:begin
+  for _, b in pairs(BANS) do out[1] = out[1] + redis.call('DEL', b[1]) end
+  if out[1] > 1 then out[1] = 1 end
+  -- ban:end
 else
   out = decide()
 end

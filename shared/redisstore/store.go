@@ -231,7 +231,13 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 		callKeys = append(append(make([]string, 0, n+len(banKeys)), callKeys[:n]...), banKeys...)
 		args = append(args, banArgs...)
 	}
-	res, err := s.eval(ctx, callKeys, args)
+	var res []int64
+	var err error
+	if banKeys == nil {
+		res, err = s.eval(ctx, callKeys, args)
+	} else {
+		res, err = s.evalBan(ctx, callKeys, args)
+	}
 	if err != nil {
 		return false, err
 	}
