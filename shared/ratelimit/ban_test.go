@@ -3,6 +3,8 @@ package ratelimit
 import (
 	"errors"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -220,5 +222,29 @@ func TestBanKeepsZoneAwake(t *testing.T) {
 	z.sweepAll(epoch.Add(2 * time.Hour))
 	if !z.empty(epoch.Add(2 * time.Hour).UnixNano()) {
 		t.Fatal("an ended ban keeps the zone awake")
+	}
+}
+
+// TestBanConcurrent: 200 requests of one key at once, limit 3 and a ban:
+// 3 admitted, one ban started, every other request refused; then 200 more
+// at once, all refused by the ban.
+func TestBanConcurrent(t *testing.T) {
+	z := newZone(t, "login", banRule, Options{Ban: time.Hour})
+	for round, want := range []int64{3, 0} {
+		var admitted atomic.Int64
+		var wg sync.WaitGroup
+		for i := 0; i < 200; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if TakeBanAt(z, "k", epoch.Add(time.Duration(round)*time.Second).UnixNano(), 0).Allowed {
+					admitted.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if admitted.Load() != want || z.Bans() != 1 {
+			t.Fatalf("round %d: %d admitted, %d bans; want %d and 1", round, admitted.Load(), z.Bans(), want)
+		}
 	}
 }
