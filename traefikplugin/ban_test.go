@@ -150,3 +150,16 @@ func TestBanPersist(t *testing.T) {
 	w := serve(h2, "203.0.113.7:1", nil)
 	checkBanned(t, "after the restart", w.Code, w.Header())
 }
+
+// TestBanRejectionLine: the rejection line of a middleware with a ban
+// says how many keys it banned, the plugin's equivalent of Caddy's
+// bans_total.
+func TestBanRejectionLine(t *testing.T) {
+	log := captureRejections(t)
+	h := newMiddleware(t, banConfig(), "banlog@file")
+	serve(h, "203.0.113.7:1", nil)
+	serve(h, "203.0.113.7:1", nil)
+	if got := log.String(); !strings.HasSuffix(got, "; 1 keys banned since the start\n") {
+		t.Fatalf("rejection line %q, want it to end with the bans", got)
+	}
+}
