@@ -54,9 +54,12 @@ func TestBanRedisClients(t *testing.T) {
 					t.Fatalf("%s, the 3rd request through go-redis: %v %v %+v; want the hour's ban", key, ok, err, out)
 				}
 				d, err := takeOne(t, tc.stores[1], z, key)
-				if err != nil || d.Allowed || d.RetryAfter < 59*time.Minute {
-					t.Fatalf("%s through shared/resp: %+v, %v; want the ban", key, d, err)
+				if err != nil || d.Allowed || d.RetryAfter < 59*time.Minute || d.RetryAfter >= time.Hour {
+					t.Fatalf("%s through shared/resp: %+v, %v; want the ban go-redis started, under an hour left", key, d, err)
 				}
+			}
+			if n := z.Bans(); n != 8 {
+				t.Fatalf("%d bans started, want 8: one a key, none by the second client", n)
 			}
 		})
 	}

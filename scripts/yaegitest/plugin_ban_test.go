@@ -58,6 +58,16 @@ func TestPluginBan(t *testing.T) {
 	}
 	w := get(ha, "203.0.113.7:1", "")
 	expectBanned(t, "redis, instance a", w.Code, w.Header())
+	// Once the window alone admits the key again (a twin middleware
+	// without the ban shows when), instance c still refuses it.
+	twin := map[string]any{"window": "1s", "subWindow": "100ms", "limit": "1", "redis": settings["redis"]}
+	ht := a.build(t, twin, "twin@docker")
+	get(ht, "203.0.113.7:1", "")
+	for deadline := time.Now().Add(3 * time.Second); get(ht, "203.0.113.7:1", "").Code != http.StatusOK; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the twin without a ban never admitted the key again")
+		}
+	}
 	w = get(hc, "203.0.113.7:1", "")
-	expectBanned(t, "redis, instance c honours a's ban", w.Code, w.Header())
+	expectBanned(t, "redis, instance c honours a's ban once the window admits", w.Code, w.Header())
 }
