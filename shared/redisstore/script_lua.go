@@ -95,7 +95,7 @@ local NOLIFE = 4294967296
 -- it ends KEYS with their ban keys (each its item's key and ':ban', in
 -- the same hash slot) and ARGV with one argument per ban key, '<item>:<ban
 -- in µs>'. They come off here, so that the rest reads KEYS and ARGV as in
--- any call, and the call takes the general path (see ban below).
+-- any call.
 -- ban:begin
 local BANS = {}
 local nb = 2 * #KEYS + 1 - #ARGV
@@ -108,7 +108,19 @@ for j = nb, 1, -1 do
   KEYS[n + j] = nil
   ARGV[2 * n + 1 + j] = nil
 end
-mode = 'b' -- no lean path
+-- A call of one item with a ban, take or reserve: a banned key is
+-- answered here; any other takes the lean decision, and its ban after
+-- it. Other calls with a ban take the general path.
+local BANNED = false
+if #KEYS == 1 and BANS[1] and (mode == '0' or mode == '1') then
+  local v = tonumber(redis.pcall('GET', BANS[1][1]))
+  if v and v > now then
+    BANNED = true
+    out = {0, 0, v - now, v - now, 0}
+    if mode == '1' then out[6], out[7] = 0, 0 end
+  end
+end
+if BANNED or #KEYS ~= 1 or mode == '2' then mode = 'b' end
 -- ban:end
 
 -- The lean decision. Anything it cannot read (a log, another type or
@@ -319,6 +331,20 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
     end
   end
 end
+
+-- ban:begin
+-- The ban of a lean decision (see ban below): a refusal starts it, and
+-- the integer after take's four says so.
+if out and not BANNED and BANS[1] then
+  local started = 0
+  if out[1] == 0 then
+    local b = BANS[1]
+    redis.pcall('SET', b[1], string.format('%.0f', now + b[2]), 'PX', ceil(b[2] / 1000) + 1)
+    out[2], out[3], out[4], started = 0, b[2], b[2], 1
+  end
+  table.insert(out, 5, started)
+end
+-- ban:end
 
 -- The lean refund: one reservation of a bucket key given back in place,
 -- the receipt's cell and the total, with refundBuckets's conditions. A
