@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -120,6 +121,9 @@ func TestE2EBan(t *testing.T) {
 		}
 		if end, err := time.Parse(time.RFC3339, m[1]); err != nil || end.Before(began.Add(5*time.Second)) || end.After(began.Add(8*time.Second)) {
 			t.Fatalf("banned_until %s, want about %s", m[1], began.Add(6*time.Second).UTC().Format(time.RFC3339))
+		}
+		if req, list := admin(t, c, http.MethodGet, "/rate_limit/login"); !strings.Contains(list.Body, `"ban":"6s"`) {
+			t.Fatalf("%v: %v, want the zone's \"ban\":\"6s\"", req, list)
 		}
 		if n, _ := metric(t, c, `caddy_http_rate_limit_bans_total{zone="login"}`); n != 2 {
 			t.Fatalf("bans_total %v, want 2:\n%s", n, metricLines(t, c, "bans"))
