@@ -57,7 +57,7 @@
 set -euo pipefail
 source "$(dirname "$0")/caddy-lib.sh"
 source "$(dirname "$0")/traefik-lib.sh"
-source "$(dirname "$0")/redis-e2e.sh"
+source "$(dirname "$0")/lib/redis.sh"
 trap wl_cleanup EXIT
 
 SECONDS_EACH=${WL_LEASE_SECONDS:-4}

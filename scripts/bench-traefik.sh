@@ -40,7 +40,7 @@
 #                      "plugin trivial plugin-redis")
 set -euo pipefail
 source "$(dirname "$0")/traefik-lib.sh"
-source "$(dirname "$0")/redis-e2e.sh"
+source "$(dirname "$0")/lib/redis.sh"
 trap wl_cleanup EXIT
 
 SECONDS_EACH=${WL_BENCH_SECONDS:-3}

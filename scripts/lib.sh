@@ -1,9 +1,9 @@
 # Common helpers of the e2e and bench scripts (sourced, not run), through
 # caddy-lib.sh or traefik-lib.sh: logging and failing, installing missing
-# commands, counting passed checks, fetching over HTTP into the work
-# directory, building the Go commands of scripts/ and starting the loopback
-# backend, and stopping the processes a script started. Callers set
-# -euo pipefail and call wl_cleanup from an EXIT trap.
+# commands, counting passed checks, checking README's lines, building the
+# Go commands of scripts/ and starting the loopback backend, and stopping
+# the processes a script started. Callers set -euo pipefail and call
+# wl_cleanup from an EXIT trap.
 
 WL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WL_CACHE=${WINDOWLIMIT_CACHE:-$HOME/.cache/windowlimit}
@@ -53,19 +53,6 @@ wl_progress() {
 	wait "$pid" || rc=$?
 	return "$rc"
 }
-
-# wl_fetch URL [curl args] stores the response's headers and body in the
-# work directory and prints its status.
-wl_fetch() {
-	local url=$1
-	shift
-	: >"$WL_WORK/headers"
-	curl -s -D "$WL_WORK/headers" -o "$WL_WORK/body" --max-time 5 "$@" "$url" || true
-	tr -d '\r' <"$WL_WORK/headers" >"$WL_WORK/headers.txt"
-	head -1 "$WL_WORK/headers.txt" | awk '{print $2}'
-}
-# wl_header NAME prints that header of the last wl_fetch.
-wl_header() { awk -v k="$1" 'tolower($1) == tolower(k) ":" {sub(/^[^:]*: /, ""); print}' "$WL_WORK/headers.txt"; }
 
 # wl_readme_lines HEADING HOST prints the lines of the first sh block under
 # README.md's "## HEADING" that names HOST: each command, then the

@@ -1,4 +1,4 @@
-# Traefik helpers of e2e-traefik.sh and bench-traefik.sh (sourced, not run),
+# Traefik helpers of the bench scripts and traefik-quickstart.sh (sourced, not run),
 # on top of lib.sh: builds or reuses Traefik v3.6.12 and the loopback
 # backend, lays out the local plugin, writes the file provider's
 # configuration and starts Traefik. Callers set -euo pipefail and call

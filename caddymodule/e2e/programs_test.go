@@ -15,7 +15,7 @@ import (
 )
 
 // The helper programs of scripts/e2e (//go:build ignore files), shared
-// with scripts/e2e-traefik.sh, built once per test process.
+// with traefikplugin/e2e, built once per test process.
 var (
 	programsMu  sync.Mutex
 	programs    = map[string]string{}

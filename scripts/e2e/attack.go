@@ -1,7 +1,7 @@
 //go:build ignore
 
 // Command attack is the client of the count_status attack tests
-// (scripts/attack-e2e.sh). It tries passwords on a login that a limit with
+// (caddymodule/e2e and traefikplugin/e2e). It tries passwords on a login that a limit with
 // count_status 401 protects, in ways that leave the proxy in front of it
 // without a final status to count by, all from one loopback source
 // address, so all on one key of the limit. It prints what each try saw,

@@ -5,7 +5,7 @@
 // with the status its X-Status header names (200-599), for
 // the count_status tests. A query wait=3s answers that late (ended early
 // when the proxy gives up): requests still in flight when their key is
-// reset (scripts/reset-e2e.sh). Only a request with a query reads it, so
+// reset (TestE2EReset). Only a request with a query reads it, so
 // the benchmarks' requests pay nothing for it.
 //
 // A path ending in /login, without X-Status, is a login instead, for the

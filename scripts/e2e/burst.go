@@ -3,9 +3,10 @@
 // Command burst sends -n GET requests to the URLs of -urls in turn, -c at a
 // time over keep-alive connections, and prints how they were answered, one
 // line a status ("200 1944", "429 6056"), errors as "error N". It is the
-// load of the reset checks (scripts/reset-e2e.sh): enough requests, fast
-// enough, that a hot key's leases are out when the key is reset, and that
-// the window after the reset is used up.
+// load of the reset tests (TestE2EReset in caddymodule/e2e and
+// traefikplugin/e2e): enough requests, fast enough, that a hot key's
+// leases are out when the key is reset, and that the window after the
+// reset is used up.
 //
 //	burst -urls http://127.0.0.1:8081/hot,http://127.0.0.1:8082/hot -n 8000 -c 16
 //

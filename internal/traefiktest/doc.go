@@ -1,0 +1,34 @@
+// Package traefiktest runs a real Traefik with this checkout's plugin, for
+// end-to-end tests, as Traefik's own integration suite does: the binary
+// started on a templated dynamic configuration with free loopback ports,
+// stopped when the test ends, and polling waits instead of sleeps.
+//
+// A test starts an instance, renders its dynamic configuration from a
+// fixture (a text/template file), starts it and drives it over HTTP:
+//
+//	be := traefiktest.StartBackend(t)
+//	tr := traefiktest.New(t, traefiktest.Options{})
+//	tr.Render("fixtures/reload/dynamic.yml", map[string]any{"Backend": be.URL()})
+//	tr.Start("/plain") // waits for the ping, then for /plain to answer 200
+//	req, resp := traefiktest.Get(t, tr.URL("/limited"))
+//	if resp.Status != 429 {
+//		t.Fatalf("%v: %v, want 429", req, resp)
+//	}
+//
+// A later Render is a reload (Traefik watches the file); GetRequest with
+// conditions (StatusIs, BodyContains, HeaderIs) waits until it took
+// effect, and its error names the condition that failed last. Stop, Kill
+// and Start again restart the instance in the same directory, on the same
+// ports. LogText, LogLines and Logged read Traefik's log since the last
+// start.
+//
+// The binary is Traefik v3.6.12 (Version), built once by
+// scripts/traefik-lib.sh into ${WINDOWLIMIT_CACHE:-~/.cache/windowlimit}
+// (see Binary; WL_TRAEFIK names another one). When it is missing, a test
+// fails saying how to build it, or skips when WL_TRAEFIK_SKIP=1.
+//
+// StartBackend runs scripts/e2e/backend.go, the upstream that answers the
+// status X-Status names, serves the login and counts the attempts that
+// reached it; Program builds the other commands of scripts/e2e (attack,
+// burst) once and caches them.
+package traefiktest
