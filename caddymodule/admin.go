@@ -136,6 +136,7 @@ type zoneInfo struct {
 	Grouping      []grouping  `json:"grouping"`
 	MaxKeys       int         `json:"max_keys"`
 	SweepInterval string      `json:"sweep_interval,omitempty"`
+	Ban           string      `json:"ban,omitempty"`
 	Keys          int         `json:"keys"`
 	Stores        []storeInfo `json:"stores"`
 	// Persist says where the memory zone is saved, and when it was last
@@ -174,6 +175,9 @@ func describeZones(uses []*zoneUse) []zoneInfo {
 		}
 		if info.MaxKeys == 0 {
 			info.MaxKeys = ratelimit.DefaultMaxKeys
+		}
+		if ban := u.zone.Ban(); ban > 0 {
+			info.Ban = ban.String()
 		}
 		if u.sweepInterval > 0 {
 			info.SweepInterval = u.sweepInterval.String()
@@ -250,6 +254,10 @@ type keyState struct {
 	// holds one: units counted in Redis (in Count) that it has not spent
 	// yet. It is left out of the answer to DELETE.
 	Lease *leaseState `json:"lease,omitempty"`
+	// BannedUntil, in a zone with a ban, is when the key's ban ends (RFC
+	// 3339, UTC); absent when it is not banned, and from the answer to
+	// DELETE, which lifts it.
+	BannedUntil string `json:"banned_until,omitempty"`
 }
 
 // leaseState is what this instance holds of a key's lease.
@@ -309,14 +317,15 @@ func inspectKey(ctx context.Context, uses []*zoneUse, key string, now time.Time)
 	for _, u := range uses {
 		for _, l := range u.lookups(key) {
 			if u.memory {
-				out = append(out, stateOf(u, "memory", "", l, u.zone.Inspect(l.key, now)))
+				st := u.zone.Inspect(l.key, now)
+				out = append(out, withBan(stateOf(u, "memory", "", l, st), st, now))
 			}
 			for _, r := range u.redis {
 				st, err := r.store.Inspect(ctx, u.zone, l.key, now)
 				if err != nil {
 					return nil, fmt.Errorf("zone %q: reading the key in redis: %w", u.name, err)
 				}
-				ks := stateOf(u, "redis", r.store.KeyPrefix(), l, st)
+				ks := withBan(stateOf(u, "redis", r.store.KeyPrefix(), l, st), st, now)
 				ks.Lease = leaseOf(r.leases, l.key)
 				out = append(out, ks)
 			}

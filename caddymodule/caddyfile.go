@@ -54,6 +54,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        ipv6_prefix <bits>
 //	        in_flight   <n>                  # at most n of a key at once; alone or beside window/limit
 //	        in_flight_ttl <duration>         # store redis: a dead holder's slots free after it (30s)
+//	        ban         <duration>           # refuse a key that reached its limit this long
 //	        match {
 //	            <matchers>
 //	        }
@@ -269,6 +270,8 @@ func (h *Handler) unmarshalZone(d *caddyfile.Dispenser, ln *directiveLines) erro
 			z.InFlight, err = positiveInt(d)
 		case "in_flight_ttl":
 			z.InFlightTTL, err = positiveDuration(d)
+		case "ban":
+			z.Ban, err = positiveDuration(d)
 		case "match":
 			var set caddy.ModuleMap
 			if set, err = parseMatchBlock(d); err == nil {
@@ -317,6 +320,9 @@ type zoneError struct {
 func checkZone(z *Zone, at map[string]caddyfile.Token, overrideAt []caddyfile.Token) *zoneError {
 	if err := z.checkInFlight(); err != nil {
 		return &zoneError{err: err, at: at["in_flight"]}
+	}
+	if err := z.checkBan(); err != nil {
+		return &zoneError{err: err, at: at["ban"]}
 	}
 	bare := *z
 	bare.Overrides = nil

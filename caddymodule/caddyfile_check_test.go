@@ -36,7 +36,7 @@ func TestUnknownSubdirectiveSaysWhichOne(t *testing.T) {
 		{"zone, a handler setting", site("zone api {", "\twindow 1m", "\tlimit 5", "\theaders both"+badMark, "}"),
 			`zone "api": unknown subdirective "headers" (headers applies to the whole rate_limit block: put it beside the zones, not in one)`},
 		{"zone, nothing near", site("zone api {", "\twindow 1m", "\tlimit 5", "\tburst 10"+badMark, "}"),
-			`zone "api": unknown subdirective "burst" (want one of key, window, sub_window, limit, events, override, algorithm, cost, ipv4_prefix, ipv6_prefix, count_status, match, in_flight, in_flight_ttl)`},
+			`zone "api": unknown subdirective "burst" (want one of key, window, sub_window, limit, events, override, algorithm, cost, ipv4_prefix, ipv6_prefix, count_status, match, in_flight, in_flight_ttl, ban)`},
 		{"handler", site("zone api {", "\twindow 1m", "\tlimit 5", "}", "heders both"+badMark),
 			`unknown subdirective "heders" (did you mean "headers"?)`},
 		{"handler, plural", site("zone api {", "\twindow 1m", "\tlimit 5", "}", "max_key 10"+badMark),

@@ -17,6 +17,7 @@ var spelling = &ratelimit.Spelling{
 	ratelimit.FieldMaxKeys:       "max_keys",
 	ratelimit.FieldSweepInterval: "sweep_interval",
 	ratelimit.FieldName:          "zone name",
+	ratelimit.FieldBan:           "ban",
 	redisstore.FieldKeyPrefix:    "key_prefix",
 	redisstore.FieldDB:           "db",
 	redisstore.FieldPoolSize:     "pool_size",

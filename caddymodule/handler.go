@@ -249,7 +249,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 // that asks for no lease makes the store's call prepared for its zone.
 func (h *Handler) provisionLeases(p *pooledRedis) error {
 	for _, z := range h.zones {
-		if z.countStatus != nil || z.zone == nil {
+		if z.countStatus != nil || z.zone == nil || z.zone.Ban() > 0 {
+			// A zone with a ban decides per request (see docs/redis.md); one
+			// of in_flight alone has no rate to lease.
 			continue
 		}
 		t, err := lease.NewTable(z.zone, p.guard, lease.Options{KeyCall: p.keyCall(z.zone)})
@@ -270,6 +272,9 @@ func (h *Handler) provisionZone(ctx caddy.Context, name string, cfg *Zone, opts 
 	}
 	if cfg == nil {
 		return nil, errors.New("zone has no settings")
+	}
+	if err := cfg.checkBan(); err != nil {
+		return nil, err
 	}
 	rule, err := cfg.rule()
 	if err != nil {
@@ -312,6 +317,7 @@ func (h *Handler) provisionZone(ctx caddy.Context, name string, cfg *Zone, opts 
 		}
 	}
 	opts.Scope = z.key.scope()
+	opts.Ban = time.Duration(cfg.Ban)
 	// The config load's metrics registry tells it apart: every module of
 	// one load shares it, and each load makes its own.
 	poolKey, zone, err := acquireZone(name, rule, opts, persist, ctx.GetMetricsRegistry())

@@ -70,7 +70,7 @@ func registerMetrics(reg *prometheus.Registry) (*requestCounters, error) {
 	if reg == nil {
 		return counters, nil
 	}
-	for _, c := range []prometheus.Collector{counters.vec, keysGauge, storeStats, leaseStats, persistStats, inflightGauge} {
+	for _, c := range []prometheus.Collector{counters.vec, keysGauge, storeStats, leaseStats, persistStats, inflightGauge, banStats} {
 		if err := reg.Register(c); err != nil {
 			var dup prometheus.AlreadyRegisteredError
 			if !errors.As(err, &dup) {

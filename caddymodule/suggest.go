@@ -17,7 +17,7 @@ var (
 		"sweep_interval", "jitter", "persist", "dry_run", "log_key"}
 	zoneSubdirectives = []string{"key", "window", "sub_window", "limit", "events", "override",
 		"algorithm", "cost", "ipv4_prefix", "ipv6_prefix", "count_status", "match",
-		"in_flight", "in_flight_ttl"}
+		"in_flight", "in_flight_ttl", "ban"}
 	redisSubdirectives = []string{"address", "url", "addresses", "sentinel", "sentinel_username",
 		"sentinel_password", "username", "password", "db", "tls", "dial_timeout", "timeout",
 		"pool_size", "key_prefix", "lease"}

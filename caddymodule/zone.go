@@ -123,6 +123,16 @@ type Zone struct {
 	// requests run. The default is 30s; at least 1s. It applies only with
 	// in_flight and store redis.
 	InFlightTTL caddy.Duration `json:"in_flight_ttl,omitempty"`
+
+	// Ban, when set, refuses a key that reaches its limit for this long,
+	// from the request its window first refuses, even once the window
+	// would admit it again: "5 failed logins in 15 minutes, then nothing
+	// for an hour". Retry-After and the reset headers then give the
+	// ban's end. With count_status, the request that finds the counted
+	// responses (and those in flight) at the limit starts it. With Redis
+	// one ban holds for every instance; an admin API DELETE lifts it.
+	// It needs Window and Limit.
+	Ban caddy.Duration `json:"ban,omitempty"`
 }
 
 // rule returns the zone's normalized rule, or the first bad value. A

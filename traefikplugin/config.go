@@ -103,6 +103,15 @@ type Config struct {
 	// each instance renews its slots every third of it while their
 	// requests run. Empty means 30s; at least 1s.
 	InFlightTTL string `json:"inFlightTTL,omitempty" yaml:"inFlightTTL,omitempty" mapstructure:"-"`
+	// Ban, when set ("1h"), refuses a key that reaches its limit for that
+	// long, from the request the window first refuses, even once the
+	// window would admit it again: "5 failed logins in 15 minutes, then
+	// nothing for an hour". Retry-After and the reset headers then give
+	// the ban's end. With countStatus, the request that finds the counted
+	// responses (and those in flight) at the limit starts it. With Redis
+	// one ban holds for every Traefik instance; with persist it survives
+	// a restart. It needs window and limit.
+	Ban string `json:"ban,omitempty" yaml:"ban,omitempty" mapstructure:"-"`
 
 	// Options holds every option as Traefik passed it: its decoder sees
 	// none of the fields above (mapstructure:"-"), so all of them land

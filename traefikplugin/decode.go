@@ -123,6 +123,8 @@ func (c *Config) set(name string, v any) error {
 		c.InFlight, err = intValue(name, v)
 	case "inFlightTTL":
 		c.InFlightTTL, err = stringValue(name, v)
+	case "ban":
+		c.Ban, err = stringValue(name, v)
 	}
 	return err
 }

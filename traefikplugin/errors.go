@@ -37,6 +37,7 @@ var spelling = &ratelimit.Spelling{
 	// spelling is there so that no error can name a field another way.
 	ratelimit.FieldSweepInterval: "sweepInterval",
 	ratelimit.FieldName:          "middleware name",
+	ratelimit.FieldBan:           "ban",
 	redisstore.FieldKeyPrefix:    "redis.keyPrefix",
 	redisstore.FieldDB:           "redis.db",
 	redisstore.FieldPoolSize:     "redis.poolSize",

@@ -178,7 +178,7 @@ func build(next http.Handler, config *Config, name string) (*Middleware, error) 
 			return nil, spelling.Error(err)
 		}
 	}
-	z, err := zoneFor(name, s.rule, s.maxKeys, keyScope(s.source), s.persist)
+	z, err := zoneFor(name, s.rule, s.maxKeys, keyScope(s.source), s.ban, s.persist)
 	if err != nil {
 		return nil, spelling.Error(err)
 	}
@@ -214,12 +214,18 @@ func build(next http.Handler, config *Config, name string) (*Middleware, error) 
 		overrides:   s.overrides,
 		cidrs:       s.overrides != nil && s.overrides.HasCIDRs(),
 	}
+	if store == nil && s.ban > 0 && (s.countStatus != nil || s.overrides != nil) {
+		store = ratelimit.Memory{} // TakeAll decides their bans (see ban.go)
+	}
 	if store != nil {
 		useStore(m, store)
 		m.refunder, _ = store.(ratelimit.Refunder)
 	}
 	setPaths(m, s)
-	m.lease = leaseTableFor(name, z, m.guard, m.keyCall, s.redis != nil && s.redis.lease && s.countStatus == nil)
+	if s.ban > 0 && m.store == nil {
+		m.notMemoryPath = true // serveAny decides with TakeBanAt (see ban.go)
+	}
+	m.lease = leaseTableFor(name, z, m.guard, m.keyCall, s.redis != nil && s.redis.lease && s.countStatus == nil && s.ban == 0)
 	return m, nil
 }
 

@@ -75,15 +75,15 @@ type wokenAs struct {
 }
 
 // zoneFor returns the zone of the middleware name for rule, maxKeys, the
-// key's scope and persistence ps (nil: none), reusing the registered one when
+// key's scope, ban (0: none) and persistence ps (nil: none), reusing the registered one when
 // they match. A new persisted zone is restored before anyone gets it:
 // from the zone of the name it replaces, if that one kept snapshots, or
 // from its snapshot file. A reload that only removes persist keeps the
 // zone and its counts, and stops its saver: a change of persistence is
 // not a change of what a count means. The restore happens without
 // registryMu, whose lock order comes after a zone's shards.
-func zoneFor(name string, rule ratelimit.Rule, maxKeys int, scope string, ps *persistSettings) (*ratelimit.Zone, error) {
-	opts := ratelimit.Options{MaxKeys: maxKeys, Scope: scope, Persist: ps != nil}
+func zoneFor(name string, rule ratelimit.Rule, maxKeys int, scope string, ban time.Duration, ps *persistSettings) (*ratelimit.Zone, error) {
+	opts := ratelimit.Options{MaxKeys: maxKeys, Scope: scope, Persist: ps != nil, Ban: ban}
 	base := ratelimit.ZoneID(name, rule, opts)
 	id := base + ps.idSuffix()
 	lineage := persist.FileName(name, scope, rule)

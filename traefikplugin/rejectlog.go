@@ -40,5 +40,10 @@ func rejectionLine(m *Middleware, key string, suppressed int64) string {
 		line += "; zone holds " + strconv.Itoa(st.Keys) + " keys, evicted " +
 			strconv.FormatUint(st.Evictions, 10) + " that still counted"
 	}
+	if m.zone.Ban() > 0 {
+		// The plugin's equivalent of Caddy's bans_total: the bans this
+		// instance started, in memory or through Redis.
+		line += "; " + strconv.FormatUint(m.zone.Bans(), 10) + " keys banned since the start"
+	}
 	return line + "\n"
 }

@@ -18,7 +18,7 @@ import (
 //	ServeHTTP             memory     any source      rule's   no countStatus, no overrides
 //	serveRedis            Redis      any source      rule's   legacy headers within the table,
 //	                                                          no dry run, countStatus or overrides
-//	serveAny              either     any source      any      the rest, handing on to:
+//	serveAny              either     any source      any      the rest (a ban in memory: TakeBanAt), handing on to:
 //	serveOverridden       either     any source      its own  overrides
 //	serveCounted          either     any source      rule's   countStatus (reserve, then refund)
 //
@@ -163,7 +163,8 @@ func serveAny(m *Middleware, w http.ResponseWriter, r *http.Request) {
 	}
 	var d ratelimit.Decision
 	if m.store == nil {
-		d = ratelimit.TakeAt(m.zone, key, time.Now().UnixNano())
+		// Only a zone with a ban comes here without a store (see build).
+		d = ratelimit.TakeBanAt(m.zone, key, time.Now().UnixNano(), 0)
 	} else {
 		d = takeFromStore(r.Context(), m, key)
 	}

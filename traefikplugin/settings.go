@@ -3,6 +3,7 @@ package traefikplugin
 import (
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/httplimit"
@@ -33,6 +34,8 @@ type settings struct {
 	overrides *ratelimit.Overrides
 	// persist is nil when the zone is not saved to disk.
 	persist *persistSettings
+	// ban is how long a key that reaches its limit is refused; 0: never.
+	ban time.Duration
 }
 
 // validate checks every value of c and returns the settings, or an error
@@ -42,6 +45,10 @@ func (c *Config) validate() (settings, error) {
 	var s settings
 	if c == nil {
 		return s, fieldError("config", "missing")
+	}
+	var err error
+	if s.ban, err = c.banSetting(); err != nil {
+		return s, err
 	}
 	if c.Window == "" {
 		return s, fieldError("window", `required (e.g. "1m")`)

@@ -12,7 +12,8 @@ import (
 var (
 	topOptions = []string{"window", "subWindow", "limit", "algorithm", "cost", "sourceCriterion",
 		"headers", "maxKeys", "dryRun", "logKey", "statusCode", "message", "redis", "countStatus",
-		"overrides", "onStoreError", "persist", "inFlight", "inFlightTTL"}
+		"overrides", "onStoreError", "persist", "inFlight", "inFlightTTL",
+		"ban"}
 	sourceOptions     = []string{"ipStrategy", "requestHeaderName", "requestHost"}
 	ipStrategyOptions = []string{"depth", "excludedIPs", "ipv6Subnet"}
 	redisOptions      = []string{"endpoints", "username", "password", "db", "tls", "dialTimeout",

@@ -52,6 +52,7 @@ var benchConfigs = []benchConfig{
 	{name: "dryRun", settings: srcConf(map[string]any{"dryRun": "true"})},
 	{name: "countStatus", settings: srcConf(map[string]any{"countStatus": "500-599"})},
 	{name: "overrides", settings: srcConf(map[string]any{"overrides": "198.51.100.0/24=10, partner=unlimited"})},
+	{name: "ban", settings: srcConf(map[string]any{"ban": "1h"})},
 }
 
 // request returns a request of c.

@@ -35,7 +35,17 @@ type denyCache struct {
 type cachedDenial struct {
 	retry, reset time.Time
 	remaining    int64
+	// until is when the entry stops answering: retry, or sooner for a
+	// ban's denial (see banRecheck).
+	until time.Time
 }
+
+// banRecheck is the longest a denial of a zone with a ban is answered
+// locally: a ban lasts as long as the operator set, an hour say, and a
+// reset through another instance (the admin API's DELETE) lifts it on
+// every instance within this, not at the ban's end. A banned client then
+// costs one store call a second per instance.
+const banRecheck = time.Second
 
 func newDenyCache(max int) *denyCache {
 	return &denyCache{max: max, zones: make(map[zoneRule]map[string]cachedDenial)}
@@ -60,7 +70,7 @@ func checkCached(c *denyCache, now time.Time, items []ratelimit.Item, out []rate
 		if !ok {
 			continue
 		}
-		if !now.Before(e.retry) {
+		if !now.Before(e.until) {
 			c.remove(zr, keys, items[i].Key)
 			continue
 		}
@@ -107,11 +117,16 @@ func (c *denyCache) record(now time.Time, items []ratelimit.Item, out []ratelimi
 			keys = make(map[string]cachedDenial)
 			c.zones[zr] = keys
 		}
-		keys[items[i].Key] = cachedDenial{
+		e := cachedDenial{
 			retry:     now.Add(out[i].RetryAfter),
 			reset:     now.Add(out[i].ResetAfter),
 			remaining: out[i].Remaining,
 		}
+		e.until = e.retry
+		if items[i].Zone.Ban() > 0 && out[i].RetryAfter > banRecheck {
+			e.until = now.Add(banRecheck)
+		}
+		keys[items[i].Key] = e
 	}
 }
 
@@ -147,7 +162,7 @@ func (c *denyCache) evict(now time.Time) bool {
 	seen, freed := 0, false
 	for zr, keys := range c.zones {
 		for k, e := range keys {
-			if !now.Before(e.retry) {
+			if !now.Before(e.until) {
 				c.remove(zr, keys, k)
 				freed = true
 			} else if victimKeys == nil {

@@ -19,6 +19,9 @@ type KeyState struct {
 	Remaining int64
 	// ResetAfter is the delay until the window holds no counted request.
 	ResetAfter time.Duration
+	// BannedFor, in a zone with a ban, is how long the key stays banned
+	// (see Options.Ban): 0 when it is not.
+	BannedFor time.Duration
 }
 
 // Serial returns z's serial number, unique among the zones of this
@@ -42,6 +45,16 @@ func (z *Zone) Inspect(key string, now time.Time) KeyState {
 	s := &z.shards[k&z.mask]
 	s.Lock()
 	defer s.Unlock()
+	st := inspectKey(z, s, key, k, t)
+	if left := s.banLeft(z, key, k, now.UnixNano()); left > 0 {
+		st.BannedFor, st.Remaining = left, 0
+	}
+	return st
+}
+
+// inspectKey is Inspect's reading of the window of key, hashed to k, at t
+// in its locked shard s.
+func inspectKey(z *Zone, s *shard, key string, k uint64, t int64) KeyState {
 	slot, known := s.index[k]
 	if !known {
 		st := KeyState{Remaining: z.rule.Limit}
@@ -118,8 +131,9 @@ func remainingOf(limit, count int64) int64 {
 	return limit - count
 }
 
-// Forget removes key from the zone, its cached denial with it, so that its
-// next request starts afresh, and reports whether the zone tracked it. In
+// Forget removes key from the zone, its cached denial and its ban with
+// it, so that its next request starts afresh, and reports whether the
+// zone tracked it. In
 // a full zone the key may still start with a count taken from the summary
 // of evicted keys, which other keys share and which is never lowered.
 func (z *Zone) Forget(key string) bool {
@@ -129,6 +143,14 @@ func (z *Zone) Forget(key string) bool {
 	defer s.Unlock()
 	_, known := s.index[k]
 	s.remove(k)
+	if _, ok := s.banned[k]; ok {
+		delete(s.banned, k) // a reset lifts the ban
+		delete(s.banIDs, k)
+		known = true
+	}
+	if z.persist != nil && z.persist.forgetBan(z.persist.id(key)) {
+		known = true
+	}
 	if z.persist != nil && z.persist.forget(z.persist.id(key)) {
 		known = true // restored, not seen since: a reset must not bring it back
 	}

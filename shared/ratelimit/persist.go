@@ -57,6 +57,10 @@ type persistState struct {
 	sketch *sketch
 	// claimed counts the restored keys seen again since the last restore.
 	claimed int
+	// bans holds the restored bans that hold and wait for their keys, by
+	// id, and nbans how many (read atomically: see claimBan).
+	bans  map[uint64]int64
+	nbans int64
 
 	// bufMu guards buf, the encoding buffer of the last snapshot, which
 	// the next reuses: a snapshot of a million keys would otherwise leave

@@ -48,6 +48,13 @@ type shard struct {
 	// instead of a RetryAfter walk. It is the only thing a denial writes.
 	// Entries go with their key.
 	denied map[uint64]denyUntil
+	// banned holds, for the keys of a zone with a ban, when their ban
+	// ends, in nanoseconds (see ban.go); nil in a zone without one. A ban
+	// outlives its key's slot: eviction and sweeps of keys leave it.
+	banned map[uint64]int64
+	// banIDs holds the portable id of each ban's key in a zone with
+	// Options.Persist (see banpersist.go).
+	banIDs map[uint64]uint64
 	// free lists the slots of deleted keys, reused before the slabs grow.
 	free []uint32
 	// room is how many keys the shard holds before a new one must make
@@ -331,6 +338,9 @@ func (s *shard) sweep(z *Zone, t int64) int {
 
 func (s *shard) sweepLocked(z *Zone, t int64) int {
 	removed := 0
+	if s.banned != nil {
+		s.sweepBans(t)
+	}
 	for key, i := range s.index {
 		if s.expired(z, i, t) {
 			s.remove(key)

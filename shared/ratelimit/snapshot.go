@@ -64,6 +64,7 @@ func (z *Zone) Restore(r io.Reader, now time.Time) (int, error) {
 			max = n
 		}
 	}
+	max += z.banBytes()
 	data, err := io.ReadAll(io.LimitReader(br, max+1))
 	if err != nil {
 		return 0, fmt.Errorf("reading snapshot: %w", err)
@@ -107,6 +108,9 @@ type snapshot struct {
 	ts  []int64
 	// sk is the summary of evicted keys, indexed by id; nil if empty.
 	sk *sketch
+	// version is the file's; bans are those of a version 3 file.
+	version byte
+	bans    []banRecord
 }
 
 // ring returns k+1, the counters per key of the snapshot's bucket
@@ -403,5 +407,8 @@ func (z *Zone) restore(sn *snapshot, now time.Time) (int, error) {
 		live = sk.live
 	}
 	p.adopt(sn, pending, sk, live)
+	if z.ban > 0 {
+		p.adoptBans(sn.bans, t)
+	}
 	return restored, nil
 }

@@ -30,7 +30,20 @@ func seedSnapshots(t testing.TB) [][]byte {
 		b, _ := sn.marshal()
 		out = append(out, b)
 	}
-	return out
+	// A zone with a ban: a version 3 file, with bans.
+	z, err := NewZone("fz", snapshotRules[0], Options{SweepInterval: -1, Persist: true, Ban: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := 0; j < 40; j++ {
+		TakeBanAt(z, "k"+strconv.Itoa(j%7), at.Add(time.Duration(j)*time.Second/3).UnixNano(), 0)
+	}
+	sn, err := z.takeSnapshot(at.Add(15 * time.Second))
+	if err != nil || len(sn.bans) == 0 {
+		t.Fatalf("a ban zone's snapshot: %d bans, %v", len(sn.bans), err)
+	}
+	b, _ := sn.marshal()
+	return append(out, b)
 }
 
 // FuzzReadSnapshot feeds the snapshot reader arbitrary bytes: it must
@@ -54,11 +67,15 @@ func FuzzReadSnapshot(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded snapshot does not decode: %v", err)
 		}
-		if sn2.len() != sn.len() {
-			t.Fatalf("re-encoded snapshot has %d keys, want %d", sn2.len(), sn.len())
+		if sn2.len() != sn.len() || len(sn2.bans) != len(sn.bans) {
+			t.Fatalf("re-encoded snapshot has %d keys and %d bans, want %d and %d", sn2.len(), len(sn2.bans), sn.len(), len(sn.bans))
 		}
 		rule := Rule{Window: time.Duration(sn.window), SubWindow: time.Duration(sn.subWindow), Limit: 3, Algorithm: sn.algorithm}
-		z, err := NewZone(sn.name, rule, Options{MaxKeys: 64, SweepInterval: -1, Persist: true})
+		var ban time.Duration
+		if sn.version == snapshotVersion {
+			ban = time.Minute
+		}
+		z, err := NewZone(sn.name, rule, Options{MaxKeys: 64, SweepInterval: -1, Persist: true, Ban: ban})
 		if err != nil {
 			t.Fatalf("a decoded snapshot's shape is refused: %v", err)
 		}
@@ -67,7 +84,11 @@ func FuzzReadSnapshot(f *testing.F) {
 			t.Fatal(err)
 		}
 		for i := 0; i < 70; i++ {
-			TakeAt(z, "k"+strconv.Itoa(i), now.UnixNano())
+			if ban > 0 {
+				TakeBanAt(z, "k"+strconv.Itoa(i), now.UnixNano(), 0)
+			} else {
+				TakeAt(z, "k"+strconv.Itoa(i), now.UnixNano())
+			}
 		}
 		if _, err := z.takeSnapshot(now); err != nil {
 			t.Fatal(err)

@@ -26,7 +26,10 @@ func (z *Zone) takeSnapshot(now time.Time) (*snapshot, error) {
 		return nil, errors.New("zone " + strconv.Quote(z.name) + " keeps no snapshots (Options.Persist is off)")
 	}
 	t := now.UnixNano()
-	sn := &snapshot{name: z.name, scope: p.scope, window: z.window, subWindow: z.span, algorithm: z.rule.Algorithm, taken: t, salt: p.salt}
+	sn := &snapshot{name: z.name, scope: p.scope, window: z.window, subWindow: z.span, algorithm: z.rule.Algorithm, taken: t, salt: p.salt, version: snapshotNoBans}
+	if z.ban > 0 {
+		sn.version, sn.bans = snapshotVersion, z.appendBans(nil, t)
+	}
 	// Room for every key up front, so that no slab grows under a lock.
 	n := z.Len()
 	n += n/16 + 16
@@ -135,7 +138,7 @@ func (sn *snapshot) marshal() ([]byte, error) {
 			b = appendBucketEntry(b, id, sn.newest[j], sn.cells[j*m:(j+1)*m])
 		}
 	}
-	return finish(b, count, len(sn.ids), sn.sk), nil
+	return finish(b, count, len(sn.ids), sn.sk, sn.bans, sn.version == snapshotVersion), nil
 }
 
 // sketchBytes returns the memory the sketch's slabs take once allocated.

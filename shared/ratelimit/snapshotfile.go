@@ -19,6 +19,7 @@ import (
 //	| per key, log:     id u64 | n uv | first timestamp uv | n-1 gaps uv
 //	| sketch width uv (0: none) | cells written uv
 //	| per cell written: index gap uv | count uv | until uv
+//	| version 3 only: bans uv | per ban: id u64 | end uv (see banpersist.go)
 //	| CRC-32C of everything before, u32
 //
 // A key of a bucket zone takes 8 bytes for its id, about 5 for its
@@ -27,9 +28,13 @@ import (
 // takes 8 + 1 + about 9 bytes, and about 3 to 5 per further timestamp.
 const (
 	snapshotMagic = "WLSNAP"
-	// snapshotVersion is the version of the snapshot file this code
-	// writes and the only one it reads. Version 2 added the scope.
-	snapshotVersion = 2
+	// snapshotVersion is the newest version of the snapshot file this
+	// code reads. Version 2 added the scope, version 3 the bans, which
+	// only a zone with a ban writes; the others write snapshotNoBans.
+	snapshotVersion = 3
+	// snapshotNoBans is version 2, the file of a zone without a ban, as
+	// it was before bans; this code reads it too.
+	snapshotNoBans = 2
 	// maxSnapshotName bounds a zone name, and a scope, in a snapshot
 	// file.
 	maxSnapshotName = 4096
@@ -64,7 +69,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // key count, which it writes as 0 and whose offset it returns for finish.
 func appendHeader(b []byte, name, scope string, window, subWindow int64, a Algorithm, taken int64, salt *[16]byte) ([]byte, int) {
 	b = append(b, snapshotMagic...)
-	b = append(b, snapshotVersion, byte(a))
+	b = append(b, snapshotNoBans, byte(a))
 	b = binary.LittleEndian.AppendUint64(b, uint64(window))
 	b = binary.LittleEndian.AppendUint64(b, uint64(subWindow))
 	b = binary.LittleEndian.AppendUint64(b, uint64(taken))
@@ -102,8 +107,9 @@ func appendLogEntry(b []byte, id uint64, ts []int64) []byte {
 }
 
 // finish writes the key count at its offset, appends the summary of
-// evicted keys (nil: none) and the checksum.
-func finish(b []byte, count, keys int, k *sketch) []byte {
+// evicted keys (nil: none), the bans of a version 3 file (withBans: the
+// header's version becomes 3) and the checksum.
+func finish(b []byte, count, keys int, k *sketch, bans []banRecord, withBans bool) []byte {
 	binary.LittleEndian.PutUint64(b[count:], uint64(keys))
 	if k == nil {
 		b = binary.AppendUvarint(b, 0)
@@ -126,6 +132,10 @@ func finish(b []byte, count, keys int, k *sketch) []byte {
 			b = binary.AppendUvarint(b, uint64(k.until[c]))
 			prev = c
 		}
+	}
+	if withBans {
+		b[len(snapshotMagic)] = snapshotVersion
+		b = appendBanSection(b, bans)
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
@@ -193,11 +203,12 @@ func readHeader(b []byte, lim snapshotLimits) (*snapshot, *reader, error) {
 	if len(b) < len(snapshotMagic)+2 || string(b[:len(snapshotMagic)]) != snapshotMagic {
 		return nil, nil, errors.New("not a windowlimit snapshot (no magic header)")
 	}
-	if v := b[len(snapshotMagic)]; v != snapshotVersion {
-		return nil, nil, fmt.Errorf("snapshot format version %d, this build reads version %d only", v, snapshotVersion)
+	v := b[len(snapshotMagic)]
+	if v != snapshotVersion && v != snapshotNoBans {
+		return nil, nil, fmt.Errorf("snapshot format version %d, this build reads versions %d and %d only", v, snapshotNoBans, snapshotVersion)
 	}
 	r := &reader{b: b[len(snapshotMagic)+1:]}
-	sn := &snapshot{}
+	sn := &snapshot{version: v}
 	if len(r.b) < 1+24+16 {
 		return nil, nil, errors.New("corrupt snapshot: header cut short")
 	}
@@ -361,6 +372,9 @@ func unmarshalSnapshot(data []byte, lim snapshotLimits) (*snapshot, error) {
 			}
 		}
 	}
+	if sn.version == snapshotVersion {
+		sn.bans = r.readBans(lim)
+	}
 	if r.err == nil && len(r.b) != 0 {
 		r.fail("trailing bytes")
 	}
@@ -402,4 +416,4 @@ func snapshotSize(rule Rule, maxKeys int, keys uint64) int64 {
 
 // MaxSnapshotSize returns the most bytes Restore reads into z: a larger
 // snapshot file is refused from its size alone.
-func (z *Zone) MaxSnapshotSize() int64 { return snapshotBound(z.rule, z.maxKeys) }
+func (z *Zone) MaxSnapshotSize() int64 { return snapshotBound(z.rule, z.maxKeys) + z.banBytes() }

@@ -73,5 +73,9 @@ func (z *Zone) appendSnapshot(b []byte, now time.Time) ([]byte, int) {
 	if restored != nil {
 		sk = foldInto(sk, restored)
 	}
-	return finish(b, count, keys, sk), keys
+	var bans []banRecord
+	if z.ban > 0 {
+		bans = z.appendBans(nil, t)
+	}
+	return finish(b, count, keys, sk, bans, z.ban > 0), keys
 }

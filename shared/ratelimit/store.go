@@ -69,7 +69,7 @@ const maxStackItems = 8
 // then shard), so concurrent requests over the same zones cannot deadlock
 // or slip between another request's check and count.
 func TakeAll(now time.Time, items []Item, out []Decision) bool {
-	if len(items) == 1 && !items[0].Refundable {
+	if len(items) == 1 && !items[0].Refundable && items[0].Zone.ban == 0 {
 		if it := &items[0]; it.Limit > 0 && it.Limit != it.Zone.rule.Limit {
 			out[0] = TakeLimitAt(it.Zone, it.Key, now.UnixNano(), it.Limit)
 		} else {
@@ -106,7 +106,15 @@ func TakeAll(now time.Time, items []Item, out []Decision) bool {
 	allowed := true
 	for i := range items {
 		z := items[i].Zone
-		out[i] = take(z, &z.shards[hashes[i]&z.mask], items[i].Key, hashes[i], t, items[i].limit(), false)
+		s := &z.shards[hashes[i]&z.mask]
+		if z.ban > 0 && banned(z, s, items[i].Key, hashes[i], t, items[i].limit(), &out[i]) {
+			allowed = false
+			continue
+		}
+		out[i] = take(z, s, items[i].Key, hashes[i], t, items[i].limit(), false)
+		if z.ban > 0 && !out[i].Allowed {
+			startBan(z, s, items[i].Key, hashes[i], t, &out[i])
+		}
 		allowed = allowed && out[i].Allowed
 	}
 	if allowed {

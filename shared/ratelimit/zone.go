@@ -76,6 +76,12 @@ type Options struct {
 	// back only into a zone of the same scope, and ZoneID tells zones of
 	// different scopes apart, so that a reload and a restart agree.
 	Scope string
+	// Ban, when positive, refuses a key that reaches its limit for that
+	// long from the request its window first refuses, even once the
+	// window would admit it again (see TakeBanAt). A zone keeps at most
+	// MaxKeys bans, apart from its keys: a ban outlives its key's
+	// window. Zero means no bans; it is at most MaxBan.
+	Ban time.Duration
 	// Woken is told that a sleeping zone took a key again, by the request
 	// that woke it, before the request is decided, so that the host can
 	// take the zone back before anyone looks for it; a shard of the zone
@@ -151,6 +157,11 @@ type Zone struct {
 
 	// persist is set under Options.Persist (see persist.go).
 	persist *persistState
+
+	// ban is Options.Ban in nanoseconds; bans counts the bans started
+	// (see ban.go).
+	ban  int64
+	bans uint64
 }
 
 // NewZone validates rule and returns a zone with an empty store, or the
@@ -168,6 +179,9 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 	if opts.SweepInterval > 0 && opts.SweepInterval < MinSweepInterval {
 		return nil, fieldError(FieldSweepInterval, opts.SweepInterval.String()+" is too short (at least "+MinSweepInterval.String()+")")
 	}
+	if err := checkBan(opts.Ban); err != nil {
+		return nil, err
+	}
 	maxKeys, interval := effectiveOptions(rule, opts)
 	z := &Zone{
 		name:     name,
@@ -184,6 +198,7 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 		cost32:   uint32(rule.Cost),
 		seed:     maphash.MakeSeed(),
 		stop:     make(chan struct{}),
+		ban:      int64(opts.Ban),
 	}
 	z.m = z.k + 1
 	z.zeros = make([]uint32, z.m)
@@ -447,7 +462,7 @@ func (z *Zone) empty(t int64) bool {
 // key, a denial or a live count of evicted keys. The caller holds s
 // locked.
 func (s *shard) holds(t int64) bool {
-	return len(s.index) > 0 || len(s.denied) > 0 || t < s.evicted.live
+	return len(s.index) > 0 || len(s.denied) > 0 || t < s.evicted.live || len(s.banned) > 0
 }
 
 // sleep puts the zone to sleep if it holds nothing that counts at t and

@@ -8,8 +8,8 @@ import "strconv"
 // means a fresh zone, never one read with another rule. rule must be
 // normalized, so that a default written out and one left implicit give
 // one ID; so do the options' (a zero MaxKeys or SweepInterval and the
-// default written out). Of opts, only MaxKeys, SweepInterval and Scope
-// shape the state.
+// default written out). Of opts, only MaxKeys, SweepInterval, Ban and
+// Scope shape the state.
 func ZoneID(name string, rule Rule, opts Options) string {
 	maxKeys, sweep := effectiveOptions(rule, opts)
 	id := strconv.Quote(name) +
@@ -20,6 +20,7 @@ func ZoneID(name string, rule Rule, opts Options) string {
 		" algorithm=" + rule.Algorithm.String() +
 		" max_keys=" + strconv.Itoa(maxKeys) +
 		" sweep_interval=" + strconv.FormatInt(int64(sweep), 10)
+	id += banID(opts.Ban)
 	if opts.Scope != "" {
 		id += " scope=" + strconv.Quote(opts.Scope)
 	}

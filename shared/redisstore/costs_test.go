@@ -66,6 +66,12 @@ func costModes(t *testing.T, store *Store, n int) []costMode {
 	full := ratelimit.Item{Zone: tight, Key: "203.0.113.78"}
 	lease := ratelimit.Item{Zone: z, Key: "203.0.113.79", Lease: 10}
 	reserved := make([]ratelimit.Decision, n)
+	// A zone with a ban: its calls name the ban key too and take the
+	// script's general path.
+	banz := newZone(t, "banz", ratelimit.Rule{Window: 10 * time.Hour, SubWindow: time.Hour, Limit: 1 << 30}, ratelimit.Options{Ban: time.Hour})
+	bantight := newZone(t, "bantight", ratelimit.Rule{Window: 10 * time.Hour, SubWindow: time.Hour, Limit: 1}, ratelimit.Options{Ban: time.Hour})
+	banBusy := ratelimit.Item{Zone: banz, Key: "203.0.113.80"}
+	banned := ratelimit.Item{Zone: bantight, Key: "203.0.113.81"}
 	return []costMode{
 		{"take admitted, busy key", func() { take(busy) }, func(int) bool { return take(busy).Allowed }},
 		{"take admitted, fresh key", func() {}, func(i int) bool {
@@ -95,6 +101,22 @@ func costModes(t *testing.T, store *Store, n int) []costMode {
 		}, func(i int) bool {
 			had, err := store.Forget(ctx, z, "reset-"+strconv.Itoa(i), now, 0)
 			return err == nil && had
+		}},
+		{"ban zone, take admitted, busy key", func() { take(banBusy) }, func(int) bool { return take(banBusy).Allowed }},
+		{"ban zone, take denied, starts the ban", func() {
+			for i := 0; i < n; i++ {
+				take(ratelimit.Item{Zone: bantight, Key: "ban-" + strconv.Itoa(i)})
+			}
+		}, func(i int) bool {
+			d := take(ratelimit.Item{Zone: bantight, Key: "ban-" + strconv.Itoa(i)})
+			return !d.Allowed && d.RetryAfter == time.Hour
+		}},
+		{"ban zone, take of a banned key", func() {
+			take(banned)
+			take(banned)
+		}, func(int) bool {
+			d := take(banned)
+			return !d.Allowed && d.RetryAfter < time.Hour && d.RetryAfter > 59*time.Minute
 		}},
 	}
 }

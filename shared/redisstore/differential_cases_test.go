@@ -48,11 +48,11 @@ func TestDifferentialCases(t *testing.T) {
 		// sub-window's weight in the last microseconds of a sub-window is
 		// rounded away, and the script admits a request that does not fit.
 		name:  "script admits over the limit with a 12h sub-window",
-		zones: []diffZone{{"z1", ratelimit.Rule{Window: us(345600000000), SubWindow: us(43200000000), Limit: 5, Cost: 2}, false}},
+		zones: []diffZone{{"z1", ratelimit.Rule{Window: us(345600000000), SubWindow: us(43200000000), Limit: 5, Cost: 2}, false, 0}},
 		steps: []diffStep{one(1770130800000333, 0, "b"), one(1770145099547968, 0, "b"), one(1770476399999999, 0, "b")},
 	}, {
 		name:  "script's Remaining rounded up with a 7h sub-window",
-		zones: []diffZone{{"z0", ratelimit.Rule{Window: us(352800000000), SubWindow: us(25200000000), Limit: 47, Cost: 3}, false}},
+		zones: []diffZone{{"z0", ratelimit.Rule{Window: us(352800000000), SubWindow: us(25200000000), Limit: 47, Cost: 3}, false, 0}},
 		steps: []diffStep{one(1770778800000001, 0, "c"), one(1771156799999999, 0, "c")},
 	}, {
 		// The zone's weighted count is rate*(end-t) with rate =
@@ -60,11 +60,11 @@ func TestDifferentialCases(t *testing.T) {
 		// is exactly 1, it comes out one ulp over the integer, and the zone
 		// denies a request that fits exactly.
 		name:  "zone denies a request that fits exactly at a sub-window boundary",
-		zones: []diffZone{{"z0", ratelimit.Rule{Window: us(6000), SubWindow: us(6000), Limit: 28, Cost: 7}, false}},
+		zones: []diffZone{{"z0", ratelimit.Rule{Window: us(6000), SubWindow: us(6000), Limit: 28, Cost: 7}, false, 0}},
 		steps: []diffStep{one(1760558300016001, 0, "a"), one(1760558300016001, 0, "a"), one(1760558300017350, 0, "a"), one(1760558300022000, 0, "a")},
 	}, {
 		name:  "zone's RetryAfter a nanosecond late on a whole microsecond",
-		zones: []diffZone{{"z1", ratelimit.Rule{Window: us(10080), SubWindow: us(2520), Limit: 21, Cost: 6}, false}},
+		zones: []diffZone{{"z1", ratelimit.Rule{Window: us(10080), SubWindow: us(2520), Limit: 21, Cost: 6}, false, 0}},
 		steps: []diffStep{one(1760146462902750, 0, "b"), one(1760146462902781, 0, "b"), one(1760146462911000, 0, "b"), one(1760146462911240, 0, "b")},
 	}}, refundCases...))
 }
@@ -78,7 +78,7 @@ var refundCases = []diffCase{{
 	// The third request is denied, the refund of the first makes room
 	// for one, and a denied request has nothing to give back.
 	name:  "refund in the current sub-window",
-	zones: []diffZone{{"z0", ratelimit.Rule{Window: us(1000), Limit: 2, Algorithm: ratelimit.Fixed}, true}},
+	zones: []diffZone{{"z0", ratelimit.Rule{Window: us(1000), Limit: 2, Algorithm: ratelimit.Fixed}, true, 0}},
 	steps: []diffStep{one(e+100, 0, "a"), one(e+200, 0, "a"), one(e+300, 0, "a"), refundOf(0),
 		one(e+400, 0, "a"), one(e+500, 0, "a"), refundOf(5), one(e+600, 0, "a")},
 }, {
@@ -87,8 +87,8 @@ var refundCases = []diffCase{{
 	// makes room for one more in each.
 	name: "refund in the leaving sub-window",
 	zones: []diffZone{
-		{"z0", ratelimit.Rule{Window: us(2000), SubWindow: us(1000), Limit: 3}, true},
-		{"z1", ratelimit.Rule{Window: us(2000), SubWindow: us(1000), Limit: 3, Algorithm: ratelimit.Strict}, true},
+		{"z0", ratelimit.Rule{Window: us(2000), SubWindow: us(1000), Limit: 3}, true, 0},
+		{"z1", ratelimit.Rule{Window: us(2000), SubWindow: us(1000), Limit: 3, Algorithm: ratelimit.Strict}, true, 0},
 	},
 	steps: []diffStep{
 		multi(e+10000, []diffItem{{0, "a"}, {1, "a"}}), multi(e+11000, []diffItem{{0, "a"}, {1, "a"}}),
@@ -101,9 +101,9 @@ var refundCases = []diffCase{{
 	// entry out of the window is gone.
 	name: "refund after the sub-window left the window",
 	zones: []diffZone{
-		{"z0", ratelimit.Rule{Window: us(2000), SubWindow: us(1000), Limit: 2}, true},
-		{"z1", ratelimit.Rule{Window: us(1000), Limit: 2, Algorithm: ratelimit.Fixed}, true},
-		{"z2", ratelimit.Rule{Window: us(1000), Limit: 2, Algorithm: ratelimit.Log}, true},
+		{"z0", ratelimit.Rule{Window: us(2000), SubWindow: us(1000), Limit: 2}, true, 0},
+		{"z1", ratelimit.Rule{Window: us(1000), Limit: 2, Algorithm: ratelimit.Fixed}, true, 0},
+		{"z2", ratelimit.Rule{Window: us(1000), Limit: 2, Algorithm: ratelimit.Log}, true, 0},
 	},
 	steps: []diffStep{
 		one(e+5000, 1, "b"), one(e+6000, 2, "c"), one(e+10000, 0, "a"),
@@ -118,8 +118,8 @@ var refundCases = []diffCase{{
 	// time, one refunded, then another at that time.
 	name: "cost 2",
 	zones: []diffZone{
-		{"z0", ratelimit.Rule{Window: us(4000), SubWindow: us(1000), Limit: 5, Algorithm: ratelimit.Strict, Cost: 2}, true},
-		{"z1", ratelimit.Rule{Window: us(4000), Limit: 5, Algorithm: ratelimit.Log, Cost: 2}, true},
+		{"z0", ratelimit.Rule{Window: us(4000), SubWindow: us(1000), Limit: 5, Algorithm: ratelimit.Strict, Cost: 2}, true, 0},
+		{"z1", ratelimit.Rule{Window: us(4000), Limit: 5, Algorithm: ratelimit.Log, Cost: 2}, true, 0},
 	},
 	steps: []diffStep{
 		multi(e+1000, []diffItem{{0, "a"}, {1, "a"}}), multi(e+1500, []diffItem{{0, "a"}, {1, "a"}}),
@@ -134,7 +134,7 @@ var refundCases = []diffCase{{
 	// that is there. ZADD then adds nothing: the request is admitted
 	// and not counted, and the key admits past its limit.
 	name:  "log: a refund, then requests at the newest entry's time",
-	zones: []diffZone{{"z0", ratelimit.Rule{Window: us(1000), Limit: 3, Algorithm: ratelimit.Log}, true}},
+	zones: []diffZone{{"z0", ratelimit.Rule{Window: us(1000), Limit: 3, Algorithm: ratelimit.Log}, true, 0}},
 	steps: []diffStep{one(e+100, 0, "a"), one(e+200, 0, "a"), refundOf(0),
 		one(e+200, 0, "a"), one(e+200, 0, "a"), one(e+200, 0, "a")},
 }}
@@ -145,20 +145,20 @@ var refundCases = []diffCase{{
 func TestDifferentialClockBackCases(t *testing.T) {
 	runDiffCases(t, false, []diffCase{{
 		name:  "a denied request moves the zone's newest sub-window",
-		zones: []diffZone{{"z1", ratelimit.Rule{Window: us(6480000000), SubWindow: us(720000000), Limit: 5, Cost: 3}, false}},
+		zones: []diffZone{{"z1", ratelimit.Rule{Window: us(6480000000), SubWindow: us(720000000), Limit: 5, Cost: 3}, false, 0}},
 		steps: []diffStep{one(1760099157356001, 0, "c"), one(1760105519999999, 0, "c"), one(1760099017997277, 0, "c")},
 	}, {
 		name: "a check another rule denied creates the zone's key",
 		zones: []diffZone{
-			{"z0", ratelimit.Rule{Window: us(539000000), SubWindow: us(49000000), Limit: 41}, false},
-			{"z1", ratelimit.Rule{Window: us(39000000), SubWindow: us(39000000), Limit: 10, Algorithm: ratelimit.Fixed, Cost: 6}, false},
+			{"z0", ratelimit.Rule{Window: us(539000000), SubWindow: us(49000000), Limit: 41}, false, 0},
+			{"z1", ratelimit.Rule{Window: us(39000000), SubWindow: us(39000000), Limit: 10, Algorithm: ratelimit.Fixed, Cost: 6}, false, 0},
 		},
 		steps: []diffStep{one(1760005030000000, 1, "a"), multi(1760004898099182, []diffItem{{0, "a"}, {1, "a"}}), one(1760003966000000, 0, "a")},
 	}, {
 		name: "log: a check another rule denied sets the newest timestamp",
 		zones: []diffZone{
-			{"z1", ratelimit.Rule{Window: us(6), SubWindow: us(6), Limit: 3, Algorithm: ratelimit.Log}, false},
-			{"z2", ratelimit.Rule{Window: us(27), SubWindow: us(27), Limit: 10, Algorithm: ratelimit.Log}, false},
+			{"z1", ratelimit.Rule{Window: us(6), SubWindow: us(6), Limit: 3, Algorithm: ratelimit.Log}, false, 0},
+			{"z2", ratelimit.Rule{Window: us(27), SubWindow: us(27), Limit: 10, Algorithm: ratelimit.Log}, false, 0},
 		},
 		steps: []diffStep{
 			one(1760884271009617, 0, "a"), one(1760884271009617, 0, "a"), one(1760884271009616, 0, "a"),
@@ -170,21 +170,21 @@ func TestDifferentialClockBackCases(t *testing.T) {
 		// the script counts 4.
 		name: "a check another rule denied clears the zone's counts",
 		zones: []diffZone{
-			{"z0", ratelimit.Rule{Window: us(7560000000), SubWindow: us(2520000000), Limit: 19, Cost: 4}, false},
-			{"z2", ratelimit.Rule{Window: us(1680), SubWindow: us(120), Limit: 9, Algorithm: ratelimit.Strict, Cost: 6}, false},
+			{"z0", ratelimit.Rule{Window: us(7560000000), SubWindow: us(2520000000), Limit: 19, Cost: 4}, false, 0},
+			{"z2", ratelimit.Rule{Window: us(1680), SubWindow: us(120), Limit: 9, Algorithm: ratelimit.Strict, Cost: 6}, false, 0},
 		},
 		steps: []diffStep{one(1760193081760080, 0, "a"), one(1760204594032468, 1, "a"),
 			multi(1760204594032470, []diffItem{{1, "a"}, {0, "a"}}), one(1760199840000000, 0, "a")},
 	}, {
 		name:  "a denial cached at a later time is reused",
-		zones: []diffZone{{"z1", ratelimit.Rule{Window: us(78000000), SubWindow: us(6000000), Limit: 3, Algorithm: ratelimit.Strict}, false}},
+		zones: []diffZone{{"z1", ratelimit.Rule{Window: us(78000000), SubWindow: us(6000000), Limit: 3, Algorithm: ratelimit.Strict}, false, 0}},
 		steps: []diffStep{one(1760894376000002, 0, "a"), one(1760894376000002, 0, "a"), one(1760894381999999, 0, "a"),
 			one(1760894382000002, 0, "a"), one(1760730106090139, 0, "a")},
 	}, {
 		// The member-name reuse after a step back: the requests count at
 		// the newest entry's time, after a refund of an older entry.
 		name:  "log: a refund, then requests at the same time after a clock step back",
-		zones: []diffZone{{"z0", ratelimit.Rule{Window: us(1000), Limit: 3, Algorithm: ratelimit.Log}, true}},
+		zones: []diffZone{{"z0", ratelimit.Rule{Window: us(1000), Limit: 3, Algorithm: ratelimit.Log}, true, 0}},
 		steps: []diffStep{one(e+10000, 0, "a"), one(e+10500, 0, "a"), refundOf(0),
 			one(e+10200, 0, "a"), one(e+10200, 0, "a"), one(e+10200, 0, "a")},
 	}, {
@@ -193,7 +193,7 @@ func TestDifferentialClockBackCases(t *testing.T) {
 		// the newest time it admitted (10.5ms), whose entry the refund
 		// removed. At 10.9ms the zone still counts that request.
 		name:  "log: a refund of the newest entry, then a clock step back",
-		zones: []diffZone{{"z0", ratelimit.Rule{Window: us(1000), Limit: 3, Algorithm: ratelimit.Log}, true}},
+		zones: []diffZone{{"z0", ratelimit.Rule{Window: us(1000), Limit: 3, Algorithm: ratelimit.Log}, true, 0}},
 		steps: []diffStep{one(e+9600, 0, "a"), one(e+10500, 0, "a"), refundOf(1), one(e+9800, 0, "a"), one(e+10900, 0, "a")},
 	}, {
 		// A refund leaves the key counting nothing: the zone then counts a
@@ -201,8 +201,8 @@ func TestDifferentialClockBackCases(t *testing.T) {
 		// in the key's newest sub-window, which it still holds.
 		name: "a refund empties the key, then a clock step back",
 		zones: []diffZone{
-			{"z0", ratelimit.Rule{Window: us(4000), SubWindow: us(1000), Limit: 5}, true},
-			{"z1", ratelimit.Rule{Window: us(1000), Limit: 2, Algorithm: ratelimit.Fixed}, true},
+			{"z0", ratelimit.Rule{Window: us(4000), SubWindow: us(1000), Limit: 5}, true, 0},
+			{"z1", ratelimit.Rule{Window: us(1000), Limit: 2, Algorithm: ratelimit.Fixed}, true, 0},
 		},
 		steps: []diffStep{one(e+20000, 0, "a"), refundOf(0), one(e+15500, 0, "a"),
 			one(e+9500, 1, "b"), one(e+9500, 1, "b"), one(e+10100, 1, "b"), refundOf(6), one(e+9600, 1, "b"), one(e+9600, 1, "b")},

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,6 +26,8 @@ type diffZone struct {
 	name    string
 	rule    ratelimit.Rule // normalized
 	reserve bool
+	// ban, when positive, is the zone's ban (ratelimit.Options.Ban).
+	ban time.Duration
 }
 
 func (z diffZone) String() string {
@@ -33,6 +36,9 @@ func (z diffZone) String() string {
 		r.Window/time.Microsecond, r.SubWindow/time.Microsecond, r.Limit, r.Cost)
 	if z.reserve {
 		s += " reserving"
+	}
+	if z.ban > 0 {
+		s += fmt.Sprintf(" ban=%dµs", z.ban/time.Microsecond)
 	}
 	return s
 }
@@ -90,11 +96,13 @@ type diffStats struct {
 	// resets counts the reset steps, and refused the refunds of counts
 	// reserved before their key's reset.
 	resets, refused int
+	// banned counts the items of zones with a ban refused.
+	banned int
 }
 
 func (s diffStats) String() string {
-	return fmt.Sprintf("%d seeds, %d requests (%d multi-rule), %d items, %d denied requests (%d multi-rule), %d clock steps back, %d keys expired, %d RetryAfters rounded up to the µs by the script, %d reservations, %d refunds (%d after their sub-window moved on, %d found nothing), %d resets (%d refunds of a count reserved before its key's reset, all refused)",
-		s.seeds, s.steps, s.multi, s.items, s.denied, s.deniedMulti, s.back, s.expired, s.rounded, s.reserved, s.refunds, s.moved, s.empty, s.resets, s.refused)
+	return fmt.Sprintf("%d seeds, %d requests (%d multi-rule), %d items, %d denied requests (%d multi-rule), %d clock steps back, %d keys expired, %d RetryAfters rounded up to the µs by the script, %d reservations, %d refunds (%d after their sub-window moved on, %d found nothing), %d resets (%d refunds of a count reserved before its key's reset, all refused), %d items refused in zones with a ban",
+		s.seeds, s.steps, s.multi, s.items, s.denied, s.deniedMulti, s.back, s.expired, s.rounded, s.reserved, s.refunds, s.moved, s.empty, s.resets, s.refused, s.banned)
 }
 
 // diffFailure is the first disagreement of a run.
@@ -113,8 +121,13 @@ type diffFailure struct {
 // the script asked for, so that a TTL too short shows up as a wrong
 // decision, and checks every TTL against the time the zone still counts
 // the key. Nothing else changes: the decisions are the script's own.
-var ttlScript = func() string {
-	s := redisScript
+var ttlScript = ttlOf(redisScript)
+
+// ttlBanScript is redisBanScript so changed, for the calls with a ban.
+var ttlBanScript = ttlOf(redisBanScript)
+
+// ttlOf returns the script s with its expiries taken out (see ttlScript).
+func ttlOf(s string) string {
 	if strings.Count(s, "'PX', ") == 0 || strings.Count(s, "\nreturn out\n") != 1 {
 		panic("redisScript changed: update ttlScript")
 	}
@@ -149,9 +162,9 @@ local redis = {
   pcall = function(...) return untimed(realRedis.pcall, ...) end,
 }
 ` + s
-}()
+}
 
-var ttlScriptSHA = scriptSHA(ttlScript)
+var ttlScriptSHA, ttlBanScriptSHA = scriptSHA(ttlScript), scriptSHA(ttlBanScript)
 
 // ttlRunner runs ttlScript in place of the limiter script and keeps the
 // TTLs and the reply of the last call.
@@ -162,12 +175,17 @@ type ttlRunner struct {
 }
 
 func (r *ttlRunner) EvalSha(ctx context.Context, sha string, keys, args []string) ([]int64, error) {
-	if sha != redisScriptSHA {
+	script, scriptSHA := ttlScript, ttlScriptSHA
+	switch sha {
+	case redisScriptSHA:
+	case redisBanScriptSHA:
+		script, scriptSHA = ttlBanScript, ttlBanScriptSHA
+	default:
 		return nil, fmt.Errorf("unexpected script %s", sha)
 	}
-	res, err := r.c.EvalSha(ctx, ttlScriptSHA, keys, args)
+	res, err := r.c.EvalSha(ctx, scriptSHA, keys, args)
 	if err != nil && isNoScript(err) {
-		res, err = r.c.Eval(ctx, ttlScript, keys, args)
+		res, err = r.c.Eval(ctx, script, keys, args)
 	}
 	if err != nil {
 		return nil, err
@@ -175,7 +193,14 @@ func (r *ttlRunner) EvalSha(ctx context.Context, sha string, keys, args []string
 	// The script's own reply: 4 integers per item taken, 6 per item
 	// reserved, 7 per item leased, and one more if Redis could not count
 	// the request; or one per item refunded. Then one TTL per key.
-	n, want, refund := len(keys), 0, false
+	// An item of a zone with a ban has one integer more, and its ban key
+	// and argument follow the items' (see the script's BANS); the script
+	// returns the TTLs of the items' keys only.
+	bans := 2*len(keys) + 1 - len(args)
+	if bans < 0 {
+		bans = 0
+	}
+	n, want, refund := len(keys)-bans, bans, false
 	for i := 0; i < n && 1+2*i < len(args); i++ {
 		switch args[1+2*i] {
 		case modeReserve:
@@ -197,8 +222,8 @@ func (r *ttlRunner) EvalSha(ctx context.Context, sha string, keys, args []string
 	return res[:own], nil
 }
 
-func (r *ttlRunner) Eval(ctx context.Context, _ string, keys, args []string) ([]int64, error) {
-	return r.EvalSha(ctx, redisScriptSHA, keys, args)
+func (r *ttlRunner) Eval(ctx context.Context, script string, keys, args []string) ([]int64, error) {
+	return r.EvalSha(ctx, scriptSHA(script), keys, args)
 }
 
 // diffHarness is one redis-server and a store on it; every run gets a key
@@ -249,6 +274,9 @@ type diffRun struct {
 	held map[int]*diffHeld
 	// lives counts the resets of each key.
 	lives map[diffItem]int
+	// bans holds, in forward time, when each key's ban ends (µs), in the
+	// exact reference.
+	bans map[diffItem]int64
 
 	items     []ratelimit.Item
 	want, got []ratelimit.Decision
@@ -271,9 +299,9 @@ func (h *diffHarness) start(tb testing.TB, zones []diffZone, forward bool, stats
 	h.runs++
 	r := &diffRun{h: h, zones: zones, prefix: "d" + strconv.Itoa(h.runs) + ":", forward: forward,
 		expiry: make(map[string]int64), admitted: make(map[diffItem][]int64), held: make(map[int]*diffHeld), stats: stats,
-		lives: make(map[diffItem]int)}
+		lives: make(map[diffItem]int), bans: make(map[diffItem]int64)}
 	for _, dz := range zones {
-		z, err := ratelimit.NewZone(dz.name, dz.rule, ratelimit.Options{SweepInterval: -1, MaxKeys: 1024})
+		z, err := ratelimit.NewZone(dz.name, dz.rule, ratelimit.Options{SweepInterval: -1, MaxKeys: 1024, Ban: dz.ban})
 		if err != nil {
 			tb.Fatalf("%v: %v", dz, err)
 		}
@@ -334,7 +362,10 @@ func (r *diffRun) do(s diffStep) ([]ratelimit.Decision, *diffFailure) {
 			r.stats.deniedMulti++
 		}
 	}
-	for j := range s.items {
+	for j, it := range s.items {
+		if r.zones[it.zone].ban > 0 && !r.want[j].Allowed {
+			r.stats.banned++
+		}
 		kind, rounded := diffCompare(r.want[j], r.got[j])
 		if rounded {
 			r.stats.rounded++
@@ -356,9 +387,14 @@ func (r *diffRun) do(s diffStep) ([]ratelimit.Decision, *diffFailure) {
 		// The stores agree: both must still be exact, or a mistake they
 		// share would go unseen.
 		for j, it := range s.items {
-			e := exactTake(r.zones[it.zone].rule, r.admitted[it], s.at)
+			e := r.exact(it, s.at)
 			if exactWrong(e, r.want[j], time.Nanosecond) != "" || exactWrong(e, r.got[j], time.Microsecond) != "" {
 				return r.want, r.disagree(s, "inexact", j)
+			}
+		}
+		for _, it := range s.items {
+			if ban := r.zones[it.zone].ban; ban > 0 && r.bans[it] <= s.at && !exactTake(r.zones[it.zone].rule, r.admitted[it], s.at).allowed {
+				r.bans[it] = s.at + int64(ban/time.Microsecond)
 			}
 		}
 	}
@@ -370,6 +406,25 @@ func (r *diffRun) do(s diffStep) ([]ratelimit.Decision, *diffFailure) {
 	return r.want, nil
 }
 
+// exact is the exact decision on item it at t (µs): exactTake's, unless
+// its zone has a ban, under which a key banned at t is refused until the
+// ban ends, and a key its window refuses is banned from t.
+func (r *diffRun) exact(it diffItem, t int64) exactDecision {
+	e := exactTake(r.zones[it.zone].rule, r.admitted[it], t)
+	ban := int64(r.zones[it.zone].ban / time.Microsecond)
+	if ban <= 0 {
+		return e
+	}
+	left := r.bans[it] - t
+	if left <= 0 && e.allowed {
+		return e
+	}
+	if left <= 0 {
+		left = ban
+	}
+	return exactDecision{remaining: 0, retry: big.NewRat(left, 1), reset: left}
+}
+
 // disagree describes a disagreement on item j and, in forward time, names
 // the store that is wrong against the exact decision.
 func (r *diffRun) disagree(s diffStep, kind string, j int) *diffFailure {
@@ -379,7 +434,7 @@ func (r *diffRun) disagree(s diffStep, kind string, j int) *diffFailure {
 	}
 	var memWrong, redisWrong bool
 	for i, it := range s.items {
-		e := exactTake(r.zones[it.zone].rule, r.admitted[it], s.at)
+		e := r.exact(it, s.at)
 		mem := exactWrong(e, r.want[i], time.Nanosecond)
 		red := exactWrong(e, r.got[i], time.Microsecond)
 		msg += fmt.Sprintf("\n  item %d exact %v", i, e)
@@ -426,7 +481,8 @@ func (r *diffRun) checkTTL(s diffStep, allowed bool) *diffFailure {
 		// The zone counts the key for ResetAfter after an admission, and
 		// after a denial of this item; an item that allowed a request
 		// another item denied reports what an admission would have left.
-		if !r.forward || r.want[j].ResetAfter <= 0 || (!allowed && r.want[j].Allowed) {
+		// A ban's denial names the ban's end, which the ban key keeps.
+		if !r.forward || r.want[j].ResetAfter <= 0 || (!allowed && r.want[j].Allowed) || r.zones[it.zone].ban > 0 && !r.want[j].Allowed {
 			continue
 		}
 		until := s.at + ceilMicros(r.want[j].ResetAfter)
@@ -503,6 +559,10 @@ func (r *diffRun) reset(it diffItem) *diffFailure {
 		return &diffFailure{kind: "error", msg: "DEL: " + err.Error()}
 	}
 	delete(r.expiry, key)
+	if _, err := r.h.client.Do(context.Background(), "DEL", key+banSuffix); err != nil {
+		return &diffFailure{kind: "error", msg: "DEL: " + err.Error()}
+	}
+	delete(r.bans, it)
 	r.admitted[it] = nil
 	r.lives[it]++
 	r.stats.resets++
@@ -734,8 +794,8 @@ func formatTrace(zones []diffZone, steps []diffStep) string {
 	b.WriteString("zones := []diffZone{\n")
 	for _, z := range zones {
 		r := z.rule
-		fmt.Fprintf(&b, "\t{%q, Rule{Window: %d * time.Microsecond, SubWindow: %d * time.Microsecond, Limit: %d, Algorithm: %d, Cost: %d}, %v}, // %v\n",
-			z.name, r.Window/time.Microsecond, r.SubWindow/time.Microsecond, r.Limit, r.Algorithm, r.Cost, z.reserve, r.Algorithm)
+		fmt.Fprintf(&b, "\t{%q, Rule{Window: %d * time.Microsecond, SubWindow: %d * time.Microsecond, Limit: %d, Algorithm: %d, Cost: %d}, %v, %d * time.Microsecond}, // %v\n",
+			z.name, r.Window/time.Microsecond, r.SubWindow/time.Microsecond, r.Limit, r.Algorithm, r.Cost, z.reserve, z.ban/time.Microsecond, r.Algorithm)
 	}
 	b.WriteString("}\nsteps := []diffStep{\n")
 	last := int64(0)

@@ -179,9 +179,16 @@ type diffPending struct{ step, due int }
 func newDiffGen(seed int64, back bool) *diffGen {
 	rng := rand.New(rand.NewSource(seed))
 	g := &diffGen{rng: rng, rrng: rand.New(rand.NewSource(^seed)), back: back, xrng: rand.New(rand.NewSource(seed ^ 0x5e5e7))}
+	// brng gives a third of the zones a ban of a tenth of their window
+	// to four windows: a generator of its own, as xrng.
+	brng := rand.New(rand.NewSource(seed ^ 0xba4))
 	for i, n := 0, 1+rng.Intn(4); i < n; i++ {
 		z := randomDiffZone(rng, "z"+strconv.Itoa(i))
 		z.reserve = g.rrng.Intn(2) == 0
+		if brng.Intn(3) == 0 {
+			w := int64(z.rule.Window / time.Microsecond)
+			z.ban = time.Duration(1+w/10+brng.Int63n(4*w)) * time.Microsecond
+		}
 		g.zones = append(g.zones, z)
 	}
 	g.keys = []string{"a", "b", "c"}[:1+rng.Intn(3)]

@@ -66,19 +66,29 @@ func (s *Store) Inspect(ctx context.Context, z *ratelimit.Zone, key string, now 
 	if len(res) < 2 {
 		return ratelimit.KeyState{}, fmt.Errorf("redis inspect script: got %d integers, want at least 2", len(res))
 	}
-	t, kind, data := res[0], res[1], res[2:]
-	fresh := ratelimit.KeyState{Tracked: kind != 0, Remaining: z.Rule().Limit}
-	switch {
-	case z.Rule().Algorithm == ratelimit.Log && kind == 2:
-		return inspectRedisLog(z.Rule(), t, data), nil
-	case z.Rule().Algorithm != ratelimit.Log && kind == 1 && len(data)%2 == 0:
-		return inspectRedisBuckets(z.Rule(), t, data), nil
-	case z.Rule().Algorithm != ratelimit.Log && kind == 4:
-		if fields, ok := unpackBuckets(z.Rule(), data); ok {
-			return inspectRedisBuckets(z.Rule(), t, fields), nil
+	st := inspectRedis(z, res[0], res[1], res[2:])
+	if z.Ban() > 0 {
+		if err := s.inspectBan(ctx, z, key, arg, &st); err != nil {
+			return ratelimit.KeyState{}, err
 		}
 	}
-	return fresh, nil // none, or what the script would start afresh
+	return st, nil
+}
+
+// inspectRedis is the state of a key of z at t (microseconds) of the
+// kind and data the read script returned.
+func inspectRedis(z *ratelimit.Zone, t, kind int64, data []int64) ratelimit.KeyState {
+	switch {
+	case z.Rule().Algorithm == ratelimit.Log && kind == 2:
+		return inspectRedisLog(z.Rule(), t, data)
+	case z.Rule().Algorithm != ratelimit.Log && kind == 1 && len(data)%2 == 0:
+		return inspectRedisBuckets(z.Rule(), t, data)
+	case z.Rule().Algorithm != ratelimit.Log && kind == 4:
+		if fields, ok := unpackBuckets(z.Rule(), data); ok {
+			return inspectRedisBuckets(z.Rule(), t, fields)
+		}
+	}
+	return ratelimit.KeyState{Tracked: kind != 0, Remaining: z.Rule().Limit} // none, or what the script would start afresh
 }
 
 // inspectRedisBuckets is the limiter script's buckets at t (microseconds)
@@ -233,7 +243,17 @@ func (s *Store) Forget(ctx context.Context, z *ratelimit.Zone, key string, now t
 	if s.callerTime {
 		at = strconv.FormatInt(now.UnixMicro(), 10)
 	}
-	res, err := s.eval(ctx, []string{Key(s.prefix, z.Name(), key)}, []string{at, modeReset, withInt(packRule(z.Rule(), z.Rule().Limit), own)})
+	keys := []string{Key(s.prefix, z.Name(), key)}
+	args := []string{at, modeReset, withInt(packRule(z.Rule(), z.Rule().Limit), own)}
+	var res []int64
+	var err error
+	if ban := z.Ban(); ban > 0 {
+		// The ban goes with the count (see the script's BANS).
+		keys, args = append(keys, keys[0]+banSuffix), append(args, banArg(1, ban))
+		res, err = s.evalBan(ctx, keys, args)
+	} else {
+		res, err = s.eval(ctx, keys, args)
+	}
 	if err != nil {
 		return false, err
 	}

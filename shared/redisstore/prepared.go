@@ -37,7 +37,8 @@ type preparedCall struct {
 // KeyCall returns z's script call on one key, prepared once for every
 // key, for guard.TakeKey: the call the Traefik plugin makes on every
 // request. It returns nil when the store has no such call: a runner that
-// cannot prepare calls, CallerTime, or a rule Redis cannot keep.
+// cannot prepare calls, CallerTime, a rule Redis cannot keep, or a zone
+// with a ban.
 func (s *Store) KeyCall(z *ratelimit.Zone) *ratelimit.KeyCall {
 	if s.prep == nil || s.callerTime {
 		return nil
@@ -164,8 +165,12 @@ func preparedFor(s *Store, z *ratelimit.Zone) *preparedCall {
 
 // prepareCall encodes z's script call on one key through s's
 // preparedRunner, with the arguments call would send for an item of z at
-// its rule's limit. It returns nil when z's rule cannot be kept in Redis.
+// its rule's limit. It returns nil when z's rule cannot be kept in Redis,
+// and for a zone with a ban, whose call names a second key (see call).
 func prepareCall(s *Store, z *ratelimit.Zone) *preparedCall {
+	if z.Ban() > 0 {
+		return nil
+	}
 	spec, err := s.ruleArgs(z)
 	if err != nil {
 		return nil

@@ -2,8 +2,8 @@
 
 package redisstore
 
-// redisScript is script.lua (see script.go).
-const redisScript = `-- windowlimit's decision script: one request against every rule of it in
+// redisScriptSource is script.lua (see script.go).
+const redisScriptSource = `-- windowlimit's decision script: one request against every rule of it in
 -- one atomic call, with the semantics of the in-memory zone (take and
 -- takeLog in shared/ratelimit). This file is the source; script.go holds
 -- it as a Go string (yaegi cannot embed files), and TestScriptSource
@@ -25,6 +25,10 @@ const redisScript = `-- windowlimit's decision script: one request against every
 -- | 2 lease   | B, the most units to lease | take's four, then units granted, the time they count at, and the key's life, denied or not (0 for no key, NOLIFE for a lean one) |
 -- | 3 refund  | the receipt's time and life, units granted, units spent before the life was last confirmed (0 and 0 for a reservation; cost: the units to give back) | 1 given back, 2 counted in the key's next life instead (see charge), 0 not |
 -- | 4 reset   | the resetting instance's own leased units | one integer: 1 if there was a key |
+--
+-- An item of a zone with a ban (the ban script, see BANS below) has one
+-- more integer after take's four: 1 if this request started the key's
+-- ban, else 0.
 --
 -- A take, reserve or lease counts only when every item admits; when every
 -- item admits but Redis over its maxmemory (noeviction) refuses the first
@@ -83,6 +87,41 @@ local out = nil
 -- ends as for a key that was reset (a lean key is one that plain takes
 -- made after the key the lease counted in was gone).
 local NOLIFE = 4294967296
+
+-- Bans (see ban.go). The lines from each 'ban:begin' to its 'ban:end'
+-- are the ban script's only: the script without them, which every call
+-- without a ban runs, is the script as it was before bans, and costs
+-- what it did. A call on items of zones with a ban runs the whole text:
+-- it ends KEYS with their ban keys (each its item's key and ':ban', in
+-- the same hash slot) and ARGV with one argument per ban key, '<item>:<ban
+-- in µs>'. They come off here, so that the rest reads KEYS and ARGV as in
+-- any call.
+-- ban:begin
+local BANS = {}
+local nb = 2 * #KEYS + 1 - #ARGV
+local n = #KEYS - nb
+for j = 1, nb do
+  local i, d = string.match(ARGV[2 * n + 1 + j], '^(%d+):(%d+)$')
+  BANS[tonumber(i)] = {KEYS[n + j], tonumber(d)}
+end
+for j = nb, 1, -1 do
+  KEYS[n + j] = nil
+  ARGV[2 * n + 1 + j] = nil
+end
+-- A call of one item with a ban, take or reserve: a banned key is
+-- answered here; any other takes the lean decision, and its ban after
+-- it. Other calls with a ban take the general path.
+local BANNED = false
+if #KEYS == 1 and BANS[1] and (mode == '0' or mode == '1') then
+  local v = tonumber(redis.pcall('GET', BANS[1][1]))
+  if v and v > now then
+    BANNED = true
+    out = {0, 0, v - now, v - now, 0}
+    if mode == '1' then out[6], out[7] = 0, 0 end
+  end
+end
+if BANNED or #KEYS ~= 1 or mode == '2' then mode = 'b' end
+-- ban:end
 
 -- The lean decision. Anything it cannot read (a log, another type or
 -- rule, a bad value, a total that outgrows its width) falls through to
@@ -292,6 +331,20 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
     end
   end
 end
+
+-- ban:begin
+-- The ban of a lean decision (see ban below): a refusal starts it, and
+-- the integer after take's four says so.
+if out and not BANNED and BANS[1] then
+  local started = 0
+  if out[1] == 0 then
+    local b = BANS[1]
+    redis.pcall('SET', b[1], string.format('%.0f', now + b[2]), 'PX', ceil(b[2] / 1000) + 1)
+    out[2], out[3], out[4], started = 0, b[2], b[2], 1
+  end
+  table.insert(out, 5, started)
+end
+-- ban:end
 
 -- The lean refund: one reservation of a bucket key given back in place,
 -- the receipt's cell and the total, with refundBuckets's conditions. A
@@ -732,6 +785,25 @@ local function commitLog(s, key, guard)
   return false
 end
 
+-- ban:begin
+-- ban applies to the decision of an item its zone's ban b, {the ban key,
+-- the ban in µs}: a key banned at now is refused until the ban ends (the
+-- ban key's value, in µs on the script's clock), whatever its window
+-- says, and a key its window refuses is banned from now. The fifth
+-- integer is 1 when this request started the ban. A ban is written even
+-- though the request is refused; Redis over its maxmemory refuses that
+-- write, and the key is then refused by its window alone.
+local function ban(b, ok, remaining, retry, reset)
+  local v = tonumber(redis.pcall('GET', b[1]))
+  if v and v > now then
+    return 0, 0, v - now, v - now, 0
+  end
+  if ok == 1 then return ok, remaining, retry, reset, 0 end
+  redis.pcall('SET', b[1], fmt(now + b[2]), 'PX', ceil(b[2] / 1000) + 1)
+  return 0, 0, b[2], b[2], 1
+end
+-- ban:end
+
 -- decide decides every item and counts the request; it returns the reply.
 -- Item i's arguments are ARGV[2i] (its mode) and ARGV[2i+1] (its rule).
 local function decide()
@@ -749,11 +821,18 @@ local function decide()
       ok, remaining, retry, reset = buckets(KEYS[i], alg, W, T, N, cost, shape, now)
       states[i] = {V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE, LEASED, LEAN}
     end
+    -- ban:begin
+    local started = 0
+    if BANS[i] then ok, remaining, retry, reset, started = ban(BANS[i], ok, remaining, retry, reset) end
+    -- ban:end
     if ok == 0 then all = false end
     res[#res + 1] = ok
     res[#res + 1] = remaining
     res[#res + 1] = retry
     res[#res + 1] = reset
+    -- ban:begin
+    if BANS[i] then res[#res + 1] = started end
+    -- ban:end
     if mode == '1' then
       res[#res + 1] = 0 -- the receipt and its life, once counted
       res[#res + 1] = 0
@@ -968,6 +1047,10 @@ if ARGV[2] == '3' then
   out = refund()
 elseif ARGV[2] == '4' then
   out = reset()
+  -- ban:begin
+  for _, b in pairs(BANS) do out[1] = out[1] + redis.call('DEL', b[1]) end
+  if out[1] > 1 then out[1] = 1 end
+  -- ban:end
 else
   out = decide()
 end

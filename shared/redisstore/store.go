@@ -190,7 +190,8 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 	if s.callerTime {
 		args[0] = strconv.FormatInt(now.UnixMicro(), 10)
 	}
-	want := 0 // integers in the reply: 4 per item, 6 per reserved one, 7 per lease
+	want := 0 // integers in the reply: 4 per item, 6 per reserved one, 7 per lease, 1 more with a ban
+	var banKeys, banArgs []string
 	for j := 0; j < n; j++ {
 		i := j
 		if group != nil {
@@ -220,8 +221,23 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 		if !items[i].Refundable && items[i].Lease > 0 {
 			args[len(args)-1] = withInt(args[len(args)-1], items[i].Lease)
 		}
+		if ban := items[i].Zone.Ban(); ban > 0 {
+			banKeys = append(banKeys, callKeys[j]+banSuffix)
+			banArgs = append(banArgs, banArg(j+1, ban))
+			want++
+		}
 	}
-	res, err := s.eval(ctx, callKeys, args)
+	if banKeys != nil {
+		callKeys = append(append(make([]string, 0, n+len(banKeys)), callKeys[:n]...), banKeys...)
+		args = append(args, banArgs...)
+	}
+	var res []int64
+	var err error
+	if banKeys == nil {
+		res, err = s.eval(ctx, callKeys, args)
+	} else {
+		res, err = s.evalBan(ctx, callKeys, args)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -244,6 +260,12 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 			ResetAfter: time.Duration(r[3]) * time.Microsecond,
 		}
 		p += 4
+		if items[i].Zone.Ban() > 0 {
+			if res[p] == 1 {
+				ratelimit.NoteBan(items[i].Zone)
+			}
+			p++
+		}
 		switch {
 		case items[i].Refundable:
 			if res[p] != 0 {
