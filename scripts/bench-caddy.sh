@@ -15,6 +15,11 @@
 #              redis-server this script starts on loopback: 1000 busy keys,
 #              a window of 1s in sub-windows of 100ms, every sub-window
 #              written, a limit no run reaches
+#   inflight   allowed's zone with `in_flight 1000` beside its rate: a slot
+#              per request (wrk's connections never fill them), compared
+#              with allowed
+#   redisflight the redis site's zone with `in_flight 1000`: a slot per
+#              request in Redis (a take and a release), compared with redis
 #
 # After a warm-up of each site, each round runs wrk against the sites in
 # turn. It prints, as medians over the rounds: requests per second and
@@ -27,7 +32,9 @@
 # column is the steadier measure of the handler's cost.
 #
 #   WC_BENCH_SITES     the sites besides plain, of the above (default
-#                      "allowed bare denied keyed redis"; redis brings keyed)
+#                      "allowed bare denied keyed redis"; redis brings keyed,
+#                      inflight allowed, redisflight redis; inflight and
+#                      redisflight run only when named)
 #   WC_BENCH_SECONDS   length of each measured run (default 3)
 #   WC_BENCH_WARMUP    length of the warm-up run of each site (default 2)
 #   WC_BENCH_ROUNDS    rounds (default 7)
@@ -56,17 +63,19 @@ sites=(plain)
 for site in ${WC_BENCH_SITES:-allowed bare denied keyed redis}; do
 	case $site in
 	plain) ;;
-	allowed | bare | denied | keyed | redis) ;;
+	allowed | bare | denied | keyed | redis | inflight | redisflight) ;;
 	*) wl_die "WC_BENCH_SITES: unknown site $site" ;;
 	esac
-	[[ $site != redis || " ${sites[*]} " == *" keyed "* ]] || sites+=(keyed)
+	[[ $site != inflight || " ${sites[*]} " == *" allowed "* ]] || sites+=(allowed)
+	[[ $site != redisflight || " ${sites[*]} " == *" redis "* ]] || sites+=(redis)
+	[[ $site != redis* || " ${sites[*]} " == *" keyed "* ]] || sites+=(keyed)
 	[[ " ${sites[*]} " == *" $site "* ]] || sites+=("$site")
 done
 has() { [[ " ${sites[*]} " == *" $1 "* ]]; }
 
 wl_need wrk:wrk curl:curl ss:iproute2 redis-server:redis-server redis-cli:redis-tools
 wc_setup
-read -r ADMIN PLAIN ALLOWED BARE DENIED KEYED REDIS_SITE REDIS_PORT < <(wc_free_ports 8 | paste -sd' ')
+read -r ADMIN PLAIN ALLOWED BARE DENIED KEYED REDIS_SITE REDIS_PORT INFLIGHT REDISFLIGHT < <(wc_free_ports 10 | paste -sd' ')
 
 # The wrk script of the keyed and redis sites: a random X-Key of 1000 per
 # request.
@@ -134,6 +143,17 @@ cat >"$WL_WORK/Caddyfile" <<EOF
 	bind 127.0.0.1
 	respond "ok"
 }
+:$INFLIGHT {
+	bind 127.0.0.1
+	rate_limit {
+		zone bench_inflight {
+			window 1m
+			limit 1000000000
+			in_flight 1000
+		}
+	}
+	respond "ok"
+}
 EOF
 if has redis; then
 	cat >>"$WL_WORK/Caddyfile" <<EOF
@@ -151,6 +171,23 @@ if has redis; then
 		}
 		# A failing store denies (429), which run() stops on: no figure
 		# of a failure.
+		on_store_error deny
+	}
+	respond "ok"
+}
+:$REDISFLIGHT {
+	bind 127.0.0.1
+	rate_limit {
+		zone bench_redisflight {
+			key {header.X-Key}
+			window 1s
+			sub_window 100ms
+			limit 1000000000
+			in_flight 1000
+		}
+		store redis {
+			address 127.0.0.1:$REDIS_PORT
+		}
 		on_store_error deny
 	}
 	respond "ok"
@@ -173,13 +210,15 @@ port_of() {
 	denied) echo "$DENIED" ;;
 	keyed) echo "$KEYED" ;;
 	redis) echo "$REDIS_SITE" ;;
+	inflight) echo "$INFLIGHT" ;;
+	redisflight) echo "$REDISFLIGHT" ;;
 	esac
 }
 
 # wrk_args SITE prints wrk's arguments that drive SITE.
 wrk_args() {
 	case $1 in
-	keyed | redis) echo "-s $WL_WORK/keys.lua http://127.0.0.1:$(port_of "$1")/" ;;
+	keyed | redis | redisflight) echo "-s $WL_WORK/keys.lua http://127.0.0.1:$(port_of "$1")/" ;;
 	*) echo "http://127.0.0.1:$(port_of "$1")/" ;;
 	esac
 }
@@ -188,6 +227,8 @@ wrk_args() {
 base() {
 	case $1 in
 	redis) echo keyed ;;
+	inflight) echo allowed ;;
+	redisflight) echo redis ;;
 	*) echo plain ;;
 	esac
 }
@@ -198,11 +239,11 @@ base() {
 run() {
 	local site=$1 secs=$2 out rps reqs non2xx t0 t1 r0=0 r1=0
 	t0=$(cpu_ticks "$CADDY_PID")
-	[[ $site != redis ]] || r0=$(cpu_ticks "$REDIS_PID")
+	[[ $site != redis* ]] || r0=$(cpu_ticks "$REDIS_PID")
 	# shellcheck disable=SC2046 # wrk_args prints separate words
 	out=$(wrk -t"$THREADS" -c"$CONNS" -d"${secs}s" --timeout 5s $(wrk_args "$site"))
 	t1=$(cpu_ticks "$CADDY_PID")
-	[[ $site != redis ]] || r1=$(cpu_ticks "$REDIS_PID")
+	[[ $site != redis* ]] || r1=$(cpu_ticks "$REDIS_PID")
 	rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
 	reqs=$(awk '/requests in/ {print $1}' <<<"$out")
 	non2xx=$(awk '/Non-2xx or 3xx responses:/ {print $5}' <<<"$out")
@@ -264,12 +305,16 @@ for site in "${sites[@]}"; do
 	denied) label="rate_limit, denial-heavy (429)" ;;
 	keyed) label="plain Caddy, random X-Key (base)" ;;
 	redis) label="rate_limit, store redis, X-Key" ;;
+	inflight) label="  allowed + in_flight (vs allowed)" ;;
+	redisflight) label="  redis + in_flight (vs redis)" ;;
 	esac
 	printf '%-34s %9.0f %10.3f %13.2f %12.3f\n' "$label" "$(med "${rps[$site]}")" "$(med "${rps_ratio[$site]}")" \
 		"$(med "${cpu[$site]}")" "$(med "${cpu_ratio[$site]}")"
 done
 if has redis; then
 	printf '%-34s %9s %10s %13.2f\n' "  redis-server CPU µs/request" "" "" "$(med "${rcpu[redis]}")"
+	! has redisflight ||
+		printf '%-34s %9s %10s %13.2f\n' "  the same, redis + in_flight" "" "" "$(med "${rcpu[redisflight]}")"
 	# What the script costs Redis per call, and how many calls Redis
 	# read per read system call (the pipelines' depth), over the rounds.
 	stat() { redis-cli -p "$REDIS_PORT" info "$1" | tr -d '\r' | sed -n "s/^$2//p"; }

@@ -14,7 +14,9 @@
 # built-in with `redis`: on one hot key (the remote address, where the
 # plugin's leases admit most requests), and on 1,000 busy keys (both keyed
 # by X-Key, which wrk sends at random from 1,000 per request; a 1 s window
-# of 100 ms sub-windows, so every key's every sub-window is written).
+# of 100 ms sub-windows, so every key's every sub-window is written). The
+# inFlight routers (a slot per request, 1000 a key: never refused here) are
+# compared with the same plugin router without inFlight.
 #
 # Every request carries "X-Forwarded-For: 198.51.100.1, 203.0.113.7" (the
 # web entry point trusts loopback, as one behind a load balancer trusts
@@ -25,8 +27,8 @@
 # the rounds: requests per second, and the CPU time Traefik spent per
 # request (the steadier figure: other processes change the throughput far
 # more than what a request costs Traefik), then each plugin router's ratio
-# to its built-in router of the same run. With 27 routers, 5 rounds of 3 s
-# take about 7.5 minutes (after the one Traefik build).
+# to its built-in router of the same run. With 30 routers, 5 rounds of 3 s
+# take about 8 minutes (after the one Traefik build).
 #
 #   WL_BENCH_SECONDS   length of each measured run (default 3)
 #   WL_BENCH_ROUNDS    rounds over the routers (default 5)
@@ -80,6 +82,9 @@ ROUTERS=$(
 		plugin-redis builtin-redis windowlimit + redis
 		builtin-redis-keys - built-in + redis, 1000 keys
 		plugin-redis-keys builtin-redis-keys windowlimit + redis, 1000 keys
+		plugin-inflight plugin windowlimit, inFlight 1000 (vs defaults)
+		plugin-inflight-redis plugin-redis windowlimit + redis, inFlight 1000 (vs + redis)
+		plugin-inflight-redis-keys plugin-redis-keys windowlimit + redis, inFlight 1000, 1000 keys (vs + redis, 1000 keys)
 		trivial builtin trivial yaegi plugin (the floor)
 		window-floor builtin least sliding window, yaegi (its floor)
 		deny - windowlimit, denial-heavy (429)
@@ -157,6 +162,10 @@ wt_dynamic "$WL_WORK/dynamic.yml" "$(
         redis: {endpoints: [\"127.0.0.1:$REDIS\"]}"
 	wt_plugin plugin-redis-keys "${allow[@]}" "sourceCriterion: {requestHeaderName: X-Key}" \
 		"redis: {endpoints: [\"127.0.0.1:$REDIS\"]}" 'onStoreError: deny'
+	wt_plugin plugin-inflight "${allow[@]}" "inFlight: 1000"
+	wt_plugin plugin-inflight-redis "${allow[@]}" "inFlight: 1000" "redis: {endpoints: [\"127.0.0.1:$REDIS\"]}" 'onStoreError: deny'
+	wt_plugin plugin-inflight-redis-keys "${allow[@]}" "inFlight: 1000" "sourceCriterion: {requestHeaderName: X-Key}" \
+		"redis: {endpoints: [\"127.0.0.1:$REDIS\"]}" 'onStoreError: deny'
 	printf '    trivial:\n      plugin:\n        floor: {}\n'
 	printf '    window-floor:\n      plugin:\n        floor: {window: true}\n'
 	wt_plugin deny "window: 1m" "limit: 1"
@@ -220,7 +229,7 @@ done
 
 echo
 echo "Traefik $WT_VERSION, redis $(redis-server --version | grep -o 'v=[0-9.]*' | cut -c3-), wrk -t1 -c$CONNS, ${SECONDS_EACH}s runs, median of $ROUNDS interleaved rounds, $(nproc) cores, loopback, $(date -u '+%Y-%m-%d')"
-echo "(vs reference: this router over its built-in with the same source, or the floor over the built-in, same run;"
+echo "(vs reference: this router over its built-in with the same source, the floor over the built-in, or inFlight over the same plugin router without it, same run;"
 echo " by CPU: the reference's CPU per request over this router's, what the ratio would be with Traefik alone on the cores)"
 printf '%-46s %8s %9s %11s %13s %8s\n' "router" "req/s" "vs plain" "CPU µs/req" "vs reference" "by CPU"
 for path in "${PATHS[@]}"; do

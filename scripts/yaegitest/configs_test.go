@@ -53,6 +53,8 @@ var benchConfigs = []benchConfig{
 	{name: "countStatus", settings: srcConf(map[string]any{"countStatus": "500-599"})},
 	{name: "overrides", settings: srcConf(map[string]any{"overrides": "198.51.100.0/24=10, partner=unlimited"})},
 	{name: "ban", settings: srcConf(map[string]any{"ban": "1h"})},
+	{name: "inFlight", settings: srcConf(map[string]any{"inFlight": "1000"})},
+	{name: "inFlight-alone", settings: map[string]any{"inFlight": "1000"}},
 }
 
 // request returns a request of c.

@@ -7,12 +7,19 @@ import (
 )
 
 // releaseQueue is how many releases may wait for Redis. A release that
-// finds the queue full is dropped: its slot expires after the TTL.
+// finds the queue full is sent by its request itself: under a release
+// rate Redis cannot keep up with, requests slow down rather than leave
+// their slots taken until the TTL.
 const releaseQueue = 4096
 
 // releaseWorkers send the releases: several, so that a pipelining client
 // sends them together.
 const releaseWorkers = 4
+
+// releaseBatch bounds the releases one call sends: a worker takes what
+// waits in the queue, up to this many, and frees each set's members in
+// one call, so that a hot key's releases keep up with its takes.
+const releaseBatch = 256
 
 // holder renews the Redis slots this instance holds while their requests
 // run, every TTL/3, in one call per key, and releases them off the
@@ -88,26 +95,46 @@ func (h *holder) release(set, member string) {
 	select {
 	case h.releases <- r:
 	default:
-		// Redis is too slow for the release rate: the slot expires
-		// after the TTL.
+		// Redis is slower than the release rate: this request waits for
+		// its own release rather than leave the slot taken until the TTL.
+		h.send(r)
 	}
 }
 
+// releaseLoop sends the queued releases, a batch at a time: each set's
+// members waiting in the queue go in one call.
 func (h *holder) releaseLoop() {
+	batch := make(map[string][]string)
 	for {
 		select {
 		case r := <-h.releases:
-			h.send(r)
+			batch[r.set] = append(batch[r.set], r.member)
 		case <-h.stop:
 			return
+		}
+	more:
+		for n := 1; n < releaseBatch; n++ {
+			select {
+			case r := <-h.releases:
+				batch[r.set] = append(batch[r.set], r.member)
+			default:
+				break more
+			}
+		}
+		for set, members := range batch {
+			h.sendAll(set, members)
+			delete(batch, set)
 		}
 	}
 }
 
-// send releases r in Redis, within a third of the TTL.
-func (h *holder) send(r release) {
+// send releases r in Redis.
+func (h *holder) send(r release) { h.sendAll(r.set, []string{r.member}) }
+
+// sendAll releases members of set in Redis, within a third of the TTL.
+func (h *holder) sendAll(set string, members []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.ttl/3)
-	err := h.remote.Release(ctx, r.set, r.member)
+	err := h.remote.Release(ctx, set, members...)
 	cancel()
 	if err != nil && h.log != nil {
 		h.log(err)

@@ -8,8 +8,8 @@ import (
 )
 
 // TestTableAtMostN: 12 goroutines on one key with n = 3 never hold more
-// than 3 slots at once and do reach 3; another key is unaffected; every
-// entry is gone once all are released.
+// than 3 slots at once; another key is unaffected; every entry is gone
+// once all are released; then 3 are taken and a 4th is refused.
 func TestTableAtMostN(t *testing.T) {
 	tb := NewTable(0)
 	const n = 3
@@ -38,11 +38,27 @@ func TestTableAtMostN(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if most.Load() != n {
-		t.Fatalf("most held at once: %d, want %d", most.Load(), n)
+	// How many the goroutines held at once depends on the scheduler (two
+	// cores run two at a time); that n can be held is checked below.
+	if most.Load() > n {
+		t.Fatalf("most held at once: %d, want at most %d", most.Load(), n)
 	}
 	if tb.Keys() != 0 || tb.Held("k") != 0 {
 		t.Fatalf("after every release: %d keys, %d held", tb.Keys(), tb.Held("k"))
+	}
+	var held []*entry
+	for i := 0; i < n; i++ {
+		e, h := tb.take("k", n)
+		if e == nil || h != int64(i+1) {
+			t.Fatalf("take %d of %d: entry %v, %d held", i+1, n, e, h)
+		}
+		held = append(held, e)
+	}
+	if e, h := tb.take("k", n); e != nil || h != n {
+		t.Fatalf("take %d with %d held: entry %v, %d held; want refused", n+1, n, e, h)
+	}
+	for _, e := range held {
+		tb.release("k", e)
 	}
 }
 
