@@ -29,6 +29,7 @@ type inFlight struct {
 	v6Bits  int
 	policy  *httplimit.Policy
 	alone   bool // no rate: the slot's headers describe the request
+	memory  bool // the limiter has no Redis: TakeMemory's path
 	status  int
 	message string
 	dryRun  bool
@@ -55,6 +56,19 @@ func (f *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		key = addrKey(r.RemoteAddr, f.v6Bits)
 	} else {
 		key = keyOf(f.source, r)
+	}
+	if f.memory {
+		e, held := inflight.TakeMemory(f.limiter, key, f.n)
+		if e == nil {
+			refuseSlot(f, w, r, key, held)
+			return
+		}
+		defer inflight.ReleaseMemory(f.limiter, key, e)
+		if f.alone {
+			httplimit.WriteHeaders(f.policy, w.Header(), ratelimit.Decision{Allowed: true, Limit: f.n, Remaining: f.n - held})
+		}
+		f.next.ServeHTTP(w, r)
+		return
 	}
 	slot, held, ok := f.limiter.Take(r.Context(), key, f.n, time.Now())
 	if !ok {
@@ -189,6 +203,7 @@ func inFlightFor(name string, next http.Handler, config *Config, s settings, alo
 		v6Bits:  s.v6Bits,
 		policy:  httplimit.NewInFlightPolicy(name, config.InFlight, s.mode),
 		alone:   alone,
+		memory:  s.redis == nil,
 		status:  s.status,
 		message: s.message,
 		dryRun:  s.dryRun,

@@ -12,9 +12,17 @@
 // whose holder stops renewing it (killed, partitioned) is free after the
 // TTL; nothing else frees a slot early but an operator's reset.
 //
+// The package is loaded by Traefik's yaegi interpreter as well as compiled
+// into Caddy. Under yaegi every call and method call costs allocations,
+// so the plugin's memory path is two plain functions with the table's work
+// written out, TakeMemory and ReleaseMemory (414 interpreted allocations a
+// request beside a rate, against 622 through Take and Release:
+// docs/costs.md, PluginConfigs/inFlight); Take and Release call them.
+//
 // # Files
 //
 //   - table.go: Table, the memory slots of one zone.
-//   - limiter.go: Limiter, Slot, Take and Release, the failure policy.
+//   - limiter.go: Limiter, Slot, Take and Release, the failure policy,
+//     TakeMemory and ReleaseMemory.
 //   - holder.go: the renewal loop and the release queue of Redis slots.
 package inflight

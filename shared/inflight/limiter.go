@@ -3,6 +3,7 @@ package inflight
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"sync/atomic"
 	"time"
 
@@ -137,12 +138,10 @@ func (l *Limiter) Take(ctx context.Context, key string, n int64, now time.Time) 
 
 // takeLocal takes a slot of the memory table.
 func (l *Limiter) takeLocal(key string, n int64) (Slot, int64, bool) {
-	e, held := l.local.take(key, n)
+	e, held := TakeMemory(l, key, n)
 	if e == nil {
-		atomic.AddUint64(&l.refused, 1)
 		return Slot{}, held, false
 	}
-	atomic.AddInt64(&l.held, 1)
 	return Slot{key: key, e: e}, held, true
 }
 
@@ -160,13 +159,11 @@ func (l *Limiter) byPolicy(n int64) (Slot, int64, bool) {
 func (l *Limiter) Release(s Slot) {
 	switch {
 	case s.e != nil:
-		l.local.release(s.key, s.e)
+		ReleaseMemory(l, s.key, s.e)
 	case s.member != "":
 		l.hold.release(s.set, s.member)
-	default:
-		return
+		atomic.AddInt64(&l.held, -1)
 	}
-	atomic.AddInt64(&l.held, -1)
 }
 
 // Held returns how many slots this instance's requests hold now, in
@@ -212,4 +209,56 @@ func (l *Limiter) Store() string {
 		return "redis"
 	}
 	return "memory"
+}
+
+// TakeMemory takes a slot of key in the memory table of l if fewer than
+// n are held, and returns the slot's entry (nil when refused) and the
+// slots key holds with it; ReleaseMemory frees the entry. A key that holds
+// none is refused, as if its n were held, when the table already holds
+// slots of MaxKeys keys.
+//
+// It is Take's memory case, and the Traefik plugin's memory path: a plain
+// function with the table's work written out, because under yaegi each
+// call and method call costs the interpreter allocations (see doc.go).
+func TakeMemory(l *Limiter, key string, n int64) (*entry, int64) {
+	t := l.local
+	s := &t.shards[maphash.String(t.seed, key)%shardCount]
+	s.mu.Lock()
+	e := s.m[key]
+	if e == nil {
+		if t.maxKeys > 0 && atomic.LoadInt64(&t.keys) >= t.maxKeys {
+			s.mu.Unlock()
+			atomic.AddUint64(&l.refused, 1)
+			return nil, n
+		}
+		e = &entry{shard: s}
+		s.m[key] = e
+		atomic.AddInt64(&t.keys, 1)
+	}
+	if e.held >= n {
+		held := e.held
+		s.mu.Unlock()
+		atomic.AddUint64(&l.refused, 1)
+		return nil, held
+	}
+	e.held++
+	held := e.held
+	s.mu.Unlock()
+	atomic.AddInt64(&l.held, 1)
+	return e, held
+}
+
+// ReleaseMemory frees the slot of key that TakeMemory returned: the key's
+// entry goes once it holds none, unless an operator's reset removed it
+// already (its holders' releases then free nothing of the new entry).
+func ReleaseMemory(l *Limiter, key string, e *entry) {
+	s := e.shard
+	s.mu.Lock()
+	e.held--
+	if e.held <= 0 && s.m[key] == e {
+		delete(s.m, key)
+		atomic.AddInt64(&l.local.keys, -1)
+	}
+	s.mu.Unlock()
+	atomic.AddInt64(&l.held, -1)
 }

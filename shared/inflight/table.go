@@ -45,47 +45,6 @@ func (t *Table) shard(key string) *tableShard {
 	return &t.shards[maphash.String(t.seed, key)%shardCount]
 }
 
-// take takes a slot of key if fewer than n are held and returns its
-// entry and the slots held with it; it returns nil and n when n are held,
-// or when key holds none and the table already holds slots of maxKeys
-// keys.
-func (t *Table) take(key string, n int64) (*entry, int64) {
-	s := t.shard(key)
-	s.mu.Lock()
-	e := s.m[key]
-	if e == nil {
-		if t.maxKeys > 0 && atomic.LoadInt64(&t.keys) >= t.maxKeys {
-			// Full: refused as if its n were held, none remaining.
-			s.mu.Unlock()
-			return nil, n
-		}
-		e = &entry{shard: s}
-		s.m[key] = e
-		atomic.AddInt64(&t.keys, 1)
-	}
-	if e.held >= n {
-		held := e.held
-		s.mu.Unlock()
-		return nil, held
-	}
-	e.held++
-	held := e.held
-	s.mu.Unlock()
-	return e, held
-}
-
-// release frees one slot of e, taken for key.
-func (t *Table) release(key string, e *entry) {
-	s := e.shard
-	s.mu.Lock()
-	e.held--
-	if e.held <= 0 && s.m[key] == e {
-		delete(s.m, key)
-		atomic.AddInt64(&t.keys, -1)
-	}
-	s.mu.Unlock()
-}
-
 // Held returns how many slots key holds now.
 func (t *Table) Held(key string) int64 {
 	s := t.shard(key)

@@ -7,6 +7,14 @@ import (
 	"testing"
 )
 
+// take and release are the table's side of TakeMemory and ReleaseMemory,
+// for the table's tests.
+func (t *Table) take(key string, n int64) (*entry, int64) {
+	return TakeMemory(&Limiter{local: t}, key, n)
+}
+
+func (t *Table) release(key string, e *entry) { ReleaseMemory(&Limiter{local: t}, key, e) }
+
 // TestTableAtMostN: 12 goroutines on one key with n = 3 never hold more
 // than 3 slots at once; another key is unaffected; every entry is gone
 // once all are released; then 3 are taken and a 4th is refused.
