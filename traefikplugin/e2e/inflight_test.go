@@ -170,8 +170,9 @@ func TestE2EInFlight(t *testing.T) {
 			now, _ := svc.stats("crash")
 			return now == 3, strconv.Itoa(now) + " held"
 		})
-		if req, resp := traefiktest.Get(t, b.URL("/slots"), "X-Key", "crash"); resp.Status != 429 {
-			t.Fatalf("instance b while a holds the key's 3 slots: %v: %v, want 429", req, resp)
+		held := traefiktest.Request{URL: b.URL("/slots"), Header: []string{"X-Key", "crash"}, Timeout: 2 * time.Second}
+		if resp, err := traefiktest.Send(held); err != nil || resp.Status != 429 {
+			t.Fatalf("instance b while a holds the key's 3 slots: %v: %v (error %v), want 429", held, resp, err)
 		}
 		a.Stop(syscall.SIGKILL)
 		killed := time.Now()
