@@ -7,7 +7,7 @@
 #             (40 in the saturating flood); Caddy answers "ok" itself
 #   traefik   real Traefik v3.6.12 with this checkout's plugin: limit 5,
 #             window 1m, maxKeys as Caddy's, sourceCriterion.ipStrategy.depth
-#             1 (loopback a trusted proxy), in front of scripts/e2e/backend.go
+#             1 (loopback a trusted proxy), in front of scripts/e2e/backend
 #   builtin   the same Traefik's built-in rateLimit as the reference:
 #             average 5, period 1m, burst 5, the same sourceCriterion (it
 #             holds up to 65,536 keys, least recently used first out)

@@ -13,7 +13,7 @@
 #     EVAL and EVALSHA calls INFO commandstats counted during the run
 #     (give-backs included) over the requests wrk counted.
 #  2. Strict at about twice the limit: the same fleet, `algorithm strict`,
-#     proxying what it admits to scripts/e2e/backend.go, which records
+#     proxying what it admits to scripts/e2e/backend, which records
 #     every arrival on its monotonic clock and reports the most arrivals in
 #     any interval of 1 s (exact, not in buckets) and the total: what the
 #     fleet admitted. The limit per 1 s window is half the rate of the same

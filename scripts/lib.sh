@@ -113,8 +113,8 @@ wl_retry_within() {
 	[[ -n $max ]] && ((10#$n >= 1 && 10#$n <= max))
 }
 
-# wl_go_bin NAME SOURCE prints the path of a binary built from SOURCE, one
-# `//go:build ignore` file of scripts/, inside this module (so that its
+# wl_go_bin NAME SOURCE prints the path of a binary built from SOURCE, the
+# main.go of a one-file command of scripts/, inside this module (so that its
 # imports resolve against go.mod). The binary is cached under a name that
 # holds a hash of SOURCE: checkouts of other versions share the cache, and
 # none of them may run another's. The first build says so, with
@@ -135,8 +135,8 @@ wl_go_bin() {
 # wl_go_build OUT SRC builds SRC into OUT inside this module.
 wl_go_build() { (cd "$WL_ROOT" && go build -o "$1" "$2"); }
 
-# wl_backend_bin prints the path of scripts/e2e/backend.go's binary.
-wl_backend_bin() { wl_go_bin wl-backend "$WL_ROOT/scripts/e2e/backend.go"; }
+# wl_backend_bin prints the path of scripts/e2e/backend's binary.
+wl_backend_bin() { wl_go_bin wl-backend "$WL_ROOT/scripts/e2e/backend/main.go"; }
 
 # wl_start_backend starts the backend on a free loopback port and sets
 # WL_BACKEND_PORT; its log is $WL_WORK/backend.log.

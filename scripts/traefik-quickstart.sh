@@ -7,7 +7,7 @@
 # serves docs/examples/traefik/dynamic.yml (an API limit of 10 per minute per
 # API key, per client address without one; 5 failed logins per 15 minutes)
 # on http://localhost:8081, in front of a small backend
-# (scripts/e2e/backend.go) on 127.0.0.1:8082, until Ctrl-C, which stops both.
+# (scripts/e2e/backend) on 127.0.0.1:8082, until Ctrl-C, which stops both.
 #
 # Traefik: the `traefik` on PATH if it is v3, or built from source (whose
 # version says "dev"); else v3.6.12 built once from the Go module proxy's

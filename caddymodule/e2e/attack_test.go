@@ -54,7 +54,7 @@ const attackSite = `{
 // from one attacker in the window.
 const attackLimit = 5
 
-// TestE2ECountStatusAttacks runs scripts/e2e/attack.go's attacks, each
+// TestE2ECountStatusAttacks runs scripts/e2e/attack's attacks, each
 // from its own loopback address, on a login whose zone counts 401s: each
 // leaves the proxy without a final status to count by, and the backend
 // must get at most 5 attempts of each. Then 12 logins with the password

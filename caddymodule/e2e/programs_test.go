@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// The helper programs of scripts/e2e (//go:build ignore files), shared
+// The helper programs of scripts/e2e (one command a folder), shared
 // with traefikplugin/e2e, built once per test process.
 var (
 	programsMu  sync.Mutex
@@ -22,7 +22,7 @@ var (
 	programsDir string
 )
 
-// program returns the path of scripts/e2e/<name>.go built into a binary.
+// program returns the path of scripts/e2e/<name> built into a binary.
 func program(t *testing.T, name string) string {
 	t.Helper()
 	programsMu.Lock()
@@ -38,15 +38,15 @@ func program(t *testing.T, name string) string {
 		programsDir = dir
 	}
 	bin := filepath.Join(programsDir, name)
-	cmd := exec.Command("go", "build", "-o", bin, filepath.Join("..", "..", "scripts", "e2e", name+".go"))
+	cmd := exec.Command("go", "build", "-o", bin, filepath.Join("..", "..", "scripts", "e2e", name))
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build scripts/e2e/%s.go: %v\n%s", name, err, out)
+		t.Fatalf("go build scripts/e2e/%s: %v\n%s", name, err, out)
 	}
 	programs[name] = bin
 	return bin
 }
 
-// backend is scripts/e2e/backend.go serving on a free loopback port.
+// backend is scripts/e2e/backend serving on a free loopback port.
 type backend struct {
 	t    *testing.T
 	Port int

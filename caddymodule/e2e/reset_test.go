@@ -110,7 +110,7 @@ func (e *resetEnv) held(t *testing.T, zone string) (a, b int, text string) {
 	return a, b, fmt.Sprintf("%d units leased (instance a %d, b %d)", a+b, a, b)
 }
 
-// burstResult is what scripts/e2e/burst.go counted.
+// burstResult is what scripts/e2e/burst counted.
 type burstResult struct {
 	ok, total, errors int
 	tally             string

@@ -16,7 +16,7 @@ import (
 
 var programMu sync.Mutex
 
-// Program returns the binary of scripts/e2e/<name>.go, built once inside
+// Program returns the binary of scripts/e2e/<name>, built once inside
 // this module and cached in CacheDir as wl-<name>-<hash of the source>,
 // the name scripts/lib.sh's wl_go_bin gives it: the scripts and the tests
 // share the build, and no checkout runs another's version.
@@ -25,7 +25,7 @@ func Program(tb testing.TB, name string) string {
 	programMu.Lock()
 	defer programMu.Unlock()
 	root := Root()
-	src := filepath.Join(root, "scripts", "e2e", name+".go")
+	src := filepath.Join(root, "scripts", "e2e", name, "main.go")
 	text, err := os.ReadFile(src)
 	if err != nil {
 		tb.Fatal(err)
@@ -39,10 +39,10 @@ func Program(tb testing.TB, name string) string {
 		tb.Fatal(err)
 	}
 	tmp := bin + ".tmp." + strconv.Itoa(os.Getpid())
-	cmd := exec.Command("go", "build", "-o", tmp, src)
+	cmd := exec.Command("go", "build", "-o", tmp, "./scripts/e2e/"+name)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build scripts/e2e/%s.go: %v\n%s", name, err, out)
+		tb.Fatalf("go build scripts/e2e/%s: %v\n%s", name, err, out)
 	}
 	if err := os.Rename(tmp, bin); err != nil {
 		tb.Fatal(err)
@@ -50,7 +50,7 @@ func Program(tb testing.TB, name string) string {
 	return bin
 }
 
-// Backend is scripts/e2e/backend.go serving on a free loopback port: 200
+// Backend is scripts/e2e/backend serving on a free loopback port: 200
 // "ok", or the status X-Status names (after ?wait=), a login on paths
 // ending in /login, server-sent events on paths ending in /events, and
 // the count of login attempts that reached it from each client.

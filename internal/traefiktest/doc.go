@@ -27,7 +27,7 @@
 // (see Binary; WL_TRAEFIK names another one). When it is missing, a test
 // fails saying how to build it, or skips when WL_TRAEFIK_SKIP=1.
 //
-// StartBackend runs scripts/e2e/backend.go, the upstream that answers the
+// StartBackend runs scripts/e2e/backend, the upstream that answers the
 // status X-Status names, serves the login and counts the attempts that
 // reached it; Program builds the other commands of scripts/e2e (attack,
 // burst) once and caches them.

@@ -16,7 +16,7 @@ import (
 // get from one attacker in the window.
 const attackLimit = 5
 
-// TestE2ECountStatusAttacks runs scripts/e2e/attack.go's attacks, each
+// TestE2ECountStatusAttacks runs scripts/e2e/attack's attacks, each
 // from its own loopback address, on a login behind Traefik whose limit
 // counts 401s, in memory and in Redis, on an entry point speaking h1 and
 // h2c (Traefik's default without TLS). Each attack leaves the proxy

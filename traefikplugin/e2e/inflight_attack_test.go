@@ -13,7 +13,7 @@ import (
 	"github.com/windowlimit/windowlimit/internal/traefiktest"
 )
 
-// TestE2EInFlightAttacks runs scripts/e2e/attack.go's attacks, each from
+// TestE2EInFlightAttacks runs scripts/e2e/attack's attacks, each from
 // its own loopback address, on a route of inFlight 3 by client address
 // behind a real Traefik, in memory and in Redis: 200 requests at once as
 // h2c streams of one connection, 10 streams reset as their answers come,

@@ -20,7 +20,7 @@ const (
 	resetSub   = 6 * time.Second // its sub-window: subWindow's default, W/10
 )
 
-// burstResult is what scripts/e2e/burst.go counted.
+// burstResult is what scripts/e2e/burst counted.
 type burstResult struct {
 	ok, total, errors int
 	tally             string

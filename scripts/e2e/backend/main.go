@@ -1,5 +1,3 @@
-//go:build ignore
-
 // Command backend is the upstream of the end-to-end tests and benchmarks: a
 // tiny HTTP server on loopback that answers every request with 200 "ok", or
 // with the status its X-Status header names (200-599), for

@@ -1,5 +1,3 @@
-//go:build ignore
-
 // Command burst sends -n GET requests to the URLs of -urls in turn, -c at a
 // time over keep-alive connections, and prints how they were answered, one
 // line a status ("200 1944", "429 6056"), errors as "error N". It is the

@@ -1,5 +1,3 @@
-//go:build ignore
-
 // Command attack is the client of the count_status attack tests
 // (caddymodule/e2e and traefikplugin/e2e). It tries passwords on a login that a limit with
 // count_status 401 protects, in ways that leave the proxy in front of it
@@ -52,7 +50,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
-// password is the backend's right password (scripts/e2e/backend.go).
+// password is the backend's right password (scripts/e2e/backend).
 const password = "open-sesame"
 
 var (
