@@ -176,3 +176,74 @@ func TestE2EBan(t *testing.T) {
 		noRedisErrors(t, a, b)
 	})
 }
+
+// banLoginSite is the login of TestE2EBanCountStatus: /login answers 401
+// to a wrong X-Password and 200 otherwise; only the 401s count, 3 per
+// 2 s a user, and a user who reaches 3 is banned for 6 s. Two instances
+// share the Redis.
+const banLoginSite = `{
+	admin 127.0.0.1:{{.Admin}}
+	persist_config off
+}
+:{{.Web}} {
+	bind 127.0.0.1
+	handle /login {
+		rate_limit {
+			zone login {
+				key          {http.request.header.X-User}
+				window       2s
+				sub_window   200ms
+				limit        3
+				count_status 401
+				ban          6s
+			}
+			store redis {{.Redis}}
+		}
+		@wrong header X-Password wrong
+		respond @wrong "no" 401
+		respond "welcome"
+	}
+}
+`
+
+// login sends a GET of /login as user with password to c and fails
+// unless it gets status.
+func login(t *testing.T, c *caddy, user, password string, status int, why string) response {
+	t.Helper()
+	req, resp := get(t, c.url("/login"), "X-User", user, "X-Password", password)
+	if resp.Status != status {
+		t.Fatalf("%s: %v: %v, want %d", why, req, resp, status)
+	}
+	return resp
+}
+
+// TestE2EBanCountStatus is the login the issue names, through two real
+// Caddy on one Redis: successful logins count nothing; 3 failed ones
+// (count_status 401) ban the user's next attempt, right password or not,
+// on both instances, past the window's 2 s, until the ban's 6 s end.
+func TestE2EBanCountStatus(t *testing.T) {
+	t.Parallel()
+	rds := redistest.Start(t)
+	a, b := newCaddy(t), newCaddy(t)
+	for _, c := range []*caddy{a, b} {
+		c.render(banLoginSite, map[string]any{"Redis": rds.Addr()})
+		c.start()
+	}
+	for n := 1; n <= 5; n++ {
+		login(t, a, "alice", "right", 200, "successful login "+strconv.Itoa(n)+" (not counted)")
+	}
+	for n := 1; n <= 3; n++ {
+		login(t, []*caddy{a, b}[n%2], "alice", "wrong", 401, "failed login "+strconv.Itoa(n))
+	}
+	began := time.Now()
+	resp := login(t, a, "alice", "right", 429, "the attempt after 3 failed logins")
+	if ra := resp.Header.Get("Retry-After"); ra != "6" {
+		t.Fatalf("the attempt after 3 failed logins: Retry-After %q, want the ban's 6", ra)
+	}
+	login(t, b, "bob", "right", 200, "another user")
+	sleepUntil(began.Add(3 * time.Second))
+	login(t, b, "alice", "right", 429, "3 s on, past the window: instance b honours the ban")
+	sleepUntil(began.Add(6*time.Second + 300*time.Millisecond))
+	login(t, b, "alice", "right", 200, "after the ban's end")
+	noRedisErrors(t, a, b)
+}
