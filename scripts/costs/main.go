@@ -121,7 +121,10 @@ var sources = []source{
 			"commands it calls) in a redis-server under valgrind's callgrind, the mean of 400 decisions, " +
 			"within 3%: where the Lua collector's steps fall moves them, by up to 1% between runs here " +
 			"(4% for means of 50). Without valgrind (`apt-get install valgrind`; scripts/test.sh " +
-			"installs it) the check says it skipped those, and `-record` keeps their record.",
+			"installs it) the check says it skipped those, and `-record` keeps their record. " +
+			"The in-flight slots script (`slots.lua`) is measured the same way, a call of " +
+			"`redisstore.Slots` at a time (\"a slots call\"): each mode on sets of slots taken " +
+			"beforehand, so that every call finds its set as the one before it did.",
 		cmd:     []string{"go", "test", "-count=1", "-run", "^TestScriptCosts$", "-v", "./shared/redisstore"},
 		figures: costLines,
 		tolOf: func(name string) string {

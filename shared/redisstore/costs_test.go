@@ -36,11 +36,14 @@ var notOfScript = map[string]bool{"info": true, "ping": true, "hello": true, "cl
 
 // A costMode is one of the script's modes as TestScriptCosts measures it:
 // setup runs before the count starts, do runs once a decision counted and
-// reports whether call i did what the figure names.
+// reports whether call i did what the figure names. after, when set, runs
+// once the count is over and reports whether the calls did what it
+// names, where their replies do not say.
 type costMode struct {
 	name  string
 	setup func()
 	do    func(i int) bool
+	after func() bool
 }
 
 // costModes returns the modes of the script, decided through store: take
@@ -73,27 +76,27 @@ func costModes(t *testing.T, store *Store, n int) []costMode {
 	banBusy := ratelimit.Item{Zone: banz, Key: "203.0.113.80"}
 	banned := ratelimit.Item{Zone: bantight, Key: "203.0.113.81"}
 	return []costMode{
-		{"take admitted, busy key", func() { take(busy) }, func(int) bool { return take(busy).Allowed }},
+		{"take admitted, busy key", func() { take(busy) }, func(int) bool { return take(busy).Allowed }, nil},
 		{"take admitted, fresh key", func() {}, func(i int) bool {
 			return take(ratelimit.Item{Zone: z, Key: "fresh-" + strconv.Itoa(i)}).Allowed
-		}},
+		}, nil},
 		{"take denied, busy key", func() {
 			for i := 0; i < 5; i++ {
 				take(full)
 			}
-		}, func(int) bool { return !take(full).Allowed }},
+		}, func(int) bool { return !take(full).Allowed }, nil},
 		{"reserve, busy key", func() {}, func(i int) bool {
 			reserved[i] = take(ratelimit.Item{Zone: z, Key: busy.Key, Refundable: true})
 			return reserved[i].Allowed && reserved[i].Receipt.At != 0
-		}},
+		}, nil},
 		{"refund, busy key", func() {}, func(i int) bool {
 			it := []ratelimit.Item{{Zone: z, Key: busy.Key, Refundable: true}}
 			return store.Refund(ctx, it, reserved[i:i+1]) == nil
-		}},
+		}, nil},
 		{"lease, busy key", func() { take(lease) }, func(int) bool {
 			d := take(lease)
 			return d.Allowed && d.Leased > 0
-		}},
+		}, nil},
 		{"reset, busy key", func() {
 			for i := 0; i < n; i++ {
 				take(ratelimit.Item{Zone: z, Key: "reset-" + strconv.Itoa(i)})
@@ -101,8 +104,8 @@ func costModes(t *testing.T, store *Store, n int) []costMode {
 		}, func(i int) bool {
 			had, err := store.Forget(ctx, z, "reset-"+strconv.Itoa(i), now, 0)
 			return err == nil && had
-		}},
-		{"ban zone, take admitted, busy key", func() { take(banBusy) }, func(int) bool { return take(banBusy).Allowed }},
+		}, nil},
+		{"ban zone, take admitted, busy key", func() { take(banBusy) }, func(int) bool { return take(banBusy).Allowed }, nil},
 		{"ban zone, take denied, starts the ban", func() {
 			for i := 0; i < n; i++ {
 				take(ratelimit.Item{Zone: bantight, Key: "ban-" + strconv.Itoa(i)})
@@ -110,14 +113,14 @@ func costModes(t *testing.T, store *Store, n int) []costMode {
 		}, func(i int) bool {
 			d := take(ratelimit.Item{Zone: bantight, Key: "ban-" + strconv.Itoa(i)})
 			return !d.Allowed && d.RetryAfter == time.Hour
-		}},
+		}, nil},
 		{"ban zone, take of a banned key", func() {
 			take(banned)
 			take(banned)
 		}, func(int) bool {
 			d := take(banned)
 			return !d.Allowed && d.RetryAfter < time.Hour && d.RetryAfter > 59*time.Minute
-		}},
+		}, nil},
 	}
 }
 
@@ -127,32 +130,29 @@ func costModes(t *testing.T, store *Store, n int) []costMode {
 // costCalls decisions), the Go allocations of a decision through
 // shared/resp, MEMORY USAGE of the bench's busy IPv4 key, and, where
 // valgrind is installed, the instructions a decision takes in Redis's
-// evalShaCommand (callgrind). It checks that each mode did what its figure
-// names (admitted, denied, leased, refunded, reset); `go run
+// evalShaCommand (callgrind). The same for the slots script (slots.lua),
+// a call of Slots in each of slotCostModes' modes: its commands and its
+// instructions a call. It checks that each mode did what its figure names
+// (admitted, denied, leased, refunded, reset, released, renewed); `go run
 // ./scripts/costs` compares the figures.
 func TestScriptCosts(t *testing.T) {
 	srv := redistest.Start(t)
 	store, client := newStore(t, srv.Addr())
 	for _, m := range costModes(t, store, costCalls) {
-		m.setup()
-		before := redistest.Calls(t, srv.Addr())
-		runMode(t, m, costCalls)
-		calls, cmds := 0.0, 0.0
-		var which []string
-		for cmd, n := range redistest.Calls(t, srv.Addr()) {
-			d := float64(n - before[cmd])
-			switch {
-			case d == 0:
-			case scriptCalls[cmd]:
-				calls += d
-			case !notOfScript[cmd]:
-				cmds += d
-				which = append(which, cmd+" "+perCall(d))
-			}
-		}
-		slices.Sort(which)
+		calls, cmds, which := commands(t, srv.Addr(), m)
 		t.Logf("cost: script calls a decision, %s = %s", m.name, perCall(calls))
-		t.Logf("cost: Redis commands a decision, %s = %s (%s)", m.name, perCall(cmds), strings.Join(which, ", "))
+		t.Logf("cost: Redis commands a decision, %s = %s (%s)", m.name, perCall(cmds), which)
+	}
+	slots, err := NewSlots(client, "t:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range slotCostModes(t, slots, costCalls) {
+		calls, cmds, which := commands(t, srv.Addr(), m)
+		if calls != costCalls {
+			t.Fatalf("%s: %v script calls for %d calls of Slots, want one each", m.name, calls, costCalls)
+		}
+		t.Logf("cost: Redis commands a slots call, %s = %s (%s)", m.name, perCall(cmds), which)
 	}
 
 	// A decision's Go allocations, through shared/resp, on a busy key.
@@ -184,6 +184,31 @@ func TestScriptCosts(t *testing.T) {
 	scriptInstructions(t)
 }
 
+// commands runs m's setup, then costCalls calls of m, and returns the
+// script calls and the other commands the server at addr counted
+// meanwhile, and those commands by name, each a call.
+func commands(t *testing.T, addr string, m costMode) (calls, cmds float64, which string) {
+	t.Helper()
+	m.setup()
+	before := redistest.Calls(t, addr)
+	runMode(t, m, costCalls)
+	var names []string
+	for cmd, n := range redistest.Calls(t, addr) {
+		d := float64(n - before[cmd])
+		switch {
+		case d == 0:
+		case scriptCalls[cmd]:
+			calls += d
+		case !notOfScript[cmd]:
+			cmds += d
+			names = append(names, cmd+" "+perCall(d))
+		}
+	}
+	slices.Sort(names)
+	checkAfter(t, m)
+	return calls, cmds, strings.Join(names, ", ")
+}
+
 // scriptInstructions prints the instructions a decision of each mode
 // takes in a redis-server run by valgrind's callgrind, inside
 // evalShaCommand only: the script and the commands it calls, which the
@@ -194,6 +219,7 @@ func scriptInstructions(t *testing.T) {
 	ctl, err2 := exec.LookPath("callgrind_control")
 	if err1 != nil || err2 != nil {
 		t.Logf("cost: callgrind instructions a decision = skipped (valgrind is not installed)")
+		t.Logf("cost: callgrind instructions a slots call = skipped (valgrind is not installed)")
 		return
 	}
 	dir := t.TempDir()
@@ -233,12 +259,23 @@ func scriptInstructions(t *testing.T) {
 			t.Fatalf("callgrind_control %s: %v\n%s", arg, err, out)
 		}
 	}
-	for _, m := range costModes(t, store, cgCalls) {
+	instructions := func(m costMode) int64 {
 		m.setup()
 		control("--zero")
 		runMode(t, m, cgCalls)
 		control("--dump")
-		t.Logf("cost: callgrind instructions a decision, %s = %d", m.name, (lastDump(t, dir)+cgCalls/2)/cgCalls)
+		checkAfter(t, m)
+		return (lastDump(t, dir) + cgCalls/2) / cgCalls
+	}
+	for _, m := range costModes(t, store, cgCalls) {
+		t.Logf("cost: callgrind instructions a decision, %s = %d", m.name, instructions(m))
+	}
+	slots, err := NewSlots(c, "t:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range slotCostModes(t, slots, cgCalls) {
+		t.Logf("cost: callgrind instructions a slots call, %s = %d", m.name, instructions(m))
 	}
 }
 
@@ -279,6 +316,14 @@ func runMode(t *testing.T, m costMode, n int) {
 		if !m.do(i) {
 			t.Fatalf("%s: call %d did not do what the figure measures", m.name, i)
 		}
+	}
+}
+
+// checkAfter fails t when m's calls, all made, did not do what m names.
+func checkAfter(t *testing.T, m costMode) {
+	t.Helper()
+	if m.after != nil && !m.after() {
+		t.Fatalf("%s: the calls did not do what the figure measures", m.name)
 	}
 }
 
