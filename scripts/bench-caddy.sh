@@ -49,7 +49,7 @@
 # rates, that share hardly moves with the machine's other load. With
 # WL_KEEP_WORK set the profiles stay in the work directory.
 set -euo pipefail
-source "$(dirname "$0")/caddy-lib.sh"
+source "$(dirname "$0")/lib/caddy.sh"
 trap wl_cleanup EXIT
 
 SECONDS_EACH=${WC_BENCH_SECONDS:-3}

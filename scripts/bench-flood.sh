@@ -72,10 +72,10 @@
 # WL_FLOOD_MAX_KEYS=1000.
 #
 # Traefik v3.6.12 is built once into ${WINDOWLIMIT_CACHE:-$HOME/.cache/windowlimit}
-# (6 to 15 minutes the first time, see traefik-lib.sh); wrk is installed if missing.
+# (6 to 15 minutes the first time, see lib/traefik.sh); wrk is installed if missing.
 set -euo pipefail
-source "$(dirname "$0")/caddy-lib.sh"
-source "$(dirname "$0")/traefik-lib.sh"
+source "$(dirname "$0")/lib/caddy.sh"
+source "$(dirname "$0")/lib/traefik.sh"
 trap wl_cleanup EXIT
 
 HOSTS=${WL_FLOOD_HOSTS:-caddy traefik builtin}

@@ -55,8 +55,8 @@
 # With WL_KEEP_WORK set the work directory (configurations, logs, wrk
 # outputs) stays.
 set -euo pipefail
-source "$(dirname "$0")/caddy-lib.sh"
-source "$(dirname "$0")/traefik-lib.sh"
+source "$(dirname "$0")/lib/caddy.sh"
+source "$(dirname "$0")/lib/traefik.sh"
 source "$(dirname "$0")/lib/redis.sh"
 trap wl_cleanup EXIT
 

@@ -22,7 +22,7 @@
 #   WC_BENCH_CONNS     wrk connections (default 32)
 #   WC_BENCH_THREADS   wrk threads (default 1: Caddy gets the other core)
 set -euo pipefail
-source "$(dirname "$0")/caddy-lib.sh"
+source "$(dirname "$0")/lib/caddy.sh"
 trap wl_cleanup EXIT
 
 KEYS=${WC_BENCH_KEYS:-100000}

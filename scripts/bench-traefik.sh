@@ -41,7 +41,7 @@
 #   WL_BENCH_PPROF_PATHS the routers WL_BENCH_PPROF profiles (default
 #                      "plugin trivial plugin-redis")
 set -euo pipefail
-source "$(dirname "$0")/traefik-lib.sh"
+source "$(dirname "$0")/lib/traefik.sh"
 source "$(dirname "$0")/lib/redis.sh"
 trap wl_cleanup EXIT
 

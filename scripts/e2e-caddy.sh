@@ -16,7 +16,7 @@
 #
 # WL_PARTS=example (the only part) is accepted, as before.
 set -euo pipefail
-source "$(dirname "$0")/caddy-lib.sh"
+source "$(dirname "$0")/lib/caddy.sh"
 trap wl_cleanup EXIT
 
 case ${WL_PARTS:-all} in

@@ -129,5 +129,5 @@ step "end to end: Traefik"
 # traefikplugin/e2e's tests run a real Traefik v3.6.12, without -race like
 # Caddy's; wt_traefik builds it once into the cache (6 to 15 minutes, with
 # progress lines) before the tests look for it.
-(source scripts/traefik-lib.sh && wt_traefik >/dev/null)
+(source scripts/lib/traefik.sh && wt_traefik >/dev/null)
 go test -count=1 -timeout 15m ./traefikplugin/e2e

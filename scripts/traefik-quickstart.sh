@@ -25,7 +25,7 @@
 # Environment: WL_QUICKSTART_PORT (default 8081) and
 # WL_QUICKSTART_BACKEND_PORT (default 8082), both on 127.0.0.1.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/traefik-lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/traefik.sh"
 
 port=${WL_QUICKSTART_PORT:-8081}
 backend_port=${WL_QUICKSTART_BACKEND_PORT:-8082}

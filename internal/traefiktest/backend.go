@@ -18,7 +18,7 @@ var programMu sync.Mutex
 
 // Program returns the binary of scripts/e2e/<name>, built once inside
 // this module and cached in CacheDir as wl-<name>-<hash of the source>,
-// the name scripts/lib.sh's wl_go_bin gives it: the scripts and the tests
+// the name scripts/lib/common.sh's wl_go_bin gives it: the scripts and the tests
 // share the build, and no checkout runs another's version.
 func Program(tb testing.TB, name string) string {
 	tb.Helper()

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Version is the Traefik the tests run: the one scripts/traefik-lib.sh
+// Version is the Traefik the tests run: the one scripts/lib/traefik.sh
 // builds.
 const Version = "v3.6.12"
 
@@ -44,7 +44,7 @@ func Binary(tb testing.TB) string {
 		return bin
 	}
 	msg := "no Traefik " + Version + " at " + bin + ": build it once (6 to 15 minutes) with " +
-		"`bash -c 'source scripts/traefik-lib.sh; wt_traefik'`, or set WL_TRAEFIK to a Traefik v3 binary"
+		"`bash -c 'source scripts/lib/traefik.sh; wt_traefik'`, or set WL_TRAEFIK to a Traefik v3 binary"
 	if os.Getenv(SkipEnv) == "1" {
 		tb.Skip(msg + " (skipped: " + SkipEnv + "=1)")
 	}

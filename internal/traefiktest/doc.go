@@ -23,7 +23,7 @@
 // start.
 //
 // The binary is Traefik v3.6.12 (Version), built once by
-// scripts/traefik-lib.sh into ${WINDOWLIMIT_CACHE:-~/.cache/windowlimit}
+// scripts/lib/traefik.sh into ${WINDOWLIMIT_CACHE:-~/.cache/windowlimit}
 // (see Binary; WL_TRAEFIK names another one). When it is missing, a test
 // fails saying how to build it, or skips when WL_TRAEFIK_SKIP=1.
 //

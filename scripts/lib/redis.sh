@@ -1,4 +1,4 @@
-# The throwaway redis-server of the benchmarks (sourced after lib.sh, not
+# The throwaway redis-server of the benchmarks (sourced after lib/common.sh, not
 # run): bench-lease.sh and bench-traefik.sh keep their counts in it. The
 # tests start theirs from Go (internal/redistest).
 

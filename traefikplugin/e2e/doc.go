@@ -8,7 +8,7 @@
 //	go test -count=1 ./traefikplugin/e2e
 //	go test -count=1 -run TestE2EReload -v ./traefikplugin/e2e
 //
-// Traefik is built once by scripts/traefik-lib.sh (see
+// Traefik is built once by scripts/lib/traefik.sh (see
 // internal/traefiktest.Binary); without it the tests fail saying how to
 // build it, or skip with WL_TRAEFIK_SKIP=1. Like caddymodule/e2e they do
 // not build under -race (the unit run of scripts/test.sh); its "end to

@@ -1,10 +1,10 @@
 # Traefik helpers of the bench scripts and traefik-quickstart.sh (sourced, not run),
-# on top of lib.sh: builds or reuses Traefik v3.6.12 and the loopback
+# on top of lib/common.sh: builds or reuses Traefik v3.6.12 and the loopback
 # backend, lays out the local plugin, writes the file provider's
 # configuration and starts Traefik. Callers set -euo pipefail and call
 # wl_cleanup from an EXIT trap.
 
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 WT_VERSION=v3.6.12
 WT_MODULE=github.com/windowlimit/windowlimit
 WT_BACKEND_PORT=

@@ -1,11 +1,11 @@
 # Common helpers of the e2e and bench scripts (sourced, not run), through
-# caddy-lib.sh or traefik-lib.sh: logging and failing, installing missing
+# lib/caddy.sh or lib/traefik.sh: logging and failing, installing missing
 # commands, counting passed checks, checking README's lines, building the
 # Go commands of scripts/ and starting the loopback backend, and stopping
 # the processes a script started. Callers set -euo pipefail and call
 # wl_cleanup from an EXIT trap.
 
-WL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 WL_CACHE=${WINDOWLIMIT_CACHE:-$HOME/.cache/windowlimit}
 WL_WORK=
 WL_PIDS=()

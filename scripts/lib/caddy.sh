@@ -1,9 +1,9 @@
 # Caddy helpers of e2e-caddy.sh and bench-caddy.sh (sourced, not run), on
-# top of lib.sh: builds Caddy with xcaddy.sh into the cache (never ./caddy,
+# top of lib/common.sh: builds Caddy with xcaddy.sh into the cache (never ./caddy,
 # which is the user's), finds free loopback ports, starts Caddy instances. Callers set -euo pipefail and call wl_cleanup from
 # an EXIT trap.
 
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 WC_CADDY=
 
 # wc_build builds Caddy with this checkout's module and sets WC_CADDY to
