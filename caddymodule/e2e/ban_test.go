@@ -157,7 +157,7 @@ func TestE2EBan(t *testing.T) {
 		}
 		began := banOf(t, a, "alice")
 		banOf(t, a, "bob")
-		if ks := keys(t, rds, "*login:{alice}:ban"); len(ks) != 1 {
+		if ks := rds.Keys(t, "*login:{alice}:ban"); len(ks) != 1 {
 			t.Fatalf("redis keys %v, want the ban key ...login:{alice}:ban", ks)
 		}
 		sleepUntil(began.Add(3 * time.Second))

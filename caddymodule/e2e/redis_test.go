@@ -3,11 +3,9 @@
 package e2e
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net/http"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,49 +152,6 @@ func twoInstances(t *testing.T, site, redis string) (a, b *caddy) {
 	return a, b
 }
 
-// storedCount returns the total a sliding-window key holds in Redis (0 for
-// none), read from its string as shared/redisstore/script.lua lays it out:
-// the shape (an int64, negative as shapeField makes it in the lean layout,
-// negated in the full one), the newest sub-window's index (7 bytes), then
-// the total in w bytes, the k+1 cells, and in the full layout the leased
-// units (w bytes) and the life (4 bytes).
-func storedCount(t *testing.T, s *redistest.Server, key string) int64 {
-	t.Helper()
-	v := s.Do(t, "GET", key)[0]
-	if v == "" {
-		return 0
-	}
-	if len(v) < 16 {
-		t.Fatalf("GET %s: %q is no sliding-window key", key, v)
-	}
-	shape := int64(binary.LittleEndian.Uint64([]byte(v[:8])))
-	full := shape > 0
-	if !full {
-		shape = -shape
-	}
-	k := int(shape%1024) / 4
-	w := (len(v) - 15) / (k + 2)
-	if full {
-		w = (len(v) - 19) / (k + 3)
-	}
-	if w < 1 || w > 6 {
-		t.Fatalf("GET %s: %d bytes, k %d, full %v: no width", key, len(v), k, full)
-	}
-	var total int64
-	for i := w - 1; i >= 0; i-- {
-		total = total<<8 | int64(v[15+i])
-	}
-	return total
-}
-
-// keys returns the keys of the server that match pattern, sorted.
-func keys(t *testing.T, s *redistest.Server, pattern string) []string {
-	t.Helper()
-	ks := s.Do(t, "KEYS", pattern)
-	sort.Strings(ks)
-	return ks
-}
-
 // checkShared sends 22 requests alternating between a and b: exactly 20 x
 // 200, X-RateLimit-Remaining 19..0 across both and X-RateLimit-Reset > 0
 // (counted in Redis: the allow policy answers Reset 0), then 429 with
@@ -241,7 +196,7 @@ func TestE2ERedisShared(t *testing.T) {
 
 	t.Run("one limit of 20 a minute across two instances", func(t *testing.T) {
 		checkShared(t, a, b, "/")
-		if got := keys(t, rds, "e2e:*"); strings.Join(got, " ") != "e2e:e2e:{127.0.0.1}" {
+		if got := rds.Keys(t, "e2e:*"); strings.Join(got, " ") != "e2e:e2e:{127.0.0.1}" {
 			t.Errorf("KEYS e2e:*: %q, want e2e:e2e:{127.0.0.1}", got)
 		}
 		noRedisErrors(t, a, b)
@@ -252,7 +207,7 @@ func TestE2ERedisShared(t *testing.T) {
 		waitFor(t, "the first half of a 10 s sub-window", func() (bool, string) {
 			return time.Now().Unix()%10 < 5, time.Now().Format(time.StampMilli)
 		})
-		calls0 := scriptCalls(t, rds)
+		calls0 := rds.ScriptCalls(t)
 		statuses := make([]int, 100)
 		var wg sync.WaitGroup
 		next := make(chan int)
@@ -273,8 +228,8 @@ func TestE2ERedisShared(t *testing.T) {
 		}
 		close(next)
 		wg.Wait()
-		calls := scriptCalls(t, rds) - calls0
-		held := storedCount(t, rds, "hot:hot:{127.0.0.1}")
+		calls := rds.ScriptCalls(t) - calls0
+		held := rds.StoredCount(t, "hot:hot:{127.0.0.1}")
 		ok, answered := 0, 0
 		for _, s := range statuses {
 			if s != 0 {
@@ -291,7 +246,7 @@ func TestE2ERedisShared(t *testing.T) {
 		// The sub-window ends: every lease gives back what it did not
 		// spend.
 		time.Sleep(time.Duration(10-time.Now().Unix()%10)*time.Second + 500*time.Millisecond)
-		if count := storedCount(t, rds, "hot:hot:{127.0.0.1}"); count != int64(ok) {
+		if count := rds.StoredCount(t, "hot:hot:{127.0.0.1}"); count != int64(ok) {
 			t.Fatalf("%s; once the leases ended Redis counts %d, want the %d admitted: unspent units not given back", summary, count, ok)
 		}
 		t.Log(summary)
@@ -317,17 +272,10 @@ func TestE2ERedisShared(t *testing.T) {
 				}
 			}
 		}
-		if got := keys(t, rds, "login:*"); strings.Join(got, " ") != "login:login:{127.0.0.1}" {
+		if got := rds.Keys(t, "login:*"); strings.Join(got, " ") != "login:login:{127.0.0.1}" {
 			t.Errorf("KEYS login:*: %q, want login:login:{127.0.0.1}", got)
 		}
 	})
-}
-
-// scriptCalls returns how many script calls (EVALSHA and EVAL) the
-// redis-server ran.
-func scriptCalls(t *testing.T, s *redistest.Server) int64 {
-	calls := redistest.Calls(t, s.Addr())
-	return calls["evalsha"] + calls["eval"]
 }
 
 // TestE2ERedisChaos kills the redis-server (SIGKILL) under load and
@@ -458,7 +406,7 @@ func TestE2ERedisChaos(t *testing.T) {
 			t.Fatalf("the shared limit came back %.2f s after the restart, want <= 1 s:\n%s", rec.Seconds(), strings.Join(log, "\n"))
 		}
 		checkShared(t, a, b, "/chaos", "X-Key", "after")
-		if n := storedCount(t, rds, "chaos:chaos:{after}"); n != 20 {
+		if n := rds.StoredCount(t, "chaos:chaos:{after}"); n != 20 {
 			t.Fatalf("chaos:chaos:{after} holds %d in redis, want 20", n)
 		}
 		i := 0
@@ -518,9 +466,9 @@ func TestE2ERedisCluster(t *testing.T) {
 	counts := map[string]int64{}
 	for _, addr := range nodes {
 		node := redistest.Node(t, addr)
-		for _, k := range keys(t, node, "cl:*") {
+		for _, k := range node.Keys(t, "cl:*") {
 			found = append(found, k+"@"+addr)
-			counts[k] = storedCount(t, node, k)
+			counts[k] = node.StoredCount(t, k)
 		}
 	}
 	if len(found) != 2 || len(counts) != 2 || counts[ipKey] == 0 || counts[userKey] == 0 {

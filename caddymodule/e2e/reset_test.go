@@ -169,9 +169,9 @@ func (e *resetEnv) resetLeases(t *testing.T, zone string, lost bool, reset func(
 	var heldText string
 	for try := 1; ; try++ {
 		subWindowStart(t)
-		calls0 := scriptCalls(t, e.rds)
+		calls0 := e.rds.ScriptCalls(t)
 		warm = burst(t, 600, 8, 20*time.Second, urlA, urlB)
-		calls = scriptCalls(t, e.rds) - calls0
+		calls = e.rds.ScriptCalls(t) - calls0
 		if warm.total != 600 || warm.errors != 0 {
 			t.Fatalf("warm-up: %s, want 600 responses", warm.tally)
 		}

@@ -65,7 +65,7 @@ func TestE2EBan(t *testing.T) {
 		data := map[string]any{"Backend": be.URL(), "Redis": rds.Addr()}
 		a, b := twoInstances(t, "fixtures/ban/dynamic.yml", data)
 		began := banOf(t, a, "alice")
-		if ks := keys(t, rds, "*login-limit@file:{alice}:ban"); len(ks) != 1 {
+		if ks := rds.Keys(t, "*login-limit@file:{alice}:ban"); len(ks) != 1 {
 			t.Fatalf("redis keys %v, want the ban key ...login-limit@file:{alice}:ban", ks)
 		}
 		time.Sleep(time.Until(began.Add(3 * time.Second)))

@@ -3,11 +3,9 @@
 package e2e
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net/http"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,56 +20,6 @@ import (
 func twoInstances(t *testing.T, fixture string, data map[string]any) (a, b *traefiktest.Traefik) {
 	t.Helper()
 	return start(t, traefiktest.Options{}, fixture, data), start(t, traefiktest.Options{}, fixture, data)
-}
-
-// storedCount returns the total a sliding-window key holds in Redis (0 for
-// none), read from its string as shared/redisstore/script.lua lays it out:
-// the shape (an int64, negative in the lean layout, positive in the full
-// one), the newest sub-window's index (7 bytes), then the total in w
-// bytes, the k+1 cells, and in the full layout the leased units (w bytes)
-// and the life (4 bytes).
-func storedCount(t *testing.T, s *redistest.Server, key string) int64 {
-	t.Helper()
-	v := s.Do(t, "GET", key)[0]
-	if v == "" {
-		return 0
-	}
-	if len(v) < 16 {
-		t.Fatalf("GET %s: %q is no sliding-window key", key, v)
-	}
-	shape := int64(binary.LittleEndian.Uint64([]byte(v[:8])))
-	full := shape > 0
-	if !full {
-		shape = -shape
-	}
-	k := int(shape%1024) / 4
-	w := (len(v) - 15) / (k + 2)
-	if full {
-		w = (len(v) - 19) / (k + 3)
-	}
-	if w < 1 || w > 6 {
-		t.Fatalf("GET %s: %d bytes, k %d, full %v: no width", key, len(v), k, full)
-	}
-	var total int64
-	for i := w - 1; i >= 0; i-- {
-		total = total<<8 | int64(v[15+i])
-	}
-	return total
-}
-
-// keys returns the keys of the server that match pattern, sorted.
-func keys(t *testing.T, s *redistest.Server, pattern string) []string {
-	t.Helper()
-	ks := s.Do(t, "KEYS", pattern)
-	sort.Strings(ks)
-	return ks
-}
-
-// scriptCalls returns how many script calls (EVALSHA and EVAL) the
-// redis-server ran.
-func scriptCalls(t *testing.T, s *redistest.Server) int64 {
-	calls := redistest.Calls(t, s.Addr())
-	return calls["evalsha"] + calls["eval"]
 }
 
 // checkShared sends 22 requests alternating between a and b: exactly 20 x
@@ -115,7 +63,7 @@ func TestE2ERedisShared(t *testing.T) {
 
 	t.Run("one limit of 20 a minute across two instances", func(t *testing.T) {
 		checkShared(t, a, b, "/limited")
-		if got := keys(t, rds, "e2e:*"); strings.Join(got, " ") != "e2e:api-limit@file:{127.0.0.1}" {
+		if got := rds.Keys(t, "e2e:*"); strings.Join(got, " ") != "e2e:api-limit@file:{127.0.0.1}" {
 			t.Errorf("KEYS e2e:*: %q, want e2e:api-limit@file:{127.0.0.1}", got)
 		}
 		noPluginErrors(t, a, b)
@@ -127,7 +75,7 @@ func TestE2ERedisShared(t *testing.T) {
 		traefiktest.WaitFor(t, 11*time.Second, "the first half of a 10 s sub-window", func() (bool, string) {
 			return time.Now().Unix()%10 < 5, time.Now().Format(time.StampMilli)
 		})
-		calls0 := scriptCalls(t, rds)
+		calls0 := rds.ScriptCalls(t)
 		statuses := make([]int, 100)
 		var wg sync.WaitGroup
 		next := make(chan int)
@@ -147,8 +95,8 @@ func TestE2ERedisShared(t *testing.T) {
 		}
 		close(next)
 		wg.Wait()
-		calls := scriptCalls(t, rds) - calls0
-		held := storedCount(t, rds, key)
+		calls := rds.ScriptCalls(t) - calls0
+		held := rds.StoredCount(t, key)
 		ok, answered := 0, 0
 		for _, s := range statuses {
 			if s != 0 {
@@ -166,7 +114,7 @@ func TestE2ERedisShared(t *testing.T) {
 		// spend. A sleep, not a poll: the count must be the admitted
 		// after that moment, and may already be before it.
 		time.Sleep(time.Duration(10-time.Now().Unix()%10)*time.Second + 500*time.Millisecond)
-		if count := storedCount(t, rds, key); count != int64(ok) {
+		if count := rds.StoredCount(t, key); count != int64(ok) {
 			t.Fatalf("%s; once the leases ended Redis counts %d, want the %d admitted: unspent units not given back", summary, count, ok)
 		}
 		t.Log(summary)
@@ -176,7 +124,7 @@ func TestE2ERedisShared(t *testing.T) {
 	})
 	t.Run("countStatus 401 counts only the 401s", func(t *testing.T) {
 		checkCountStatus(t, a, b, "/login")
-		if got := keys(t, rds, "login:*"); strings.Join(got, " ") != "login:login-limit@file:{127.0.0.1}" {
+		if got := rds.Keys(t, "login:*"); strings.Join(got, " ") != "login:login-limit@file:{127.0.0.1}" {
 			t.Errorf("KEYS login:*: %q, want login:login-limit@file:{127.0.0.1}", got)
 		}
 	})
@@ -299,7 +247,7 @@ func TestE2ERedisChaos(t *testing.T) {
 			t.Fatalf("the shared limit came back %.2f s after the restart, want <= 1 s:\n%s", rec.Seconds(), strings.Join(log, "\n"))
 		}
 		checkShared(t, a, b, "/chaos", "X-Key", "after")
-		if n := storedCount(t, rds, "chaos:chaos-limit@file:{after}"); n != 20 {
+		if n := rds.StoredCount(t, "chaos:chaos-limit@file:{after}"); n != 20 {
 			t.Fatalf("chaos:chaos-limit@file:{after} holds %d in redis, want 20", n)
 		}
 		i := 0
@@ -335,9 +283,9 @@ func TestE2ERedisCluster(t *testing.T) {
 	counts := map[string]int64{}
 	for _, addr := range nodes {
 		node := redistest.Node(t, addr)
-		for _, k := range keys(t, node, "cl:*") {
+		for _, k := range node.Keys(t, "cl:*") {
 			found = append(found, k+"@"+addr)
-			counts[k] = storedCount(t, node, k)
+			counts[k] = node.StoredCount(t, k)
 		}
 	}
 	if len(found) != 2 || counts[ipKey] == 0 || counts[userKey] == 0 {

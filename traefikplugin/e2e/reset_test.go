@@ -101,9 +101,9 @@ func TestE2EReset(t *testing.T) {
 	// Traefik; the excess is printed).
 	t.Run("leases/a hot key deleted in redis", func(t *testing.T) {
 		subWindowStart(t)
-		calls0 := scriptCalls(t, rds)
+		calls0 := rds.ScriptCalls(t)
 		warm := burst(t, 600, 8, 20*time.Second, a.URL("/big"), b.URL("/big"))
-		calls := scriptCalls(t, rds) - calls0
+		calls := rds.ScriptCalls(t) - calls0
 		if warm.total != 600 || warm.errors != 0 {
 			t.Fatalf("warm-up of 600 GETs of /big alternating, 8 at a time: %s, want 600 responses", warm.tally)
 		}
@@ -154,7 +154,7 @@ func TestE2EReset(t *testing.T) {
 			}()
 		}
 		traefiktest.WaitFor(t, 3*time.Second, "the five slow requests counted in redis", func() (bool, string) {
-			n := storedCount(t, rds, key)
+			n := rds.StoredCount(t, key)
 			return n == 5, fmt.Sprintf("%s holds %d", key, n)
 		})
 		lose(key)
