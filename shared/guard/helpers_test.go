@@ -6,5 +6,4 @@ import "github.com/windowlimit/windowlimit/internal/zonetest"
 var (
 	epoch   = zonetest.Epoch
 	newZone = zonetest.NewZone
-	take1   = zonetest.Take
 )

@@ -1,7 +1,6 @@
 package ratelimit
 
 import (
-	"context"
 	"testing"
 	"time"
 )
@@ -25,13 +24,4 @@ func newZone(t testing.TB, name string, r Rule, opts ...Options) *Zone {
 	}
 	t.Cleanup(z.Close)
 	return z
-}
-
-func take1(t testing.TB, s Store, now time.Time, z *Zone, key string) Decision {
-	t.Helper()
-	out := make([]Decision, 1)
-	if _, err := s.Take(context.Background(), now, []Item{{Zone: z, Key: key}}, out); err != nil {
-		t.Fatal(err)
-	}
-	return out[0]
 }
