@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 	"github.com/windowlimit/windowlimit/internal/redistest"
 )
 
@@ -51,10 +52,10 @@ const adminSite = `{
 `
 
 // admin sends an admin API request and returns its status and body.
-func admin(t *testing.T, c *caddy, method, path string) (request, response) {
+func admin(t *testing.T, c *caddy, method, path string) (e2etest.Request, e2etest.Response) {
 	t.Helper()
-	r := request{Method: method, URL: c.adminURL(path)}
-	return r, do(t, r)
+	r := e2etest.Request{Method: method, URL: c.adminURL(path)}
+	return r, e2etest.Do(t, r)
 }
 
 // adminCycle exhausts key on path (3 x 200, then 429, which the Redis
@@ -68,7 +69,7 @@ func adminCycle(t *testing.T, c *caddy, path, zone, key, escaped, stored, store 
 		if n > 3 {
 			want = 429
 		}
-		if req, resp := get(t, c.url(path), "X-Key", key); resp.Status != want {
+		if req, resp := e2etest.Get(t, c.url(path), "X-Key", key); resp.Status != want {
 			t.Fatalf("request %d: %v: %v, want %d", n, req, resp, want)
 		}
 	}
@@ -85,13 +86,13 @@ func adminCycle(t *testing.T, c *caddy, path, zone, key, escaped, stored, store 
 	if !ok || err != nil || reset < 1 || reset > 66 {
 		t.Fatalf("%v: %v, want %s with count 3, remaining 0 and a reset of 1..66 s", req, resp, stored)
 	}
-	if req, resp := get(t, c.url(path), "X-Key", key); resp.Status != 429 {
+	if req, resp := e2etest.Get(t, c.url(path), "X-Key", key); resp.Status != 429 {
 		t.Fatalf("after the GET: %v: %v, want 429 (GET must count nothing)", req, resp)
 	}
 	if req, resp := admin(t, c, http.MethodDelete, "/rate_limit/"+zone+"/"+escaped); resp.Status != 200 {
 		t.Fatalf("%v: %v, want 200", req, resp)
 	}
-	if req, resp := get(t, c.url(path), "X-Key", key); resp.Status != 200 || resp.Header.Get("X-RateLimit-Remaining") != "2" {
+	if req, resp := e2etest.Get(t, c.url(path), "X-Key", key); resp.Status != 200 || resp.Header.Get("X-RateLimit-Remaining") != "2" {
 		t.Fatalf("after the DELETE: %v: %v, want 200 with 2 remaining", req, resp)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 	"github.com/windowlimit/windowlimit/internal/redistest"
 )
 
@@ -60,9 +61,9 @@ var banUntil = regexp.MustCompile(`"banned_until":"([^"]+)"`)
 
 // expect sends a GET of path as user to c and fails unless it gets
 // status; it returns the response.
-func expect(t *testing.T, c *caddy, path, user string, status int, why string) response {
+func expect(t *testing.T, c *caddy, path, user string, status int, why string) e2etest.Response {
 	t.Helper()
-	req, resp := get(t, c.url(path), "X-User", user)
+	req, resp := e2etest.Get(t, c.url(path), "X-User", user)
 	if resp.Status != status {
 		t.Fatalf("%s: %v: %v, want %d", why, req, resp, status)
 	}
@@ -208,9 +209,9 @@ const banLoginSite = `{
 
 // login sends a GET of /login as user with password to c and fails
 // unless it gets status.
-func login(t *testing.T, c *caddy, user, password string, status int, why string) response {
+func login(t *testing.T, c *caddy, user, password string, status int, why string) e2etest.Response {
 	t.Helper()
-	req, resp := get(t, c.url("/login"), "X-User", user, "X-Password", password)
+	req, resp := e2etest.Get(t, c.url("/login"), "X-User", user, "X-Password", password)
 	if resp.Status != status {
 		t.Fatalf("%s: %v: %v, want %d", why, req, resp, status)
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 )
 
 // TestE2EExample runs Caddyfile.example as shipped, moved to free ports,
@@ -30,24 +32,24 @@ func TestE2EExample(t *testing.T) {
 
 	t.Run("the API: 10 x 200, then a JSON 429 naming the zone", func(t *testing.T) {
 		for n := 1; n <= 10; n++ {
-			if req, resp := get(t, c.url("/api/items")); resp.Status != 200 {
+			if req, resp := e2etest.Get(t, c.url("/api/items")); resp.Status != 200 {
 				t.Fatalf("request %d: %v: %v, want 200", n, req, resp)
 			}
 		}
-		req, resp := get(t, c.url("/api/items"))
+		req, resp := e2etest.Get(t, c.url("/api/items"))
 		if resp.Status != 429 || !strings.Contains(resp.Body, `"zone": "api"`) || resp.Header.Get("Content-Type") != "application/json" {
 			t.Fatalf("11th request: %v: %v, want 429, Content-Type application/json, a body naming the zone \"api\"", req, resp)
 		}
 	})
 	t.Run("an API key has its own budget", func(t *testing.T) {
-		if req, resp := get(t, c.url("/api/items"), "X-API-Key", "team-a"); resp.Status != 200 {
+		if req, resp := e2etest.Get(t, c.url("/api/items"), "X-API-Key", "team-a"); resp.Status != 200 {
 			t.Fatalf("%v: %v, want 200", req, resp)
 		}
 	})
 	t.Run("successful logins are not counted; 5 failed, then 429 even with the password", func(t *testing.T) {
-		login := func(header ...string) (request, response) {
-			r := request{Method: "POST", URL: c.url("/login"), Header: header}
-			return r, do(t, r)
+		login := func(header ...string) (e2etest.Request, e2etest.Response) {
+			r := e2etest.Request{Method: "POST", URL: c.url("/login"), Header: header}
+			return r, e2etest.Do(t, r)
 		}
 		for n := 1; n <= 8; n++ {
 			if req, resp := login("X-Password", "open-sesame"); resp.Status != 200 {

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"text/template"
@@ -24,6 +22,7 @@ import (
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	_ "github.com/windowlimit/windowlimit/caddymodule"
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 )
 
 // caddyEnv, set in a child's environment, makes the test binary run as
@@ -36,45 +35,11 @@ func TestMain(m *testing.M) {
 		caddycmd.Main()
 		return
 	}
-	code := m.Run()
-	if programsDir != "" {
-		os.RemoveAll(programsDir)
-	}
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // startTimeout bounds how long a Caddy start, a stop or a poll may take.
 const startTimeout = 15 * time.Second
-
-// usedPorts holds every port freePort handed out in this process.
-var (
-	usedPortsMu sync.Mutex
-	usedPorts   = map[int]bool{}
-)
-
-// freePort returns a TCP port that was free on the loopback a moment ago
-// and that this process has not handed out before: Caddy listens with
-// SO_REUSEPORT, so two instances of parallel tests given one port would
-// share it without an error.
-func freePort(t *testing.T) int {
-	t.Helper()
-	usedPortsMu.Lock()
-	defer usedPortsMu.Unlock()
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if !usedPorts[port] {
-			usedPorts[port] = true
-			return port
-		}
-	}
-	t.Fatal("no free port that this process has not used")
-	return 0
-}
 
 // caddy is one Caddy process run from a templated Caddyfile.
 type caddy struct {
@@ -96,8 +61,8 @@ func newCaddy(t *testing.T) *caddy {
 	dir := t.TempDir()
 	c := &caddy{
 		t:      t,
-		Web:    freePort(t),
-		Admin:  freePort(t),
+		Web:    e2etest.FreePort(t),
+		Admin:  e2etest.FreePort(t),
 		Data:   filepath.Join(dir, "data"),
 		config: filepath.Join(dir, "Caddyfile"),
 		log:    filepath.Join(dir, "caddy.log"),
@@ -162,7 +127,7 @@ func (c *caddy) start() {
 	go func(done chan struct{}) { cmd.Wait(); close(done) }(c.done)
 	url := c.adminURL("/config/")
 	site := "127.0.0.1:" + strconv.Itoa(c.Web)
-	waitFor(c.t, "caddy's admin endpoint "+url+" and its site "+site+" to answer", func() (bool, string) {
+	e2etest.WaitFor(c.t, startTimeout, "caddy's admin endpoint "+url+" and its site "+site+" to answer", func() (bool, string) {
 		select {
 		case <-c.done:
 			c.t.Fatalf("caddy exited at start: %v\n%s", cmd.ProcessState, c.logText())
@@ -251,112 +216,11 @@ func (c *caddy) adminURL(path string) string {
 	return "http://127.0.0.1:" + strconv.Itoa(c.Admin) + path
 }
 
-// request is what a test sends; its String names it in failures.
-type request struct {
-	Method string
-	URL    string
-	Header []string // name, value, name, value, ...
-}
-
-func (r request) String() string {
-	s := r.Method + " " + r.URL
-	for i := 0; i+1 < len(r.Header); i += 2 {
-		s += fmt.Sprintf(" [%s: %s]", r.Header[i], r.Header[i+1])
-	}
-	return s
-}
-
-// response is what came back.
-type response struct {
-	Status int
-	Header http.Header
-	Body   string
-}
-
-// String shows the status, the rate-limit headers and the body.
-func (r response) String() string {
-	var h []string
-	for _, k := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "Retry-After", "RateLimit-Policy", "Content-Type"} {
-		if v := r.Header.Get(k); v != "" {
-			h = append(h, k+": "+v)
-		}
-	}
-	body := r.Body
-	if len(body) > 300 {
-		body = body[:300] + "..."
-	}
-	return fmt.Sprintf("%d [%s] %q", r.Status, strings.Join(h, ", "), body)
-}
-
-// client opens a connection per request, as curl does.
-var client = &http.Client{
-	Timeout:   5 * time.Second,
-	Transport: &http.Transport{DisableKeepAlives: true},
-}
-
-// do sends r and returns the response, failing the test on a transport
-// error.
-func do(t *testing.T, r request) response {
-	t.Helper()
-	method := r.Method
-	if method == "" {
-		method = http.MethodGet
-	}
-	req, err := http.NewRequest(method, r.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(r.Header); i += 2 {
-		req.Header.Set(r.Header[i], r.Header[i+1])
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%v: %v", r, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%v: reading the body: %v", r, err)
-	}
-	return response{Status: resp.StatusCode, Header: resp.Header, Body: string(body)}
-}
-
-// get sends a GET of url with the given header name, value pairs.
-func get(t *testing.T, url string, header ...string) (request, response) {
-	t.Helper()
-	r := request{Method: http.MethodGet, URL: url, Header: header}
-	return r, do(t, r)
-}
-
-// waitFor polls cond every 20 ms until it holds, and fails the test after
-// startTimeout with cond's last word on why not.
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	waitWithin(t, startTimeout, what, cond)
-}
-
-// waitWithin is waitFor with a bound of its own, for a wait whose bound is
-// itself a check.
-func waitWithin(t *testing.T, bound time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s: %s", bound, what, why)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // metric returns the value of the metrics line that starts with name
 // (labels included), and whether there is one.
 func metric(t *testing.T, c *caddy, name string) (float64, bool) {
 	t.Helper()
-	_, resp := get(t, c.adminURL("/metrics"))
+	_, resp := e2etest.Get(t, c.adminURL("/metrics"))
 	for _, line := range strings.Split(resp.Body, "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
@@ -369,7 +233,7 @@ func metric(t *testing.T, c *caddy, name string) (float64, bool) {
 // metricLines returns the metrics lines that hold word, for failures.
 func metricLines(t *testing.T, c *caddy, word string) string {
 	t.Helper()
-	_, resp := get(t, c.adminURL("/metrics"))
+	_, resp := e2etest.Get(t, c.adminURL("/metrics"))
 	var out []string
 	for _, line := range strings.Split(resp.Body, "\n") {
 		if strings.Contains(line, word) && !strings.HasPrefix(line, "#") {

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 )
 
 // persistSite is the site of TestE2EPersist: a zone of limit 5 a minute
@@ -40,7 +42,7 @@ const persistSite = `{
 func fill(t *testing.T, c *caddy, user string) {
 	t.Helper()
 	for n := 1; n <= 5; n++ {
-		if req, resp := get(t, c.url("/"), "X-User", user); resp.Status != 200 {
+		if req, resp := e2etest.Get(t, c.url("/"), "X-User", user); resp.Status != 200 {
 			t.Fatalf("%s's request %d: %v: %v, want 200", user, n, req, resp)
 		}
 	}
@@ -64,7 +66,7 @@ func TestE2EPersist(t *testing.T) {
 
 	t.Run("SIGTERM and a start keep the count and its Retry-After", func(t *testing.T) {
 		fill(t, c, "alice")
-		req, before := get(t, c.url("/"), "X-User", "alice")
+		req, before := e2etest.Get(t, c.url("/"), "X-User", "alice")
 		ra1, err := strconv.Atoi(before.Header.Get("Retry-After"))
 		if before.Status != 429 || err != nil {
 			t.Fatalf("alice's 6th request: %v: %v, want 429 with Retry-After", req, before)
@@ -72,7 +74,7 @@ func TestE2EPersist(t *testing.T) {
 		t0 := time.Now()
 		c.stop(syscall.SIGTERM) // Caddy stops gracefully and saves the zone
 		c.start()
-		req, after := get(t, c.url("/"), "X-User", "alice")
+		req, after := e2etest.Get(t, c.url("/"), "X-User", "alice")
 		took := time.Since(t0)
 		ra2, _ := strconv.Atoi(after.Header.Get("Retry-After"))
 		// Retry-After is whole seconds rounded up: it may fall by the
@@ -103,7 +105,7 @@ func TestE2EPersist(t *testing.T) {
 		if n, _ := metric(t, c, `caddy_http_rate_limit_snapshot_keys_restored_total{zone="login"}`); n < 1 {
 			t.Errorf("snapshot_keys_restored_total %v, want >= 1; metrics:\n%s", n, metricLines(t, c, "snapshot"))
 		}
-		waitFor(t, "a snapshot written (an interval)", func() (bool, string) {
+		e2etest.WaitFor(t, startTimeout, "a snapshot written (an interval)", func() (bool, string) {
 			n := snapshotsWritten(t, c)
 			return n >= 1, "snapshots_written_total " + strconv.FormatFloat(n, 'f', -1, 64)
 		})
@@ -112,13 +114,13 @@ func TestE2EPersist(t *testing.T) {
 	t.Run("SIGKILL two intervals after the last request keeps the count", func(t *testing.T) {
 		fill(t, c, "bob")
 		written := snapshotsWritten(t, c)
-		waitFor(t, "two snapshots written after bob's 5th request (two intervals)", func() (bool, string) {
+		e2etest.WaitFor(t, startTimeout, "two snapshots written after bob's 5th request (two intervals)", func() (bool, string) {
 			n := snapshotsWritten(t, c)
 			return n >= written+2, "snapshots_written_total " + strconv.FormatFloat(n, 'f', -1, 64)
 		})
 		c.stop(syscall.SIGKILL)
 		c.start()
-		if req, resp := get(t, c.url("/"), "X-User", "bob"); resp.Status != 429 {
+		if req, resp := e2etest.Get(t, c.url("/"), "X-User", "bob"); resp.Status != 429 {
 			t.Fatalf("after SIGKILL and a start: %v: %v, want 429", req, resp)
 		}
 	})
@@ -146,7 +148,7 @@ func TestE2EPersist(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.start()
-		if req, resp := get(t, c.url("/"), "X-User", "alice"); resp.Status != 200 {
+		if req, resp := e2etest.Get(t, c.url("/"), "X-User", "alice"); resp.Status != 200 {
 			t.Fatalf("%v: %v, want 200", req, resp)
 		}
 		if !c.logged("its snapshot could not be restored.*not a windowlimit snapshot") {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 )
 
 // proxySite is the site of TestE2ETrustedProxy: Caddy takes the client from
@@ -40,7 +42,7 @@ func sendAll(t *testing.T, url string, n int, header ...string) (codes, limits s
 	t.Helper()
 	var cs, ls []string
 	for range n {
-		_, resp := get(t, url, header...)
+		_, resp := e2etest.Get(t, url, header...)
 		cs = append(cs, strconv.Itoa(resp.Status))
 		l := resp.Header.Get("X-RateLimit-Limit")
 		if l == "" {

@@ -3,15 +3,12 @@
 package e2e
 
 import (
-	"fmt"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 	"github.com/windowlimit/windowlimit/internal/redistest"
 )
 
@@ -161,7 +158,7 @@ func checkShared(t *testing.T, a, b *caddy, path string, header ...string) {
 	positive := regexp.MustCompile(`^[1-9][0-9]*$`)
 	for n := 1; n <= 22; n++ {
 		name := map[bool]string{true: "a", false: "b"}[n%2 == 1]
-		req, resp := get(t, alternate(n, a, b).url(path), header...)
+		req, resp := e2etest.Get(t, alternate(n, a, b).url(path), header...)
 		if n <= 20 {
 			if resp.Status != 200 || resp.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(20-n) ||
 				!positive.MatchString(resp.Header.Get("X-RateLimit-Reset")) {
@@ -202,54 +199,7 @@ func TestE2ERedisShared(t *testing.T) {
 		noRedisErrors(t, a, b)
 	})
 	t.Run("leases spare script calls and give back what they did not spend", func(t *testing.T) {
-		// Start early in a 10 s sub-window (Redis's, on this machine's
-		// clock), so that no lease ends, giving back, during the burst.
-		waitFor(t, "the first half of a 10 s sub-window", func() (bool, string) {
-			return time.Now().Unix()%10 < 5, time.Now().Format(time.StampMilli)
-		})
-		calls0 := rds.ScriptCalls(t)
-		statuses := make([]int, 100)
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					if resp, err := client.Get(alternate(i+1, a, b).url("/hot")); err == nil {
-						resp.Body.Close()
-						statuses[i] = resp.StatusCode
-					}
-				}
-			}()
-		}
-		for i := range statuses {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
-		calls := rds.ScriptCalls(t) - calls0
-		held := rds.StoredCount(t, "hot:hot:{127.0.0.1}")
-		ok, answered := 0, 0
-		for _, s := range statuses {
-			if s != 0 {
-				answered++
-			}
-			if s == 200 {
-				ok++
-			}
-		}
-		summary := fmt.Sprintf("100 GETs of /hot alternating, 8 at a time: %d answered, %d x 200 (limit 60), %d script calls; Redis counts %d", answered, ok, calls, held)
-		if answered != 100 || ok > 60 || held != 60 || calls >= 100 {
-			t.Fatalf("%s; want 100 answered, at most 60 x 200, Redis counting 60 (the burst passed the limit: the leases count too), fewer script calls than requests", summary)
-		}
-		// The sub-window ends: every lease gives back what it did not
-		// spend.
-		time.Sleep(time.Duration(10-time.Now().Unix()%10)*time.Second + 500*time.Millisecond)
-		if count := rds.StoredCount(t, "hot:hot:{127.0.0.1}"); count != int64(ok) {
-			t.Fatalf("%s; once the leases ended Redis counts %d, want the %d admitted: unspent units not given back", summary, count, ok)
-		}
-		t.Log(summary)
+		e2etest.LeasesGiveBack(t, rds, "hot:hot:{127.0.0.1}", a.url("/hot"), b.url("/hot"))
 	})
 	checkOverrides(t, a, b)
 	checkTiers(t, a, b)
@@ -259,15 +209,15 @@ func TestE2ERedisShared(t *testing.T) {
 			c := alternate(n, a, b)
 			switch {
 			case n <= 6:
-				if req, resp := get(t, c.url("/login"), "X-Status", "200"); resp.Status != 200 {
+				if req, resp := e2etest.Get(t, c.url("/login"), "X-Status", "200"); resp.Status != 200 {
 					t.Fatalf("request %d (a 200): %v: %v, want 200", n, req, resp)
 				}
 			case n <= 11:
-				if req, resp := get(t, c.url("/login"), "X-Status", "401"); resp.Status != 401 || resp.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(11-n) {
+				if req, resp := e2etest.Get(t, c.url("/login"), "X-Status", "401"); resp.Status != 401 || resp.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(11-n) {
 					t.Fatalf("failed login %d: %v: %v, want 401 with remaining %d", n-6, req, resp, 11-n)
 				}
 			default:
-				if req, resp := get(t, c.url("/login"), "X-Status", "200"); resp.Status != 429 || !positive.MatchString(resp.Header.Get("Retry-After")) {
+				if req, resp := e2etest.Get(t, c.url("/login"), "X-Status", "200"); resp.Status != 429 || !positive.MatchString(resp.Header.Get("Retry-After")) {
 					t.Fatalf("request %d after 5 failures: %v: %v, want 429 with Retry-After", n, req, resp)
 				}
 			}
@@ -289,77 +239,7 @@ func TestE2ERedisChaos(t *testing.T) {
 
 	var policy int
 	t.Run("redis killed under load: allowed by the policy, denied by deny", func(t *testing.T) {
-		if req, resp := get(t, a.url("/deny"), "X-Key", "deny-up"); resp.Status != 200 {
-			t.Fatalf("redis up: %v: %v, want 200", req, resp)
-		}
-		// 300 requests, 8 at a time, each on its own key (so none is over
-		// the limit); Redis is killed after the 50th answer.
-		type answer struct{ status, reset string }
-		answers := make(chan answer, 300)
-		next := make(chan int)
-		var wg sync.WaitGroup
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					req, _ := http.NewRequest(http.MethodGet, a.url("/chaos"), nil)
-					req.Header.Set("X-Key", "load-"+strconv.Itoa(i))
-					resp, err := client.Do(req)
-					if err != nil {
-						answers <- answer{"error", ""}
-						continue
-					}
-					resp.Body.Close()
-					answers <- answer{strconv.Itoa(resp.StatusCode), resp.Header.Get("X-RateLimit-Reset")}
-				}
-			}()
-		}
-		go func() {
-			for i := 1; i <= 300; i++ {
-				next <- i
-			}
-			close(next)
-		}()
-		var got []answer
-		for len(got) < 50 {
-			got = append(got, <-answers)
-		}
-		atKill := len(got)
-		rds.Kill()
-		wg.Wait()
-		close(answers)
-		for ans := range answers {
-			got = append(got, ans)
-		}
-		ok, fives, counted := 0, 0, 0
-		var statuses []string
-		for _, ans := range got {
-			statuses = append(statuses, ans.status)
-			switch {
-			case ans.status == "200" && ans.reset == "0":
-				policy++
-				ok++
-			case ans.status == "200":
-				counted++
-				ok++
-			case strings.HasPrefix(ans.status, "5"):
-				fives++
-			}
-		}
-		summary := fmt.Sprintf("300 GETs of /chaos on instance a, 8 at a time, redis killed after %d answers: %s (%d counted in redis, %d answered by the allow policy)",
-			atKill, tally(statuses), counted, policy)
-		if len(got) != 300 || fives != 0 || ok != 300 {
-			t.Fatalf("%s; want 300 x 200, no 5xx", summary)
-		}
-		if counted == 0 || policy == 0 {
-			t.Fatalf("%s; want some of each: the kill did not land during the load", summary)
-		}
-		req, resp := get(t, a.url("/deny"), "X-Key", "deny-down")
-		if resp.Status != 429 || resp.Header.Get("Retry-After") != "1" {
-			t.Fatalf("redis down: %v: %v, want 429 with Retry-After 1", req, resp)
-		}
-		t.Log(summary)
+		policy = e2etest.ChaosLoad(t, a.url("/chaos"), a.url("/deny"), rds.Kill)
 	})
 	t.Run("the metrics count the fallbacks and the open breaker", func(t *testing.T) {
 		fallbacks, _ := metric(t, a, "caddy_http_rate_limit_store_fallbacks_total")
@@ -370,51 +250,14 @@ func TestE2ERedisChaos(t *testing.T) {
 		}
 	})
 	t.Run("redis restarted: one shared count again within 1 s", func(t *testing.T) {
-		t0 := time.Now()
-		rds.Restart()
-		up := time.Since(t0)
 		// The breaker probes every 250 ms through a fresh client, which
-		// takes over once it gets an answer. Each poll sends a fresh key
-		// to a, then to b: b answers Remaining 18 only when both were
-		// counted in one store, which can only be Redis.
-		var log []string
-		var atA, atB time.Duration
-		positive := regexp.MustCompile(`^[1-9]`)
-		for poll := 1; ; poll++ {
-			key := "recover-" + strconv.Itoa(poll)
-			_, ra := get(t, a.url("/chaos"), "X-Key", key)
-			if atA == 0 && positive.MatchString(ra.Header.Get("X-RateLimit-Reset")) {
-				atA = time.Since(t0)
-			}
-			_, rb := get(t, b.url("/chaos"), "X-Key", key)
-			if atB == 0 && positive.MatchString(rb.Header.Get("X-RateLimit-Reset")) {
-				atB = time.Since(t0)
-			}
-			log = append(log, fmt.Sprintf("%.2f s: poll %d: a %v; b %v", time.Since(t0).Seconds(), poll, ra, rb))
-			if ra.Status != 200 || rb.Status != 200 {
-				t.Fatalf("recovery poll %d: want 200 from both:\n%s", poll, strings.Join(log, "\n"))
-			}
-			if rb.Header.Get("X-RateLimit-Remaining") == "18" {
-				break
-			}
-			if time.Since(t0) > 5*time.Second {
-				t.Fatalf("the two instances did not share a count within 5 s of the restart:\n%s", strings.Join(log, "\n"))
-			}
-		}
-		rec := time.Since(t0)
-		if rec > time.Second {
-			t.Fatalf("the shared limit came back %.2f s after the restart, want <= 1 s:\n%s", rec.Seconds(), strings.Join(log, "\n"))
-		}
+		// takes over once it gets an answer.
+		rec, up, atA, atB := e2etest.SharedAgain(t, rds.Restart, a.url("/chaos"), b.url("/chaos"))
 		checkShared(t, a, b, "/chaos", "X-Key", "after")
 		if n := rds.StoredCount(t, "chaos:chaos:{after}"); n != 20 {
 			t.Fatalf("chaos:chaos:{after} holds %d in redis, want 20", n)
 		}
-		i := 0
-		waitWithin(t, 2*time.Second, "the deny zone to admit again", func() (bool, string) {
-			i++
-			req, resp := get(t, a.url("/deny"), "X-Key", "deny-after-"+strconv.Itoa(i))
-			return resp.Status == 200, fmt.Sprintf("%v: %v", req, resp)
-		})
+		e2etest.AdmitsAgain(t, a.url("/deny"))
 		if !a.logged("redis store failed") || !a.logged("redis store answers again") {
 			t.Errorf("instance a logged no redis error or no recovery (want \"redis store failed\" and \"redis store answers again\")")
 		}

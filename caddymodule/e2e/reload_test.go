@@ -5,6 +5,8 @@ package e2e
 import (
 	"strconv"
 	"testing"
+
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 )
 
 // reloadSite is the site of TestE2EReload: a limit of 20 a minute, both
@@ -39,7 +41,7 @@ func TestE2EReload(t *testing.T) {
 			c.render(reloadSite, map[string]any{"Body": "after reload"})
 			c.load()
 		}
-		req, resp := get(t, c.url("/"))
+		req, resp := e2etest.Get(t, c.url("/"))
 		h := resp.Header.Get
 		if n <= 20 {
 			if resp.Status != 200 || h("X-RateLimit-Remaining") != strconv.Itoa(20-n) {

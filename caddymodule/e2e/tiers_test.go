@@ -5,6 +5,8 @@ package e2e
 import (
 	"strconv"
 	"testing"
+
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 )
 
 // tiersSite is the site of TestE2EOverridesAndTiers, in memory: /tiers
@@ -68,12 +70,12 @@ func checkOverrides(t *testing.T, a, b *caddy) {
 	t.Run("gold-key gets its override and 127.0.0.0/8 is exempt", func(t *testing.T) {
 		for n := 1; n <= 6; n++ {
 			c := alternate(n, a, b)
-			req, resp := get(t, c.url("/tiers"), "X-API-Key", "gold-key")
+			req, resp := e2etest.Get(t, c.url("/tiers"), "X-API-Key", "gold-key")
 			if resp.Status != 200 || resp.Header.Get("X-RateLimit-Limit") != "600" ||
 				resp.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(600-n) {
 				t.Fatalf("request %d: %v: %v, want 200 with limit 600, remaining %d", n, req, resp, 600-n)
 			}
-			req, resp = get(t, c.url("/internal"), "X-API-Key", "plain-key")
+			req, resp = e2etest.Get(t, c.url("/internal"), "X-API-Key", "plain-key")
 			if resp.Status != 200 || resp.Header.Get("X-RateLimit-Limit") != "" || resp.Header.Get("RateLimit-Policy") != "" {
 				t.Fatalf("client 127.0.0.1 in the exempt 127.0.0.0/8, request %d: %v: %v, want 200 without rate-limit headers", n, req, resp)
 			}
@@ -82,7 +84,7 @@ func checkOverrides(t *testing.T, a, b *caddy) {
 	t.Run("a CIDR override matches the client, never the key", func(t *testing.T) {
 		for _, key := range []string{"10.1.2.3", "plain-key"} {
 			for n := 1; n <= 3; n++ {
-				req, resp := get(t, alternate(n, a, b).url("/tiers"), "X-API-Key", key)
+				req, resp := e2etest.Get(t, alternate(n, a, b).url("/tiers"), "X-API-Key", key)
 				ok := resp.Header.Get("X-RateLimit-Limit") == "2"
 				if n <= 2 {
 					ok = ok && resp.Status == 200
@@ -110,7 +112,7 @@ func checkTiers(t *testing.T, a, b *caddy) {
 			if n > 4 {
 				want = 429
 			}
-			req, resp := get(t, alternate(n, a, b).url("/tiers"), "X-API-Key", "silver-key")
+			req, resp := e2etest.Get(t, alternate(n, a, b).url("/tiers"), "X-API-Key", "silver-key")
 			if resp.Status != want || resp.Header.Get("X-RateLimit-Limit") != "4" {
 				t.Fatalf("silver-key request %d: %v: %v, want %d with limit 4", n, req, resp, want)
 			}
@@ -120,7 +122,7 @@ func checkTiers(t *testing.T, a, b *caddy) {
 			if n > 1 {
 				want = 429
 			}
-			req, resp := get(t, alternate(n, a, b).url("/tiers"), "X-API-Key", "broken-key")
+			req, resp := e2etest.Get(t, alternate(n, a, b).url("/tiers"), "X-API-Key", "broken-key")
 			if resp.Status != want || resp.Header.Get("X-RateLimit-Limit") != "1" {
 				t.Fatalf("broken-key request %d: %v: %v, want %d with the fallback limit 1", n, req, resp, want)
 			}

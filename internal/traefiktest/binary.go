@@ -3,8 +3,9 @@ package traefiktest
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
+
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 )
 
 // Version is the Traefik the tests run: the one scripts/lib/traefik.sh
@@ -18,27 +19,14 @@ const Module = "github.com/windowlimit/windowlimit"
 // missing, instead of failing it.
 const SkipEnv = "WL_TRAEFIK_SKIP"
 
-// CacheDir returns where the scripts cache their builds:
-// $WINDOWLIMIT_CACHE, or ~/.cache/windowlimit.
-func CacheDir() string {
-	if d := os.Getenv("WINDOWLIMIT_CACHE"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		home = os.TempDir()
-	}
-	return filepath.Join(home, ".cache", "windowlimit")
-}
-
 // Binary returns the path of the Traefik binary: $WL_TRAEFIK, or
-// traefik-v3.6.12 in CacheDir. When there is none it fails tb with the
+// traefik-v3.6.12 in e2etest.CacheDir. When there is none it fails tb with the
 // command that builds it, or skips tb when WL_TRAEFIK_SKIP=1.
 func Binary(tb testing.TB) string {
 	tb.Helper()
 	bin := os.Getenv("WL_TRAEFIK")
 	if bin == "" {
-		bin = filepath.Join(CacheDir(), "traefik-"+Version)
+		bin = filepath.Join(e2etest.CacheDir(), "traefik-"+Version)
 	}
 	if fi, err := os.Stat(bin); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
 		return bin
@@ -50,10 +38,4 @@ func Binary(tb testing.TB) string {
 	}
 	tb.Fatal(msg + " (or set " + SkipEnv + "=1 to skip)")
 	return ""
-}
-
-// Root returns the checkout's root directory.
-func Root() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
 }

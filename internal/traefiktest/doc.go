@@ -6,17 +6,17 @@
 // A test starts an instance, renders its dynamic configuration from a
 // fixture (a text/template file), starts it and drives it over HTTP:
 //
-//	be := traefiktest.StartBackend(t)
+//	be := e2etest.StartBackend(t)
 //	tr := traefiktest.New(t, traefiktest.Options{})
 //	tr.Render("fixtures/reload/dynamic.yml", map[string]any{"Backend": be.URL()})
 //	tr.Start("/plain") // waits for the ping, then for /plain to answer 200
-//	req, resp := traefiktest.Get(t, tr.URL("/limited"))
+//	req, resp := e2etest.Get(t, tr.URL("/limited"))
 //	if resp.Status != 429 {
 //		t.Fatalf("%v: %v, want 429", req, resp)
 //	}
 //
-// A later Render is a reload (Traefik watches the file); GetRequest with
-// conditions (StatusIs, BodyContains, HeaderIs) waits until it took
+// A later Render is a reload (Traefik watches the file); e2etest.GetRequest
+// with conditions (StatusIs, BodyContains, HeaderIs) waits until it took
 // effect, and its error names the condition that failed last. Stop, Kill
 // and Start again restart the instance in the same directory, on the same
 // ports. LogText, LogLines and Logged read Traefik's log since the last
@@ -27,8 +27,6 @@
 // (see Binary; WL_TRAEFIK names another one). When it is missing, a test
 // fails saying how to build it, or skips when WL_TRAEFIK_SKIP=1.
 //
-// StartBackend runs scripts/e2e/backend, the upstream that answers the
-// status X-Status names, serves the login and counts the attempts that
-// reached it; Program builds the other commands of scripts/e2e (attack,
-// burst) once and caches them.
+// The backend, the requests and the waits, which the Caddy module's
+// end-to-end tests use too, are in internal/e2etest.
 package traefiktest

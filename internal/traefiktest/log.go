@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 )
 
 // ansi matches the colour codes of the common format on a terminal-less
@@ -62,7 +64,7 @@ func (tr *Traefik) LogLines(re string) []string {
 // re within timeout: a line Traefik writes as it answers may reach the
 // file just after the answer.
 func (tr *Traefik) Logged(re string, timeout time.Duration) bool {
-	return Until(timeout, "a log line matching "+re, func() (bool, string) {
+	return e2etest.Until(timeout, "a log line matching "+re, func() (bool, string) {
 		return len(tr.LogLines(re)) > 0, ""
 	}) == nil
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 )
 
 // LayOutPlugin copies the plugin's sources from this checkout into
@@ -15,7 +17,7 @@ import (
 // traefikplugin/, without tests, testdata or end-to-end tests.
 func LayOutPlugin(tb testing.TB, dir string) {
 	tb.Helper()
-	root := Root()
+	root := e2etest.Root()
 	dst := filepath.Join(dir, "plugins-local", "src", filepath.FromSlash(Module))
 	for _, f := range []string{"go.mod", ".traefik.yml"} {
 		if err := copyFile(filepath.Join(root, f), filepath.Join(dst, f)); err != nil {

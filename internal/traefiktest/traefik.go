@@ -12,6 +12,8 @@ import (
 	"testing"
 	"text/template"
 	"time"
+
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 )
 
 // StartTimeout bounds a start (the ping, then the ready path), a stop and
@@ -63,9 +65,9 @@ type Traefik struct {
 func New(tb testing.TB, opts Options) *Traefik {
 	tb.Helper()
 	Binary(tb)
-	tr := &Traefik{tb: tb, Web: FreePort(tb), Ping: FreePort(tb), Dir: tb.TempDir(), opts: opts}
+	tr := &Traefik{tb: tb, Web: e2etest.FreePort(tb), Ping: e2etest.FreePort(tb), Dir: tb.TempDir(), opts: opts}
 	if opts.API {
-		tr.API = FreePort(tb)
+		tr.API = e2etest.FreePort(tb)
 	}
 	LayOutPlugin(tb, tr.Dir)
 	if err := os.WriteFile(filepath.Join(tr.Dir, "traefik.yml"), []byte(tr.static()), 0o644); err != nil {
@@ -119,7 +121,7 @@ func (tr *Traefik) static() string {
 // Render writes the dynamic configuration from fixture, a text/template
 // file (relative to the test's package), executed over data; a key that
 // data lacks is an error. It writes atomically: once Traefik runs, a
-// Render is a reload (wait for it with GetRequest).
+// Render is a reload (wait for it with e2etest.GetRequest).
 func (tr *Traefik) Render(fixture string, data any) {
 	tr.tb.Helper()
 	text, err := os.ReadFile(fixture)
@@ -180,12 +182,12 @@ func (tr *Traefik) Start(ready string) {
 			return false
 		}
 	}
-	ping := Request{URL: "http://127.0.0.1:" + strconv.Itoa(tr.Ping) + "/ping", Timeout: time.Second}
-	WaitFor(tr.tb, StartTimeout, "traefik's ping "+ping.URL, func() (bool, string) {
+	ping := e2etest.Request{URL: "http://127.0.0.1:" + strconv.Itoa(tr.Ping) + "/ping", Timeout: time.Second}
+	e2etest.WaitFor(tr.tb, StartTimeout, "traefik's ping "+ping.URL, func() (bool, string) {
 		if exited() {
 			tr.tb.Fatalf("traefik exited at start: %v\n%s", cmd.ProcessState, tr.LogText())
 		}
-		resp, err := Send(ping)
+		resp, err := e2etest.Send(ping)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -194,7 +196,7 @@ func (tr *Traefik) Start(ready string) {
 	if ready == "" {
 		return
 	}
-	if err := GetRequest(tr.URL(ready), StartTimeout, StatusIs(200)); err != nil {
+	if err := e2etest.GetRequest(tr.URL(ready), StartTimeout, e2etest.StatusIs(200)); err != nil {
 		tr.tb.Fatalf("traefik never loaded its routers: %v\n%s", err, tr.LogText())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 	"github.com/windowlimit/windowlimit/internal/traefiktest"
 )
 
@@ -22,7 +23,7 @@ import (
 // serves her once the ban has ended.
 func TestE2EBanPersist(t *testing.T) {
 	t.Parallel() // it mostly waits for the ban to end
-	be := traefiktest.StartBackend(t)
+	be := e2etest.StartBackend(t)
 	snapshots := filepath.Join(t.TempDir(), "snapshots")
 	tr := start(t, traefiktest.Options{}, "fixtures/banpersist/dynamic.yml", map[string]any{"Backend": be.URL(), "Dir": snapshots})
 	began := banOf(t, tr, "alice")
@@ -30,7 +31,7 @@ func TestE2EBanPersist(t *testing.T) {
 	// Two saves of each snapshot after the ban: the second began after
 	// the first ended, so after the ban.
 	stamps := map[string][]time.Time{}
-	traefiktest.WaitFor(t, 5*time.Second, "two saves of both snapshots after the ban", func() (bool, string) {
+	e2etest.WaitFor(t, 5*time.Second, "two saves of both snapshots after the ban", func() (bool, string) {
 		files, _ := filepath.Glob(filepath.Join(snapshots, "*.wlsnap"))
 		if len(files) != 2 {
 			return false, fmt.Sprintf("snapshots %q, want two", files)

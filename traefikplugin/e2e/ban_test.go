@@ -7,15 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 	"github.com/windowlimit/windowlimit/internal/redistest"
 	"github.com/windowlimit/windowlimit/internal/traefiktest"
 )
 
 // expectStatus sends a GET of path as user to tr and fails unless it gets
 // status; it returns the response.
-func expectStatus(t *testing.T, tr *traefiktest.Traefik, path, user string, status int, why string) traefiktest.Response {
+func expectStatus(t *testing.T, tr *traefiktest.Traefik, path, user string, status int, why string) e2etest.Response {
 	t.Helper()
-	req, resp := traefiktest.Get(t, tr.URL(path), "X-User", user)
+	req, resp := e2etest.Get(t, tr.URL(path), "X-User", user)
 	if resp.Status != status {
 		t.Fatalf("%s: %v: %v, want %d", why, req, resp, status)
 	}
@@ -43,7 +44,7 @@ func banOf(t *testing.T, tr *traefiktest.Traefik, user string) time.Time {
 // Redis, two instances: a ban set through one is honoured by the other.
 func TestE2EBan(t *testing.T) {
 	t.Parallel() // it mostly waits for the ban to end
-	be := traefiktest.StartBackend(t)
+	be := e2etest.StartBackend(t)
 
 	t.Run("memory", func(t *testing.T) {
 		t.Parallel()

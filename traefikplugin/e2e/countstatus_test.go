@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 	"github.com/windowlimit/windowlimit/internal/traefiktest"
 )
 
@@ -16,7 +17,7 @@ import (
 // server-sent event stream through it streams.
 func TestE2ECountStatus(t *testing.T) {
 	t.Parallel()
-	be := traefiktest.StartBackend(t)
+	be := e2etest.StartBackend(t)
 	tr := start(t, traefiktest.Options{}, "fixtures/countstatus/dynamic.yml", map[string]any{"Backend": be.URL()})
 
 	t.Run("only the 401s count", func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 	"github.com/windowlimit/windowlimit/internal/traefiktest"
 )
 
@@ -20,20 +21,20 @@ import (
 // in Traefik's log.
 func TestE2EFallback(t *testing.T) {
 	t.Parallel()
-	be := traefiktest.StartBackend(t)
+	be := e2etest.StartBackend(t)
 	tr := start(t, traefiktest.Options{}, "fixtures/fallback/dynamic.yml", map[string]any{"Backend": be.URL(), "Depths": []int{1, 2}})
 
 	for _, depth := range []int{1, 2} {
 		t.Run(fmt.Sprintf("depth %d", depth), func(t *testing.T) {
 			url := tr.URL(fmt.Sprintf("/depth%d/", depth))
-			send := func(from string, header ...string) (traefiktest.Request, traefiktest.Response) {
-				r := traefiktest.Request{URL: url, From: from, Header: header}
-				return r, traefiktest.Do(t, r)
+			send := func(from string, header ...string) (e2etest.Request, e2etest.Response) {
+				r := e2etest.Request{URL: url, From: from, Header: header}
+				return r, e2etest.Do(t, r)
 			}
 			// Client A sends an X-Forwarded-For of its own: Traefik drops
 			// it (no trusted proxy), so the middleware finds no entry.
 			var codes []string
-			var last traefiktest.Request
+			var last e2etest.Request
 			for range 4 {
 				req, resp := send("127.0.0.1", "X-Forwarded-For", "198.51.100.1, 198.51.100.2")
 				codes, last = append(codes, strconv.Itoa(resp.Status)), req

@@ -5,9 +5,9 @@ package e2e
 import (
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 	"github.com/windowlimit/windowlimit/internal/traefiktest"
 )
 
@@ -54,15 +54,15 @@ func checkCountStatus(t *testing.T, a, b *traefiktest.Traefik, path string) {
 		c := alternate(n, a, b)
 		switch {
 		case n <= 6:
-			if req, resp := traefiktest.Get(t, c.URL(path), "X-Status", "200"); resp.Status != 200 {
+			if req, resp := e2etest.Get(t, c.URL(path), "X-Status", "200"); resp.Status != 200 {
 				t.Fatalf("request %d (a 200, instance %s): %v: %v, want 200", n, name(n), req, resp)
 			}
 		case n <= 11:
-			if req, resp := traefiktest.Get(t, c.URL(path), "X-Status", "401"); resp.Status != 401 || resp.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(11-n) {
+			if req, resp := e2etest.Get(t, c.URL(path), "X-Status", "401"); resp.Status != 401 || resp.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(11-n) {
 				t.Fatalf("failed login %d (instance %s): %v: %v, want 401 with X-RateLimit-Remaining %d", n-6, name(n), req, resp, 11-n)
 			}
 		default:
-			if req, resp := traefiktest.Get(t, c.URL(path), "X-Status", "200"); resp.Status != 429 || !positive.MatchString(resp.Header.Get("Retry-After")) {
+			if req, resp := e2etest.Get(t, c.URL(path), "X-Status", "200"); resp.Status != 429 || !positive.MatchString(resp.Header.Get("Retry-After")) {
 				t.Fatalf("request %d after 5 failures (instance %s): %v: %v, want 429 with Retry-After", n, name(n), req, resp)
 			}
 		}
@@ -83,18 +83,18 @@ func checkOverrides(t *testing.T, a, b *traefiktest.Traefik, tiers, internal str
 	t.Helper()
 	for n := 1; n <= 6; n++ {
 		c := alternate(n, a, b)
-		req, resp := traefiktest.Get(t, c.URL(tiers), "X-API-Key", "gold-key")
+		req, resp := e2etest.Get(t, c.URL(tiers), "X-API-Key", "gold-key")
 		if resp.Status != 200 || resp.Header.Get("X-RateLimit-Limit") != "600" || resp.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(600-n) {
 			t.Fatalf("gold-key request %d (instance %s): %v: %v, want 200, X-RateLimit-Limit 600, X-RateLimit-Remaining %d", n, name(n), req, resp, 600-n)
 		}
-		req, resp = traefiktest.Get(t, c.URL(internal), "X-API-Key", "plain-key")
+		req, resp = e2etest.Get(t, c.URL(internal), "X-API-Key", "plain-key")
 		if resp.Status != 200 || resp.Header.Get("X-RateLimit-Limit") != "" || resp.Header.Get("RateLimit-Policy") != "" {
 			t.Fatalf("client 127.0.0.1 in the exempt 127.0.0.0/8, request %d (instance %s): %v: %v, want 200 without rate-limit headers", n, name(n), req, resp)
 		}
 	}
 	for _, key := range []string{"10.1.2.3", "plain-key"} {
 		for n := 1; n <= 3; n++ {
-			req, resp := traefiktest.Get(t, alternate(n, a, b).URL(tiers), "X-API-Key", key)
+			req, resp := e2etest.Get(t, alternate(n, a, b).URL(tiers), "X-API-Key", key)
 			if resp.Header.Get("X-RateLimit-Limit") != "2" {
 				t.Fatalf("%s request %d (instance %s): %v: %v, want X-RateLimit-Limit 2", key, n, name(n), req, resp)
 			}
@@ -106,21 +106,4 @@ func checkOverrides(t *testing.T, a, b *traefiktest.Traefik, tiers, internal str
 			}
 		}
 	}
-}
-
-// tally returns lines as "N x LINE, ...", in the order they first appear.
-func tally(lines []string) string {
-	var order []string
-	n := map[string]int{}
-	for _, l := range lines {
-		if n[l] == 0 {
-			order = append(order, l)
-		}
-		n[l]++
-	}
-	var parts []string
-	for _, l := range order {
-		parts = append(parts, strconv.Itoa(n[l])+" x "+l)
-	}
-	return strings.Join(parts, ", ")
 }

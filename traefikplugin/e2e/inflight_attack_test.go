@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 	"github.com/windowlimit/windowlimit/internal/redistest"
 	"github.com/windowlimit/windowlimit/internal/traefiktest"
 )
@@ -23,10 +24,10 @@ import (
 // was left taken.
 func TestE2EInFlightAttacks(t *testing.T) {
 	t.Parallel()
-	svc := startSlowService(t, 300*time.Millisecond)
+	svc := e2etest.StartSlowBackend(t, 300*time.Millisecond)
 	rds := redistest.Start(t)
-	tr := start(t, traefiktest.Options{}, "fixtures/inflightattack/dynamic.yml", map[string]any{"Backend": svc.url, "Redis": rds.Addr()})
-	attack := traefiktest.Program(t, "attack")
+	tr := start(t, traefiktest.Options{}, "fixtures/inflightattack/dynamic.yml", map[string]any{"Backend": svc.URL(), "Redis": rds.Addr()})
+	attack := e2etest.Program(t, "attack")
 
 	for _, store := range []struct{ name, path, net string }{
 		{"memory", "/mem/x", "127.0.4"},
@@ -41,14 +42,14 @@ func TestE2EInFlightAttacks(t *testing.T) {
 				from := store.net + a.from
 				args := []string{"-mode", a.mode, "-n", a.n, "-from", from, "-url", tr.URL(store.path)}
 				sent := "attack " + strings.Join(args, " ")
-				lines, stderr := traefiktest.Run(t, attack, time.Minute, args...)
-				if _, most := svc.stats(from); most > 3 || most == 0 {
-					t.Fatalf("%s: the backend held %d of the client at once, want 1 to 3; the client saw %s; %s", sent, most, tally(lines), stderr)
+				lines, stderr := e2etest.Run(t, attack, time.Minute, args...)
+				if _, most := svc.Stats(from); most > 3 || most == 0 {
+					t.Fatalf("%s: the backend held %d of the client at once, want 1 to 3; the client saw %s; %s", sent, most, e2etest.Tally(lines), stderr)
 				}
-				_, most := svc.stats(from)
-				t.Logf("%s: the backend held %d at most; the client saw %s", sent, most, tally(lines))
-				traefiktest.WaitFor(t, 3*time.Second, "3 requests of the client at once, all served", func() (bool, string) {
-					return allServed(traefiktest.Request{URL: tr.URL(store.path), From: from}, 3)
+				_, most := svc.Stats(from)
+				t.Logf("%s: the backend held %d at most; the client saw %s", sent, most, e2etest.Tally(lines))
+				e2etest.WaitFor(t, 3*time.Second, "3 requests of the client at once, all served", func() (bool, string) {
+					return allServed(e2etest.Request{URL: tr.URL(store.path), From: from}, 3)
 				})
 			})
 		}
@@ -57,14 +58,14 @@ func TestE2EInFlightAttacks(t *testing.T) {
 
 // allServed sends n copies of r at once and reports whether every one got
 // 200, and if not, what came back.
-func allServed(r traefiktest.Request, n int) (bool, string) {
+func allServed(r e2etest.Request, n int) (bool, string) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var got []string
 	ok := true
 	for range n {
 		wg.Go(func() {
-			resp, err := traefiktest.Send(r)
+			resp, err := e2etest.Send(r)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

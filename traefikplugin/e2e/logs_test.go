@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 	"github.com/windowlimit/windowlimit/internal/traefiktest"
 )
 
@@ -21,7 +22,7 @@ import (
 // beside the file, and the DEBUG line not at INFO.
 func TestE2ELogs(t *testing.T) {
 	t.Parallel()
-	be := traefiktest.StartBackend(t)
+	be := e2etest.StartBackend(t)
 	const (
 		rej = `windowlimit: info: middleware "rej-limit@file" rejected a request; 0 more rejections since the last line`
 		fb  = `windowlimit: warning: middleware "fb-limit@file": sourceCriterion.ipStrategy.depth 1 found no client address`
@@ -46,13 +47,13 @@ func TestE2ELogs(t *testing.T) {
 				"fixtures/logs/dynamic.yml", map[string]any{"Backend": be.URL()})
 			var codes []string
 			for range 2 {
-				_, resp := traefiktest.Get(t, tr.URL("/rej/"))
+				_, resp := e2etest.Get(t, tr.URL("/rej/"))
 				codes = append(codes, fmt.Sprint(resp.Status))
 			}
 			if strings.Join(codes, " ") != "200 429" {
 				t.Fatalf("2 x GET /rej/ (limit 1): %s, want 200 429", strings.Join(codes, " "))
 			}
-			if req, resp := traefiktest.Get(t, tr.URL("/fb/")); resp.Status != 200 {
+			if req, resp := e2etest.Get(t, tr.URL("/fb/")); resp.Status != 200 {
 				t.Fatalf("%v: %v, want 200", req, resp)
 			}
 			tr.Logged("found no client address", 5*time.Second)

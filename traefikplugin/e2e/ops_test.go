@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 	"github.com/windowlimit/windowlimit/internal/traefiktest"
 )
 
@@ -15,18 +16,18 @@ import (
 // so (the sweeper of a 1 s window runs every second).
 func TestE2EOperatorLog(t *testing.T) {
 	t.Parallel()
-	be := traefiktest.StartBackend(t)
+	be := e2etest.StartBackend(t)
 	tr := start(t, traefiktest.Options{LogLevel: "DEBUG"}, "fixtures/ops/dynamic.yml", map[string]any{"Backend": be.URL()})
 
 	for _, path := range []string{"/dry", "/drykey"} {
 		for i := 1; i <= 2; i++ {
-			if req, resp := traefiktest.Get(t, tr.URL(path), "X-K", "secret-key-7"); resp.Status != 200 {
+			if req, resp := e2etest.Get(t, tr.URL(path), "X-K", "secret-key-7"); resp.Status != 200 {
 				t.Fatalf("dry run, request %d: %v: %v, want 200 (let through)", i, req, resp)
 			}
 		}
 	}
 	for _, k := range []string{"a", "b", "c", "d", "e"} {
-		traefiktest.Get(t, tr.URL("/full"), "X-K", "flood-"+k)
+		e2etest.Get(t, tr.URL("/full"), "X-K", "flood-"+k)
 	}
 	checks := []struct{ what, re string }{
 		{"a dry-run line without the key for dry-limit", `dry run: middleware "dry-limit@file" would reject a request`},

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 	"github.com/windowlimit/windowlimit/internal/traefiktest"
 )
 
@@ -79,7 +80,7 @@ func optionsMiddlewares(fix func(string) string) []middleware {
 // limit back.
 func TestE2EOptions(t *testing.T) {
 	t.Parallel()
-	be := traefiktest.StartBackend(t)
+	be := e2etest.StartBackend(t)
 	same := func(s string) string { return s }
 	tr := start(t, traefiktest.Options{TrustLoopback: true, API: true}, "fixtures/options/dynamic.yml",
 		map[string]any{"Backend": be.URL(), "Middlewares": optionsMiddlewares(same)})
@@ -89,7 +90,7 @@ func TestE2EOptions(t *testing.T) {
 	clients := func(path string) string {
 		var codes []string
 		for _, i := range []int{1, 2, 3, 4, 1} {
-			_, resp := traefiktest.Get(t, tr.URL(path), "X-Forwarded-For", "198.51.100."+strconv.Itoa(i))
+			_, resp := e2etest.Get(t, tr.URL(path), "X-Forwarded-For", "198.51.100."+strconv.Itoa(i))
 			codes = append(codes, strconv.Itoa(resp.Status))
 		}
 		return strings.Join(codes, " ")
@@ -102,7 +103,7 @@ func TestE2EOptions(t *testing.T) {
 	t.Run(`limit "010" is 10`, func(t *testing.T) {
 		var codes []string
 		for range 11 {
-			_, resp := traefiktest.Get(t, tr.URL("/decimal-limit/"))
+			_, resp := e2etest.Get(t, tr.URL("/decimal-limit/"))
 			codes = append(codes, strconv.Itoa(resp.Status))
 		}
 		if got, want := strings.Join(codes, " "), strings.Repeat("200 ", 10)+"429"; got != want {
@@ -120,7 +121,7 @@ func TestE2EOptions(t *testing.T) {
 			if got := clients("/" + ty.name + "/"); got != "500 500 500 500 500" {
 				t.Fatalf("%s: GET /%s/ from 4 clients behind the proxy, then the first: %s, want 500 x 5: the route must be refused, not served unlimited by the catch-all", ty.setting, ty.name, got)
 			}
-			req, resp := traefiktest.Get(t, tr.URL("/"+ty.name+"/"))
+			req, resp := e2etest.Get(t, tr.URL("/"+ty.name+"/"))
 			if !strings.HasPrefix(resp.Body, "rate limit misconfigured: ") {
 				t.Fatalf("%s: %v: %v, want the body \"rate limit misconfigured: ...\"", ty.setting, req, resp)
 			}
@@ -128,7 +129,7 @@ func TestE2EOptions(t *testing.T) {
 				t.Fatalf("%s: 6 refused requests logged %d more lines, want none within the minute", ty.setting, after-before)
 			}
 			api := tr.APIURL("/api/http/routers/" + ty.name + "@file")
-			if req, resp := traefiktest.Get(t, api); !strings.Contains(resp.Body, `"status":"enabled"`) {
+			if req, resp := e2etest.Get(t, api); !strings.Contains(resp.Body, `"status":"enabled"`) {
 				t.Fatalf("%s: %v: %v, want the router \"status\":\"enabled\"", ty.setting, req, resp)
 			}
 		})
@@ -136,7 +137,7 @@ func TestE2EOptions(t *testing.T) {
 	t.Run("a reload that fixes ip-typo brings its limit back", func(t *testing.T) {
 		fix := func(s string) string { return strings.ReplaceAll(s, "dept:", "depth:") }
 		tr.Render("fixtures/options/dynamic.yml", map[string]any{"Backend": be.URL(), "Middlewares": optionsMiddlewares(fix)})
-		if err := traefiktest.GetRequest(tr.URL("/ip-typo/"), traefiktest.StartTimeout, traefiktest.StatusIs(200)); err != nil {
+		if err := e2etest.GetRequest(tr.URL("/ip-typo/"), traefiktest.StartTimeout, e2etest.StatusIs(200)); err != nil {
 			t.Fatalf("ip-typo: still refused after the reload that fixes it: %v", err)
 		}
 		if got := clients("/ip-typo/"); got != "200 200 200 200 429" {

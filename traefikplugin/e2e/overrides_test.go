@@ -5,6 +5,7 @@ package e2e
 import (
 	"testing"
 
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 	"github.com/windowlimit/windowlimit/internal/traefiktest"
 )
 
@@ -12,7 +13,7 @@ import (
 // TestE2ERedisShared checks them across two instances through Redis.
 func TestE2EOverrides(t *testing.T) {
 	t.Parallel()
-	be := traefiktest.StartBackend(t)
+	be := e2etest.StartBackend(t)
 	tr := start(t, traefiktest.Options{}, "fixtures/overrides/dynamic.yml", map[string]any{"Backend": be.URL()})
 	checkOverrides(t, tr, tr, "/tiers", "/internal")
 }

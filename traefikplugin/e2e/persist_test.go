@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 	"github.com/windowlimit/windowlimit/internal/traefiktest"
 )
 
@@ -24,17 +25,17 @@ import (
 // the log says why.
 func TestE2EPersist(t *testing.T) {
 	t.Parallel()
-	be := traefiktest.StartBackend(t)
+	be := e2etest.StartBackend(t)
 	snapshots := filepath.Join(t.TempDir(), "snapshots")
 	tr := start(t, traefiktest.Options{LogLevel: "DEBUG"}, "fixtures/persist/dynamic.yml", map[string]any{"Backend": be.URL(), "Dir": snapshots})
 	url := tr.URL("/login/")
 
 	for n := 1; n <= 5; n++ {
-		if req, resp := traefiktest.Get(t, url); resp.Status != 200 {
+		if req, resp := e2etest.Get(t, url); resp.Status != 200 {
 			t.Fatalf("request %d: %v: %v, want 200", n, req, resp)
 		}
 	}
-	req, resp := traefiktest.Get(t, url)
+	req, resp := e2etest.Get(t, url)
 	ra1, err := strconv.Atoi(resp.Header.Get("Retry-After"))
 	if resp.Status != 429 || err != nil {
 		t.Fatalf("6th request: %v: %v, want 429 with Retry-After", req, resp)
@@ -44,7 +45,7 @@ func TestE2EPersist(t *testing.T) {
 	// so after the five counts.
 	var file string
 	var stamps []time.Time
-	traefiktest.WaitFor(t, 5*time.Second, "two saves of the snapshot after the 429", func() (bool, string) {
+	e2etest.WaitFor(t, 5*time.Second, "two saves of the snapshot after the 429", func() (bool, string) {
 		files, _ := filepath.Glob(filepath.Join(snapshots, "*.wlsnap"))
 		if len(files) != 1 {
 			return false, fmt.Sprintf("snapshots %q, want one", files)
@@ -62,7 +63,7 @@ func TestE2EPersist(t *testing.T) {
 	})
 	tr.Stop(syscall.SIGKILL)
 	tr.Start("/plain")
-	req, resp = traefiktest.Get(t, url)
+	req, resp = e2etest.Get(t, url)
 	took := time.Since(t0)
 	ra2, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 	if resp.Status != 429 {
@@ -95,7 +96,7 @@ func TestE2EPersist(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.Start("/plain")
-	if req, resp := traefiktest.Get(t, url); resp.Status != 200 {
+	if req, resp := e2etest.Get(t, url); resp.Status != 200 {
 		t.Fatalf("after garbage over the snapshot: %v: %v, want 200", req, resp)
 	}
 	why := `persist-limit@file": starts empty, its snapshot could not be restored: snapshot file .*not a windowlimit snapshot`

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 	"github.com/windowlimit/windowlimit/internal/traefiktest"
 )
 
@@ -22,7 +23,7 @@ import (
 // "## heading" that names host, each with the "# output" line under it.
 func readmeLines(t *testing.T, heading, host string) (cmds, wants []string) {
 	t.Helper()
-	text, err := os.ReadFile(filepath.Join(traefiktest.Root(), "README.md"))
+	text, err := os.ReadFile(filepath.Join(e2etest.Root(), "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,14 +78,14 @@ func (q *quickstart) output() string {
 // group of its own: the test's end kills what the script left in it.
 func startQuickstart(t *testing.T, pathDir string) *quickstart {
 	t.Helper()
-	q := &quickstart{port: traefiktest.FreePort(t), backend: traefiktest.FreePort(t), done: make(chan struct{}),
+	q := &quickstart{port: e2etest.FreePort(t), backend: e2etest.FreePort(t), done: make(chan struct{}),
 		log: filepath.Join(t.TempDir(), "quickstart.log")}
 	out, err := os.Create(q.log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	q.cmd = exec.Command(filepath.Join(traefiktest.Root(), "scripts", "traefik-quickstart.sh"))
+	q.cmd = exec.Command(filepath.Join(e2etest.Root(), "scripts", "traefik-quickstart.sh"))
 	q.cmd.Env = append(os.Environ(), "PATH="+pathDir+":"+os.Getenv("PATH"),
 		"WL_QUICKSTART_PORT="+strconv.Itoa(q.port), "WL_QUICKSTART_BACKEND_PORT="+strconv.Itoa(q.backend))
 	q.cmd.Stdout, q.cmd.Stderr = out, out
@@ -104,7 +105,7 @@ func startQuickstart(t *testing.T, pathDir string) *quickstart {
 		syscall.Kill(-q.cmd.Process.Pid, syscall.SIGKILL)
 		<-q.done
 	})
-	traefiktest.WaitFor(t, 60*time.Second, "traefik-quickstart.sh to say it is ready", func() (bool, string) {
+	e2etest.WaitFor(t, 60*time.Second, "traefik-quickstart.sh to say it is ready", func() (bool, string) {
 		select {
 		case <-q.done:
 			t.Fatalf("quickstart: the script exited: %v\n%s", q.cmd.ProcessState, q.output())
@@ -173,7 +174,7 @@ func fakeTraefik(t *testing.T, dir, version, real string) {
 // saying why.
 func TestE2EQuickstart(t *testing.T) {
 	t.Parallel()
-	cached := filepath.Join(traefiktest.CacheDir(), "traefik-"+traefiktest.Version)
+	cached := filepath.Join(e2etest.CacheDir(), "traefik-"+traefiktest.Version)
 	traefiktest.Binary(t)
 	if _, err := os.Stat(cached); err != nil {
 		t.Skipf("the quickstart runs the cached %s when PATH has no v3: %v", cached, err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/windowlimit/windowlimit/internal/e2etest"
 	"github.com/windowlimit/windowlimit/internal/traefiktest"
 )
 
@@ -17,7 +18,7 @@ import (
 // message (so New ran again) and keeps the count.
 func TestE2EReload(t *testing.T) {
 	t.Parallel()
-	be := traefiktest.StartBackend(t)
+	be := e2etest.StartBackend(t)
 	tr := traefiktest.New(t, traefiktest.Options{})
 	tr.Render("fixtures/reload/dynamic.yml", map[string]any{"Backend": be.URL(), "Message": "limited before reload", "Reloaded": false})
 	tr.Start("/plain")
@@ -25,7 +26,7 @@ func TestE2EReload(t *testing.T) {
 	policy := regexp.MustCompile(`^"api-limit@file";q=20;w=60`)
 	request := func(n int) {
 		t.Helper()
-		req, resp := traefiktest.Get(t, tr.URL("/limited"))
+		req, resp := e2etest.Get(t, tr.URL("/limited"))
 		if resp.Header.Get("X-RateLimit-Limit") != "20" || !policy.MatchString(resp.Header.Get("RateLimit-Policy")) {
 			t.Fatalf("request %d: %v: %v, want X-RateLimit-Limit 20 and RateLimit-Policy \"api-limit@file\";q=20;w=60", n, req, resp)
 		}
@@ -47,7 +48,7 @@ func TestE2EReload(t *testing.T) {
 		request(n)
 	}
 	tr.Render("fixtures/reload/dynamic.yml", map[string]any{"Backend": be.URL(), "Message": "limited after reload", "Reloaded": true})
-	if err := traefiktest.GetRequest(tr.URL("/reloaded"), traefiktest.StartTimeout, traefiktest.StatusIs(200)); err != nil {
+	if err := e2etest.GetRequest(tr.URL("/reloaded"), traefiktest.StartTimeout, e2etest.StatusIs(200)); err != nil {
 		t.Fatalf("the reloaded configuration never became active: %v", err)
 	}
 	for n := 11; n <= 22; n++ {

@@ -1,4 +1,4 @@
-package traefiktest
+package e2etest
 
 import (
 	"fmt"

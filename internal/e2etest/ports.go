@@ -1,4 +1,4 @@
-package traefiktest
+package e2etest
 
 import (
 	"net"
@@ -14,7 +14,8 @@ var (
 
 // FreePort returns a TCP port that was free on the loopback a moment ago
 // and that this process has not handed out before, so that parallel tests
-// never share one.
+// never share one: Caddy listens with SO_REUSEPORT, so two instances
+// given one port would share it without an error.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
 	usedPortsMu.Lock()

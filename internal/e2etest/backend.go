@@ -1,4 +1,4 @@
-package traefiktest
+package e2etest
 
 import (
 	"bufio"
@@ -119,4 +119,21 @@ func Run(tb testing.TB, bin string, timeout time.Duration, args ...string) (line
 	}
 	cmd.Wait()
 	return lines, errb.String()
+}
+
+// Tally returns lines as "N x LINE, ...", in the order they first appear.
+func Tally(lines []string) string {
+	var order []string
+	n := map[string]int{}
+	for _, l := range lines {
+		if n[l] == 0 {
+			order = append(order, l)
+		}
+		n[l]++
+	}
+	var parts []string
+	for _, l := range order {
+		parts = append(parts, strconv.Itoa(n[l])+" x "+l)
+	}
+	return strings.Join(parts, ", ")
 }
