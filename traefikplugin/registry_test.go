@@ -69,8 +69,11 @@ func TestReloadWithNewRule(t *testing.T) {
 	if h2.(*Middleware).zone == old {
 		t.Fatal("a new rule reused the old zone")
 	}
-	if serve(h2, "203.0.113.7:1", nil).Code != 200 || serve(h2, "203.0.113.7:1", nil).Code != 200 || serve(h2, "203.0.113.7:1", nil).Code != 429 {
-		t.Error("the new rule is not enforced from a fresh count")
+	for i, want := range []int{200, 200, 429} {
+		if got := serve(h2, "203.0.113.7:1", nil).Code; got != want {
+			t.Errorf("the new rule is not enforced from a fresh count: request %d got %d, want %d", i+1, got, want)
+			break
+		}
 	}
 	// Source, headers, status and message are not part of the zone.
 	c3 := validConfig()

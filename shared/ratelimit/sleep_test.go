@@ -45,8 +45,10 @@ func TestZoneSleepsAndWakes(t *testing.T) {
 	}
 	// Asleep, it still answers, and the first key wakes it.
 	now := time.Now()
-	if !TakeAt(z, "a", now.UnixNano()).Allowed || !TakeAt(z, "a", now.UnixNano()).Allowed {
-		t.Fatal("a sleeping zone denied")
+	for range 2 {
+		if !TakeAt(z, "a", now.UnixNano()).Allowed {
+			t.Fatal("a sleeping zone denied")
+		}
 	}
 	if TakeAt(z, "a", now.UnixNano()).Allowed {
 		t.Fatal("a woken zone lost its count")
