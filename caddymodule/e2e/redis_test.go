@@ -305,15 +305,7 @@ func TestE2ERedisCluster(t *testing.T) {
 	checkShared(t, a, b, "/", "X-User", "alice")
 
 	const ipKey, userKey = "cl:ip:{127.0.0.1}", "cl:user:{alice}"
-	var found []string
-	counts := map[string]int64{}
-	for _, addr := range nodes {
-		node := redistest.Node(t, addr)
-		for _, k := range node.Keys(t, "cl:*") {
-			found = append(found, k+"@"+addr)
-			counts[k] = node.StoredCount(t, k)
-		}
-	}
+	found, counts := redistest.ClusterCounts(t, nodes, "cl:*")
 	if len(found) != 2 || len(counts) != 2 || counts[ipKey] == 0 || counts[userKey] == 0 {
 		t.Fatalf("keys in the cluster: %v, want %s and %s", found, ipKey, userKey)
 	}

@@ -37,3 +37,18 @@ func repoRoot(tb testing.TB) string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
+
+// ClusterCounts returns the keys matching pattern on every node of a
+// cluster, each as key@node, and the count each holds.
+func ClusterCounts(tb testing.TB, nodes []string, pattern string) (found []string, counts map[string]int64) {
+	tb.Helper()
+	counts = map[string]int64{}
+	for _, addr := range nodes {
+		node := Node(tb, addr)
+		for _, k := range node.Keys(tb, pattern) {
+			found = append(found, k+"@"+addr)
+			counts[k] = node.StoredCount(tb, k)
+		}
+	}
+	return found, counts
+}
