@@ -46,10 +46,8 @@
 //   - inflight.go: inFlight, the slots of a key, in front of the rate or
 //     alone; its limiters, one per middleware name.
 //   - registry.go: the zones, one per middleware name, kept across reloads.
-//   - full.go: the log line of a full zone.
-//   - dryrun.go: the dry-run log line.
-//   - rejectlog.go: the rejection log line.
-//   - logs.go: the writers that reach Traefik's log.
+//   - log.go: the writers that reach Traefik's log, and the middleware's
+//     lines: dry run, rejection, full zone.
 //
 // # Performance under yaegi
 //
