@@ -384,20 +384,38 @@ type scratch struct {
 }
 
 // ServeHTTP checks r against the matching zones and either passes it on or
-// returns a 429 error.
+// returns a 429 error: it collects the items of the zones r matches, then
+// decides them (decide), which serves or rejects r (reject).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	s := h.scratch.Get().(*scratch)
 	var repl *caddy.Replacer
 	if h.keysNeedReplacer {
 		repl, _ = r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	}
+	if err := h.collect(r, s, repl); err != nil {
+		h.release(s)
+		return caddyhttp.Error(http.StatusInternalServerError, err)
+	}
+	if len(s.slots) > 0 {
+		return h.serveInFlight(w, r, next, s, repl)
+	}
+	if len(s.items) == 0 {
+		h.release(s)
+		return next.ServeHTTP(w, r)
+	}
+	return h.decide(w, r, next, s, repl, time.Now())
+}
+
+// collect adds to s an item for each zone r matches, with r's key and the
+// limit of its override, and the in-flight slots r needs. A zone whose
+// override exempts the key adds nothing. The error is a matcher's.
+func (h *Handler) collect(r *http.Request, s *scratch, repl *caddy.Replacer) error {
 	var client netip.Addr // parsed by the first zone with a CIDR override
 	for i, z := range h.zones {
 		if len(z.matchers) > 0 {
 			match, err := z.matchers.AnyMatchWithError(r)
 			if err != nil {
-				h.release(s)
-				return caddyhttp.Error(http.StatusInternalServerError, err)
+				return err
 			}
 			if !match {
 				continue
@@ -421,17 +439,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		s.which = append(s.which, i)
 		s.refundable = s.refundable || refundable
 	}
-	if len(s.slots) > 0 {
-		return h.serveInFlight(w, r, next, s, repl)
-	}
-	if len(s.items) == 0 {
-		h.release(s)
-		return next.ServeHTTP(w, r)
-	}
-	return h.decide(w, r, next, s, repl, time.Now())
+	return nil
 }
 
-// decide takes the rate decision of s's items and serves r or refuses it.
+// decide takes the rate decision of s's items and serves r, or hands it
+// to reject.
 func (h *Handler) decide(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, s *scratch, repl *caddy.Replacer, now time.Time) error {
 	out := s.out[:len(s.items)]
 	var allowed bool
@@ -454,21 +466,25 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		return next.ServeHTTP(w, r)
 	}
 	t := ratelimit.Tightest(out)
-	z := h.zones[s.which[t]]
-	d := out[t]
-
-	if allowed {
-		for _, i := range s.which {
-			h.zones[i].allowed.Inc()
-		}
-		httplimit.WriteHeaders(z.policy, w.Header(), d)
-		if s.refundable {
-			return h.serveCounted(w, r, next, s)
-		}
-		h.release(s)
-		return next.ServeHTTP(w, r)
+	if !allowed {
+		return h.reject(w, r, next, s, out, t, repl, now)
 	}
+	for _, i := range s.which {
+		h.zones[i].allowed.Inc()
+	}
+	httplimit.WriteHeaders(h.zones[s.which[t]].policy, w.Header(), out[t])
+	if s.refundable {
+		return h.serveCounted(w, r, next, s)
+	}
+	h.release(s)
+	return next.ServeHTTP(w, r)
+}
 
+// reject refuses r, which the decisions out of s's items deny, with the
+// headers of out[t], the tightest: a 429, or an error for handle_errors.
+// It counts the denial in each zone that denied and logs it; in dry-run
+// mode it lets r through.
+func (h *Handler) reject(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, s *scratch, out []ratelimit.Decision, t int, repl *caddy.Replacer, now time.Time) error {
 	for k, i := range s.which {
 		if !out[k].Allowed {
 			if h.DryRun {
@@ -478,6 +494,8 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request, next caddyhttp.
 			}
 		}
 	}
+	z := h.zones[s.which[t]]
+	d := out[t]
 	key := s.items[t].Key
 	h.release(s)
 	if h.Jitter > 0 {

@@ -22,7 +22,7 @@ func TestClockStepBack(t *testing.T) {
 	c.Limit = 5
 	h := newMiddleware(t, c, "clockstep@file")
 	m := h.(*Middleware)
-	if m.notMemoryPath {
+	if m.path >= pathRedis {
 		t.Fatal("the middleware does not take the memory path")
 	}
 	rule := m.zone.Rule()

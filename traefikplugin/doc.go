@@ -28,8 +28,10 @@
 //     refused with a suggestion.
 //   - duration.go: durations read as Traefik reads them.
 //   - errors.go: the errors of bad settings, and the core's field names.
-//   - middleware.go: Middleware and New; setPaths chooses its path.
-//   - serve.go: ServeHTTP and the paths a request takes, with their table.
+//   - middleware.go: Middleware, its fields grouped by what they serve,
+//     and New.
+//   - serve.go: ServeHTTP and the paths a request takes, with their table
+//     and choosePath, which chooses a middleware's once.
 //   - headers.go: the rate-limit headers, written from tables.
 //   - key.go: the key of a request: sourceCriterion, keyOf, the fallback.
 //   - keyclientip.go: the client address: ipStrategy, the remote address.
@@ -44,10 +46,8 @@
 //   - inflight.go: inFlight, the slots of a key, in front of the rate or
 //     alone; its limiters, one per middleware name.
 //   - registry.go: the zones, one per middleware name, kept across reloads.
-//   - full.go: the log line of a full zone.
-//   - dryrun.go: the dry-run log line.
-//   - rejectlog.go: the rejection log line.
-//   - logs.go: the writers that reach Traefik's log.
+//   - log.go: the writers that reach Traefik's log, and the middleware's
+//     lines: dry run, rejection, full zone.
 //
 // # Performance under yaegi
 //

@@ -30,7 +30,7 @@ const (
 const second = time.Second
 
 // tSuffixes holds ";t=<n>" for the IETF RateLimit value of every n below
-// its length, shared by every middleware (see setPaths).
+// its length, shared by every middleware (see suffixT).
 var tSuffixes = func() []string {
 	t := make([]string, 4096)
 	for i := range t {

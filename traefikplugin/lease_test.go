@@ -68,8 +68,8 @@ func TestRedisLeaseCalls(t *testing.T) {
 			c.Redis.Lease = mode
 			name := "lease-calls-" + mode + "-" + itoa(limit) + "@file"
 			h := redisMiddleware(t, c, name)
-			if m := h.(*Middleware); (m.lease != nil) != (mode == "") || m.redisInline != (limit < 65536) {
-				t.Fatalf("limit %d, lease %q: table %v, redisInline %v", limit, mode, m.lease != nil, m.redisInline)
+			if m := h.(*Middleware); (m.lease != nil) != (mode == "") || (m.path == pathRedis) != (limit < 65536) {
+				t.Fatalf("limit %d, lease %q: table %v, serveRedis %v", limit, mode, m.lease != nil, m.path == pathRedis)
 			}
 			// One sub-window (6s) for the whole run: across a boundary the
 			// old lease's units count until they are given back, and the

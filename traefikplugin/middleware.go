@@ -15,17 +15,36 @@ import (
 // Middleware limits the requests it serves. It is safe for concurrent use.
 //
 // Everything that does not depend on the request is computed in New (see
-// Performance under yaegi).
+// Performance under yaegi). The fields are grouped by what they serve.
 type Middleware struct {
-	// lastDryRunLog is the Unix second of the last dry-run log line.
-	lastDryRunLog int64
-	// lastRejectLog is the Unix second of the last rejection line, and
-	// rejectsSuppressed counts the rejections since then that got none.
+	// The log lines' rate limits, first: their atomic operations need the
+	// 64-bit alignment that only the start of a struct has on 32-bit
+	// platforms (see log.go). lastDryRunLog and lastRejectLog are the Unix
+	// seconds of the last dry-run and rejection lines; rejectsSuppressed
+	// counts the rejections since then that got none.
+	lastDryRunLog     int64
 	lastRejectLog     int64
 	rejectsSuppressed int64
 
 	name string
 	next http.Handler
+	// path is the way ServeHTTP serves the requests (see choosePath).
+	path int
+
+	// The key of a request. source is nil for the default source, the
+	// remote address, whose IPv6 addresses are grouped by v6Bits.
+	source *keySource
+	v6Bits int
+	// keyKind and depth are the source's kind and ipStrategy.depth, for
+	// sourceKey.
+	keyKind sourceKind
+	depth   int
+	// excluded4 holds the IPv4 ranges of ipStrategy.excludedIPs for
+	// excludedKey, as pairs of masked address and mask.
+	excluded4 []uint32
+
+	// The decision. zone holds the rule, and the counts unless a store
+	// keeps them.
 	zone *ratelimit.Zone
 	// store, when set, takes the decisions instead of zone (a remote
 	// store); nil keeps the in-memory zone.
@@ -36,34 +55,25 @@ type Middleware struct {
 	// keyCall is the Redis store's call prepared for zone, which
 	// guard.TakeKey makes on the common request; nil when it has none.
 	keyCall *ratelimit.KeyCall
-	// source is nil for the default source, the remote address, whose
-	// IPv6 addresses are grouped by v6Bits.
-	source *keySource
-	v6Bits int
-	policy *httplimit.Policy
-	// notMemoryPath is set when ServeHTTP's own body, the memory path,
-	// does not serve m: a store, countStatus or overrides (see setPaths and
-	// the paths' table in serve.go).
-	notMemoryPath bool
-	// redisInline is set when serveRedis serves m: Redis through guard,
-	// any source, legacy headers from the table, no dry run (see
-	// useStore).
-	redisInline bool
-	// legacyTable is set when ServeHTTP writes legacy headers from
-	// decimals; otherwise decidedModeHeaders writes those of headerMode.
-	legacyTable bool
-	headerMode  httplimit.HeaderMode
-	// keyKind and depth are the source's kind and ipStrategy.depth, for
-	// sourceKey.
-	keyKind sourceKind
-	depth   int
-	// excluded4 holds the IPv4 ranges of ipStrategy.excludedIPs for
-	// excludedKey, as pairs of masked address and mask.
-	excluded4 []uint32
-	// policyStr and ratePrefix are the RateLimit-Policy value and the
-	// start of the RateLimit value (see httplimit.Policy).
-	policyStr  string
-	ratePrefix string
+	// lease, when set, decides Redis requests, spending hot keys' leases
+	// locally (redis.lease auto, no countStatus; see leaseTableFor).
+	lease *lease.Table
+	// countStatus, when set, holds the statuses of the responses counted:
+	// requests are reserved, then refunded unless their status is listed
+	// (see serveCounted).
+	countStatus *ratelimit.StatusSet
+	// refunder gives back m.store's reservations; nil for the in-memory
+	// zone.
+	refunder ratelimit.Refunder
+	// overrides, when set, give some keys or client addresses their own
+	// limit or exempt them (see serveOverridden). cidrs is set when
+	// some override is a CIDR: only then is the client address parsed.
+	overrides *ratelimit.Overrides
+	cidrs     bool
+
+	// The headers.
+	policy     *httplimit.Policy
+	headerMode httplimit.HeaderMode
 	// decimals is the header values table every path writes from; the
 	// values past it are formatted (see decimal).
 	decimals []string
@@ -71,28 +81,20 @@ type Middleware struct {
 	// value.
 	ruleLimit int64
 	limitStr  string
-	// body and lengthStr are the rejection's body and Content-Length.
+	// policyStr and ratePrefix are the RateLimit-Policy value and the
+	// start of the RateLimit value (see httplimit.Policy).
+	policyStr  string
+	ratePrefix string
+
+	// The rejection: status and message, and the message as the body
+	// and its Content-Length. In dry-run mode none is sent.
+	status    int
+	message   string
 	body      []byte
 	lengthStr string
 	dryRun    bool
-	logKey    bool
-	status    int
-	message   string
-	// countStatus, when set, holds the statuses of the responses counted:
-	// requests are reserved, then refunded unless their status is listed
-	// (see serveCounted).
-	countStatus *ratelimit.StatusSet
-	// overrides, when set, give some keys or client addresses their own
-	// limit or exempt them (see serveOverridden). cidrs is set when
-	// some override is a CIDR: only then is the client address parsed.
-	overrides *ratelimit.Overrides
-	cidrs     bool
-	// refunder gives back m.store's reservations; nil for the in-memory
-	// zone.
-	refunder ratelimit.Refunder
-	// lease, when set, decides Redis requests, spending hot keys' leases
-	// locally (redis.lease auto, no countStatus; see leaseTableFor).
-	lease *lease.Table
+	// logKey names the key in the log lines.
+	logKey bool
 }
 
 // New returns the middleware named name in front of next. Traefik calls it
@@ -190,30 +192,35 @@ func build(next http.Handler, config *Config, name string) (*Middleware, error) 
 		s.source.middleware = name
 	}
 	table := httplimit.DecimalsFor(s.rule)
+	decimals := table
+	if decimals == nil {
+		decimals = httplimit.Decimals()
+	}
+	policy := httplimit.NewPolicy(name, s.rule.Window, s.rule.Limit, s.mode)
 	m := &Middleware{
-		name:   name,
-		next:   next,
-		zone:   z,
-		source: s.source,
-		v6Bits: s.v6Bits,
-		policy: httplimit.NewPolicy(name, s.rule.Window, s.rule.Limit, s.mode),
-		// Until setPaths, set unless serveRedis could serve m (legacy
-		// headers from the table, no dry run), for useStore.
-		notMemoryPath: s.mode != httplimit.HeadersLegacy || s.dryRun || table == nil || s.countStatus != nil || s.overrides != nil,
-		decimals:      table,
-		ruleLimit:     s.rule.Limit,
-		limitStr:      strconv.FormatInt(s.rule.Limit, 10),
-		body:          []byte(s.message),
-		lengthStr:     strconv.Itoa(len(s.message)),
-		dryRun:        s.dryRun,
-		logKey:        s.logKey,
-		status:        s.status,
-		message:       s.message,
-
+		name:        name,
+		next:        next,
+		source:      s.source,
+		v6Bits:      s.v6Bits,
+		zone:        z,
 		countStatus: s.countStatus,
 		overrides:   s.overrides,
 		cidrs:       s.overrides != nil && s.overrides.HasCIDRs(),
+		policy:      policy,
+		headerMode:  s.mode,
+		decimals:    decimals,
+		ruleLimit:   s.rule.Limit,
+		limitStr:    strconv.FormatInt(s.rule.Limit, 10),
+		policyStr:   policy.PolicyValue(),
+		ratePrefix:  policy.RatePrefix(),
+		status:      s.status,
+		message:     s.message,
+		body:        []byte(s.message),
+		lengthStr:   strconv.Itoa(len(s.message)),
+		dryRun:      s.dryRun,
+		logKey:      s.logKey,
 	}
+	setSourceKey(m, s.source)
 	if store == nil && s.ban > 0 && (s.countStatus != nil || s.overrides != nil) {
 		store = ratelimit.Memory{} // TakeAll decides their bans (see ban.go)
 	}
@@ -221,39 +228,23 @@ func build(next http.Handler, config *Config, name string) (*Middleware, error) 
 		useStore(m, store)
 		m.refunder, _ = store.(ratelimit.Refunder)
 	}
-	setPaths(m, s)
-	if s.ban > 0 && m.store == nil {
-		m.notMemoryPath = true // serveAny decides with TakeBanAt (see ban.go)
-	}
+	m.path = choosePath(m, s, table != nil)
 	m.lease = leaseTableFor(name, z, m.guard, m.keyCall, s.redis != nil && s.redis.lease && s.countStatus == nil && s.ban == 0)
 	return m, nil
 }
 
-// setPaths sets the header tables of m, whose settings are s, and chooses
-// the memory path when m needs no more than the in-memory zone: any
-// source, header mode, limit, window and dry run. countStatus, overrides
-// and stores stay in serveAny, which writes the headers of a decision
-// under the rule's limit from the same tables (allowedHeaders).
-func setPaths(m *Middleware, s settings) {
-	m.legacyTable = s.mode == httplimit.HeadersLegacy && m.decimals != nil
-	if m.decimals == nil {
-		m.decimals = httplimit.Decimals()
-	}
-	m.headerMode = s.mode
-	m.policyStr = m.policy.PolicyValue()
-	m.ratePrefix = m.policy.RatePrefix()
-	// sourceKey's settings: serveRedis keys as the memory path does.
-	if src := s.source; src != nil {
-		m.keyKind = src.kind
-		if src.kind == sourceIP && src.ip.depth > 0 {
-			m.depth = src.ip.depth
-		}
-		if src.kind == sourceIP && src.ip.excluded != nil {
-			m.excluded4 = excludedIPv4(src.ip)
-		}
-	}
-	if m.store != nil || m.countStatus != nil || m.overrides != nil {
+// setSourceKey sets what sourceKey reads of src, the source of m's keys
+// (nil for the remote address), so that serveRedis keys as the memory
+// path does.
+func setSourceKey(m *Middleware, src *keySource) {
+	if src == nil {
 		return
 	}
-	m.notMemoryPath = false
+	m.keyKind = src.kind
+	if src.kind == sourceIP && src.ip.depth > 0 {
+		m.depth = src.ip.depth
+	}
+	if src.kind == sourceIP && src.ip.excluded != nil {
+		m.excluded4 = excludedIPv4(src.ip)
+	}
 }

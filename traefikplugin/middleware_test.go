@@ -283,6 +283,7 @@ func TestStoreSeam(t *testing.T) {
 	h := newMiddleware(t, c, "store@file")
 	m := h.(*Middleware)
 	useStore(m, ratelimit.Memory{})
+	m.path = pathAny // as New chooses for a store (see choosePath)
 	codes := []int{}
 	for i := 0; i < 3; i++ {
 		codes = append(codes, serve(h, "203.0.113.7:1", nil).Code)
@@ -406,7 +407,7 @@ func TestInlineRejectMatchesServeAny(t *testing.T) {
 	viaAny.Overrides = []string{toServeAny}
 	a := newMiddleware(t, inline, "inline@file")
 	b := newMiddleware(t, viaAny, "any@file")
-	if !b.(*Middleware).notMemoryPath || a.(*Middleware).notMemoryPath {
+	if b.(*Middleware).path < pathRedis || a.(*Middleware).path >= pathRedis {
 		t.Fatal("the test does not compare the inline rejection with serveAny's")
 	}
 	serve(a, "203.0.113.7:1", nil)
@@ -440,7 +441,7 @@ func TestInlinePathAllAlgorithms(t *testing.T) {
 		c.Limit = 3
 		c.Algorithm = alg
 		h := newMiddleware(t, c, "alg@file")
-		if h.(*Middleware).notMemoryPath {
+		if h.(*Middleware).path >= pathRedis {
 			t.Fatalf("%s: not on the memory path", alg)
 		}
 		for i := 0; i < 50; i++ {

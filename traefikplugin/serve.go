@@ -11,11 +11,11 @@ import (
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
-// The paths a request takes. New chooses one for the middleware (setPaths,
-// useStore), and ServeHTTP dispatches:
+// The paths a request takes. New chooses one for the middleware
+// (choosePath), and ServeHTTP dispatches on it:
 //
 //	path                  counts in  key             limit    taken for
-//	ServeHTTP             memory     any source      rule's   no countStatus, no overrides
+//	ServeHTTP             memory     any source      rule's   no store, countStatus, overrides or ban
 //	serveRedis            Redis      any source      rule's   legacy headers within the table,
 //	                                                          no dry run, countStatus or overrides
 //	serveAny              either     any source      any      the rest (a ban in memory: TakeBanAt), handing on to:
@@ -26,6 +26,46 @@ import (
 // serveAny decides itself a store's request that serveRedis does not
 // take: other headers, dry run, or a limit or window past the table.
 
+// The paths ServeHTTP takes, the values of Middleware.path: the table's
+// first three rows, the first split by its headers. They are untyped and
+// the field a plain int: with a named type, ServeHTTP costs one
+// interpreted allocation more (160 against 159 a request on
+// PluginConfigs/default; see Performance under yaegi).
+const (
+	// pathMemory is ServeHTTP's own body with legacy headers from the
+	// table, written inline.
+	pathMemory = iota
+	// pathMemoryHeaders is ServeHTTP's own body with the other headers,
+	// or values past the table (decidedModeHeaders).
+	pathMemoryHeaders
+	// pathRedis is serveRedis.
+	pathRedis
+	// pathAny is serveAny, and through it serveOverridden and
+	// serveCounted.
+	pathAny
+)
+
+// choosePath returns the path of m, whose settings are s and whose store
+// is set (useStore), by the table above. tabled reports whether the
+// rule's header values fit a table (httplimit.DecimalsFor).
+func choosePath(m *Middleware, s settings, tabled bool) int {
+	legacy := s.mode == httplimit.HeadersLegacy && tabled
+	switch {
+	case s.countStatus != nil || s.overrides != nil:
+		return pathAny
+	case m.store != nil:
+		if m.guard != nil && legacy && !s.dryRun {
+			return pathRedis
+		}
+		return pathAny
+	case s.ban > 0:
+		return pathAny // TakeBanAt (see ban.go)
+	case legacy:
+		return pathMemory
+	}
+	return pathMemoryHeaders
+}
+
 // ServeHTTP limits the request: it passes it on or rejects it.
 //
 // Its own body is the memory path, yaegi-shaped (see Performance under
@@ -34,11 +74,11 @@ import (
 // (sourceKey); legacy headers within the table are written inline, other
 // headers in one call (decidedModeHeaders), a rejection in one (reject).
 func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if m.notMemoryPath {
-		if m.redisInline {
-			serveRedis(m, w, r)
-			return
-		}
+	switch m.path {
+	case pathRedis:
+		serveRedis(m, w, r)
+		return
+	case pathAny:
 		serveAny(m, w, r)
 		return
 	}
@@ -55,7 +95,7 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d := ratelimit.TakeAt(m.zone, key, time.Now().UnixNano())
-	if !m.legacyTable {
+	if m.path != pathMemory {
 		decidedModeHeaders(m, w, r, key, d)
 		return
 	}

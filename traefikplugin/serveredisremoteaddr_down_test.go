@@ -26,7 +26,7 @@ func TestServeRedisRemoteAddrWithRedisDown(t *testing.T) {
 		c.Cost = 2
 		c.OnStoreError = policy
 		direct := redisMiddleware(t, c, "down-"+policy+"@file").(*Middleware)
-		if !direct.redisInline {
+		if direct.path != pathRedis {
 			t.Fatal("not served by serveRedis")
 		}
 		for _, remote := range []string{"203.0.113.7:1", "[2001:db8::1]:443", "", "[", "[::1", ":", "[2001:db8::1]"} {

@@ -20,10 +20,10 @@ func TestServeRedisRemoteAddrMatchesServeAny(t *testing.T) {
 	c := redisConfig(srv.Addr(), 3)
 	c.Redis.KeyPrefix = "other-" + c.Redis.KeyPrefix
 	viaAny := redisMiddleware(t, c, "direct@file-any").(*Middleware)
-	if !direct.redisInline || !viaAny.redisInline {
+	if direct.path != pathRedis || viaAny.path != pathRedis {
 		t.Fatal("ServeHTTP does not send a Redis middleware with the memory path's settings to serveRedis")
 	}
-	viaAny.redisInline = false // through serveAny
+	viaAny.path = pathAny
 	// The middleware serveRedis is for: the memory path's but for
 	// its store.
 	if direct.guard == nil || direct.source != nil || direct.decimals == nil || direct.dryRun || direct.countStatus != nil || direct.overrides != nil {
@@ -84,10 +84,10 @@ func TestServeRedisSourceMatchesServeAny(t *testing.T) {
 			c2.SourceCriterion = &tc.source
 			c2.Redis.KeyPrefix = "other-" + c2.Redis.KeyPrefix
 			viaAny := redisMiddleware(t, c2, "source-"+tc.name+"@file-any").(*Middleware)
-			if !direct.redisInline || !viaAny.redisInline {
+			if direct.path != pathRedis || viaAny.path != pathRedis {
 				t.Fatal("ServeHTTP does not send a Redis middleware with a sourceCriterion to serveRedis")
 			}
-			viaAny.redisInline = false // through serveAny
+			viaAny.path = pathAny
 			values := []string{"a", "b", "", "a", long, "\x00x", "b", long, "", "\x00x", "a", "203.0.113.9, 10.1.2.3", "203.0.113.9, 10.1.2.3", "203.0.113.9, 10.1.2.3"}
 			for i, v := range values {
 				req := func() *http.Request {

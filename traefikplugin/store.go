@@ -11,8 +11,8 @@ import (
 )
 
 // useStore makes s take m's decisions instead of the in-memory zone: the
-// seam where a remote store (Redis) plugs in. ServeHTTP's inline path, the
-// in-memory zone's TakeAt, no longer applies.
+// seam where a remote store (Redis) plugs in. New then chooses a path
+// that goes through the store (see choosePath).
 func useStore(m *Middleware, s ratelimit.Store) {
 	m.store = s
 	m.guard, _ = s.(*guard.Guard)
@@ -21,8 +21,6 @@ func useStore(m *Middleware, s ratelimit.Store) {
 			m.keyCall = rs.KeyCall(m.zone)
 		}
 	}
-	m.redisInline = !m.notMemoryPath && m.guard != nil
-	m.notMemoryPath = true
 }
 
 // takeFromStore decides the request through m.store, a guard.Guard
