@@ -1,10 +1,8 @@
 package caddymodule
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -166,13 +164,16 @@ func (h *Handler) unmarshalPersist(d *caddyfile.Dispenser) error {
 	return nil
 }
 
-// zoneSaver keeps one pooled zone's snapshots: it restores the zone, and,
-// when the zone is persisted and its file claimed, saves it every
-// interval and once more when the zone is released for good. A zone whose
-// persistence a reload turned off keeps a saver too, without a plan: it
-// keeps its predecessor's counts in memory, and hands them on.
+// zoneSaver is the persistence of one pooled zone: its persist.Saver,
+// which restores it and, when the zone is persisted and its file claimed,
+// saves it every interval and once more when the zone is released for
+// good, with what Caddy adds: the lineage's registry (savers), the log
+// lines, the metrics and the admin API's view. A zone whose persistence
+// a reload turned off keeps a saver too, without a plan: it keeps its
+// predecessor's counts in memory, and hands them on.
 type zoneSaver struct {
-	zone *ratelimit.Zone
+	saver *persist.Saver
+	zone  *ratelimit.Zone
 	// lineage names the zone's counts: its name, key and shape (the
 	// snapshot's file name, without a directory).
 	lineage string
@@ -183,17 +184,6 @@ type zoneSaver struct {
 	plan   *persistPlan
 	path   string // "" when the zone is not saved
 	logger *zap.Logger
-	// claimed is set when this process holds path (persist.Claim): only
-	// then is it read and written.
-	claimed    bool
-	stop, done chan struct{}
-	// inherited is set when the zone took its counts from the live zone
-	// it replaces, which no longer writes the file: the counts are newer
-	// than the file's.
-	inherited bool
-	// lastErr and lastLog keep a failing disk to a log line a minute.
-	lastErr string
-	lastLog time.Time
 
 	// mu guards the last snapshot written and the restore, for the admin
 	// API.
@@ -261,141 +251,75 @@ func newPersistedZone(name string, rule ratelimit.Rule, opts ratelimit.Options, 
 	return p, nil
 }
 
-// startSaver restores the new zone z, made with Options.Persist, from
-// prev, the live zone of its lineage if any (a reload), else from its
-// snapshot file, then saves it every interval. Every failure is one log
-// line and an empty zone, or a zone that runs without snapshots: never a
-// failed config load.
+// startSaver makes the new zone z, made with Options.Persist, the newest
+// of its lineage and starts its persist.Saver: restored from prev, the
+// live zone of its lineage if any (a reload), else from its snapshot
+// file, then saved every interval if plan persists it. Every failure is
+// one log line and an empty zone, or a zone that runs without snapshots:
+// never a failed config load.
 func startSaver(z *ratelimit.Zone, lineage string, gen any, plan *persistPlan, prev *zoneSaver, logger *zap.Logger) *zoneSaver {
-	sv := &zoneSaver{
-		zone: z, lineage: lineage, gen: gen, plan: plan, logger: logger,
-		stop: make(chan struct{}), done: make(chan struct{}),
-	}
+	zs := &zoneSaver{zone: z, lineage: lineage, gen: gen, plan: plan, logger: logger}
+	o := persist.Options{Owns: zs.owns, Log: zs.log}
 	if plan != nil {
-		sv.path = filepath.Join(plan.dir, lineage)
-		sv.claim()
+		zs.path = filepath.Join(plan.dir, lineage)
+		o.Path, o.Interval = zs.path, plan.interval
+	}
+	if prev != nil {
+		o.Prev = prev.zone
 	}
 	savers.Lock()
-	savers.byLineage[lineage] = sv
+	savers.byLineage[lineage] = zs
 	savers.Unlock()
-	now := time.Now()
-	var n int
-	var err error
-	from := sv.path
-	switch {
-	case prev != nil:
-		from = "the zone it replaces"
-		var buf bytes.Buffer
-		if _, err = prev.zone.Snapshot(&buf, now); err == nil {
-			n, err = z.Restore(&buf, now)
-			sv.inherited = err == nil
-		}
-	case sv.claimed:
-		n, err = persist.Load(z, sv.path, now)
-	case plan == nil:
-		close(sv.done)
-		return sv
-	default:
-		go sv.loop() // claims the file once the other process lets go
-		return sv
-	}
-	switch {
-	case err == nil:
-		sv.mu.Lock()
-		sv.restoredAt, sv.restoredKeys = now, n
-		sv.mu.Unlock()
-		countPersist(z.Name(), func(c *persistCount) { c.restored += uint64(n) })
-		logger.Info("rate_limit zone restored", zap.String("zone", z.Name()), zap.Int("keys", n), zap.String("from", from))
-	case errors.Is(err, os.ErrNotExist):
-		logger.Info("rate_limit zone starts empty: no snapshot yet", zap.String("zone", z.Name()), zap.String("file", sv.path))
-	default:
-		logger.Error("rate_limit zone starts empty: its snapshot could not be restored", zap.String("zone", z.Name()), zap.Error(err))
-	}
-	if plan == nil {
-		close(sv.done) // counts kept in memory only
-		return sv
-	}
-	go sv.loop()
-	return sv
+	zs.saver = persist.Start(z, o)
+	return zs
 }
 
-// claim makes this process the one that reads and writes the zone's
-// file, or says in one line why not: another process holds it (another
-// Caddy on this data directory), or the file or its directory is refused.
-// The saver tries again at every interval, quietly.
-func (sv *zoneSaver) claim() {
-	err := persist.Claim(sv.path, sv.plan.interval)
-	switch {
-	case err == nil:
-		sv.claimed = true
-	case errors.Is(err, persist.ErrClaimed):
-		sv.logger.Warn("rate_limit zone's snapshot is held by another process (another Caddy on this data directory?): "+
+// owns reports whether zs is still the newest saver of its lineage: only
+// that one writes the file.
+func (zs *zoneSaver) owns(*persist.Saver) bool {
+	savers.Lock()
+	defer savers.Unlock()
+	return savers.byLineage[zs.lineage] == zs
+}
+
+// log words an event of the zone's saver in Caddy's log, and counts it
+// for the metrics and the admin API.
+func (zs *zoneSaver) log(e persist.Event) {
+	name := zs.zone.Name()
+	switch e.Kind {
+	case persist.Restored:
+		zs.mu.Lock()
+		zs.restoredAt, zs.restoredKeys = e.At, e.Keys
+		zs.mu.Unlock()
+		countPersist(name, func(c *persistCount) { c.restored += uint64(e.Keys) })
+		zs.logger.Info("rate_limit zone restored", zap.String("zone", name), zap.Int("keys", e.Keys), zap.String("from", e.From))
+	case persist.NoSnapshot:
+		zs.logger.Info("rate_limit zone starts empty: no snapshot yet", zap.String("zone", name), zap.String("file", e.From))
+	case persist.RestoreFailed:
+		zs.logger.Error("rate_limit zone starts empty: its snapshot could not be restored", zap.String("zone", name), zap.Error(e.Err))
+	case persist.Held:
+		zs.logger.Warn("rate_limit zone's snapshot is held by another process (another Caddy on this data directory?): "+
 			"this one neither restores nor saves it until that process stops; give each instance its own persist directory",
-			zap.String("zone", sv.zone.Name()), zap.String("file", sv.path), zap.Error(err))
-	default:
-		sv.logger.Error("rate_limit zone runs without snapshots", zap.String("zone", sv.zone.Name()), zap.Error(err))
-	}
-}
-
-func (sv *zoneSaver) loop() {
-	defer close(sv.done)
-	tick := time.NewTicker(sv.plan.interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-sv.stop:
-			return
-		case <-tick.C:
-			sv.save()
-		}
-	}
-}
-
-// save writes a snapshot of the zone, counting and logging a failure.
-func (sv *zoneSaver) save() {
-	savers.Lock()
-	owner := savers.byLineage[sv.lineage] == sv
-	savers.Unlock()
-	if !owner {
-		return // a newer zone of this lineage keeps the counts
-	}
-	if !sv.claimed {
-		if persist.Claim(sv.path, sv.plan.interval) != nil {
-			return
-		}
-		sv.claimed = true
-		sv.logger.Info("rate_limit zone's snapshot is this process's now: saved from now on", zap.String("zone", sv.zone.Name()))
-	}
-	name := sv.zone.Name()
-	now := time.Now()
-	err := persist.Renew(sv.path)
-	if errors.Is(err, persist.ErrClaimed) {
-		sv.claimed = false
-		persist.Release(sv.path)
-		sv.logger.Warn("rate_limit zone's snapshot was taken over by another process: this one no longer saves it",
-			zap.String("zone", name), zap.Error(err))
-		return
-	}
-	var n int
-	if err == nil {
-		n, err = persist.Save(sv.zone, sv.path, now)
-	}
-	if err != nil {
+			zap.String("zone", name), zap.String("file", zs.path), zap.Error(e.Err))
+	case persist.Unusable:
+		zs.logger.Error("rate_limit zone runs without snapshots", zap.String("zone", name), zap.Error(e.Err))
+	case persist.Acquired:
+		zs.logger.Info("rate_limit zone's snapshot is this process's now: saved from now on", zap.String("zone", name))
+	case persist.TakenOver:
+		zs.logger.Warn("rate_limit zone's snapshot was taken over by another process: this one no longer saves it",
+			zap.String("zone", name), zap.Error(e.Err))
+	case persist.Saved:
+		zs.mu.Lock()
+		zs.savedAt, zs.savedKeys = e.At, e.Keys
+		zs.mu.Unlock()
+		countPersist(name, func(c *persistCount) { c.written++ })
+	case persist.SaveFailed:
 		countPersist(name, func(c *persistCount) { c.failed++ })
-		now := time.Now()
-		if msg := err.Error(); msg != sv.lastErr || now.Sub(sv.lastLog) >= time.Minute {
-			sv.lastErr, sv.lastLog = msg, now
-			sv.logger.Error("rate_limit zone snapshot failed; the zone runs on without one", zap.String("zone", name), zap.Error(err))
+		if !e.Repeat {
+			zs.logger.Error("rate_limit zone snapshot failed; the zone runs on without one", zap.String("zone", name), zap.Error(e.Err))
 		}
-		return
-	}
-	sv.mu.Lock()
-	sv.savedAt, sv.savedKeys = now, n
-	sv.mu.Unlock()
-	countPersist(name, func(c *persistCount) { c.written++ })
-	if sv.lastErr != "" {
-		sv.lastErr = ""
-		sv.logger.Info("rate_limit zone snapshot written again", zap.String("zone", name))
+	case persist.SavedAgain:
+		zs.logger.Info("rate_limit zone snapshot written again", zap.String("zone", name))
 	}
 }
 
@@ -404,29 +328,23 @@ func (sv *zoneSaver) save() {
 // zone never took a key and read its counts from the file (caddy
 // validate, a config replaced before it served): the file holds all it
 // has. Then it lets go of the file.
-func (sv *zoneSaver) release() {
-	close(sv.stop)
-	<-sv.done
-	if sv.inherited || sv.zone.Stats().Used {
-		sv.save() // nothing if a newer zone keeps the counts
-	}
+func (zs *zoneSaver) release() {
+	final := zs.owns(zs.saver) && (zs.saver.Inherited() || zs.zone.Stats().Used)
+	zs.saver.Close(final)
 	savers.Lock()
-	if savers.byLineage[sv.lineage] == sv {
-		delete(savers.byLineage, sv.lineage)
+	if savers.byLineage[zs.lineage] == zs {
+		delete(savers.byLineage, zs.lineage)
 	}
 	savers.Unlock()
-	if sv.claimed {
-		persist.Release(sv.path)
-	}
 }
 
 // saverOf returns the saver of zone z, or nil.
 func saverOf(z *ratelimit.Zone) *zoneSaver {
 	savers.Lock()
 	defer savers.Unlock()
-	for _, sv := range savers.byLineage {
-		if sv.zone == z {
-			return sv
+	for _, zs := range savers.byLineage {
+		if zs.zone == z {
+			return zs
 		}
 	}
 	return nil
@@ -456,19 +374,19 @@ type persistInfo struct {
 
 // persistInfoOf returns z's persistence for the admin API, nil if none.
 func persistInfoOf(z *ratelimit.Zone) *persistInfo {
-	sv := saverOf(z)
-	if sv == nil || sv.plan == nil {
+	zs := saverOf(z)
+	if zs == nil || zs.plan == nil {
 		return nil
 	}
-	info := &persistInfo{File: filepath.Join(sv.plan.dir, sv.lineage), Interval: sv.plan.interval.String(), Pending: z.Stats().Pending}
-	sv.mu.Lock()
-	defer sv.mu.Unlock()
-	info.SavedKeys, info.RestoredKeys = sv.savedKeys, sv.restoredKeys
-	if !sv.savedAt.IsZero() {
-		info.SavedAt = sv.savedAt.UTC().Format(time.RFC3339Nano)
+	info := &persistInfo{File: zs.path, Interval: zs.plan.interval.String(), Pending: z.Stats().Pending}
+	zs.mu.Lock()
+	defer zs.mu.Unlock()
+	info.SavedKeys, info.RestoredKeys = zs.savedKeys, zs.restoredKeys
+	if !zs.savedAt.IsZero() {
+		info.SavedAt = zs.savedAt.UTC().Format(time.RFC3339Nano)
 	}
-	if !sv.restoredAt.IsZero() {
-		info.RestoredAt = sv.restoredAt.UTC().Format(time.RFC3339Nano)
+	if !zs.restoredAt.IsZero() {
+		info.RestoredAt = zs.restoredAt.UTC().Format(time.RFC3339Nano)
 	}
 	return info
 }

@@ -152,3 +152,20 @@ func TestPersistUnusedZoneWritesNothing(t *testing.T) {
 		t.Fatalf("files %v, want none", files)
 	}
 }
+
+// TestPersistOffThenStop: a reload that turns persist off keeps the counts
+// in memory, and a stop after it writes no snapshot and does not fail.
+func TestPersistOffThenStop(t *testing.T) {
+	dir := t.TempDir()
+	h := provisionRaw(t, persistConfig(dir, "offstop", 3))
+	statuses(t, h, 2, "203.0.113.9", "/")
+	off := provisionRaw(t, `{"rate_limits":{"offstop":{"window":"1m","limit":3}},"persist":{"off":true}}`)
+	cleanupHandler(t, h)
+	if got := statuses(t, off, 2, "203.0.113.9", "/"); !slices.Equal(got, []int{200, 429}) {
+		t.Fatalf("after persist off: %v, want [200 429]", got)
+	}
+	cleanupHandler(t, off) // a stop
+	if files, _ := filepath.Glob(filepath.Join(dir, "*.wlsnap")); len(files) != 0 {
+		t.Fatalf("files %v, want none: persist is off", files)
+	}
+}

@@ -144,7 +144,7 @@ func TestBanPersist(t *testing.T) {
 	registryMu.Lock()
 	sv := registry[name].saver
 	registryMu.Unlock()
-	sv.save()
+	sv.Save()
 	forget(name) // a restart: the next New makes a new zone
 	h2 := newMiddleware(t, c, name)
 	w := serve(h2, "203.0.113.7:1", nil)

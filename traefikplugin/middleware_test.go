@@ -23,7 +23,7 @@ func forget(name string) {
 	if r := registry[name]; r != nil {
 		r.zone.Close()
 		if r.saver != nil {
-			r.saver.halt(false)
+			go r.saver.Close(false)
 		}
 		delete(registry, name)
 	}

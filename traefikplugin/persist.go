@@ -1,10 +1,7 @@
 package traefikplugin
 
 import (
-	"bytes"
-	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -93,157 +90,61 @@ func (p *persistSettings) idSuffix() string {
 	return " persist=" + strconv.Quote(p.dir) + " every " + p.interval.String()
 }
 
-// saver saves the zone of one registered middleware every interval, once
-// it holds the zone's snapshot file (see persist.Claim).
-type saver struct {
-	name    string
-	zone    *ratelimit.Zone
-	path    string
-	every   time.Duration
-	claimed bool
-	tried   bool // claim was called, and logged
-	stop    chan struct{}
-	done    chan struct{} // closed when loop returns
-	lastErr string
-	lastLog time.Time
+// saverOptions returns the options of the persist.Saver of middleware
+// name's zone z, persisted as ps: saved while it is its name's saver in
+// the registry, its events worded for Traefik's log.
+func saverOptions(name string, z *ratelimit.Zone, ps *persistSettings) persist.Options {
+	path := filepath.Join(ps.dir, persist.FileName(name, z.Scope(), z.Rule()))
+	return persist.Options{Path: path, Interval: ps.interval, Log: persistEvents(name, path),
+		Owns: func(sv *persist.Saver) bool {
+			registryMu.Lock()
+			defer registryMu.Unlock()
+			r := registry[name]
+			return r != nil && r.saver == sv
+		}}
 }
 
-func newSaver(name string, z *ratelimit.Zone, p *persistSettings) *saver {
-	return &saver{name: name, zone: z, every: p.interval, stop: make(chan struct{}), done: make(chan struct{}),
-		path: filepath.Join(p.dir, persist.FileName(name, z.Scope(), z.Rule()))}
+// startSaver restores z, new and keeping snapshots, from prev, the zone of
+// its lineage it replaces, if any, else from its file if this process
+// holds it, and returns the saver that saves it every interval; nil when
+// ps is (the counts are kept in memory only). Every failure is one log
+// line, and the zone starts empty or runs without snapshots.
+func startSaver(name string, z *ratelimit.Zone, ps *persistSettings, prev *ratelimit.Zone) *persist.Saver {
+	if ps == nil {
+		persist.Start(z, persist.Options{Prev: prev, Log: persistEvents(name, "")}) // saves nothing
+		return nil
+	}
+	o := saverOptions(name, z, ps)
+	o.Prev = prev
+	return persist.Start(z, o)
 }
 
-// claim makes this process the one that reads and writes the saver's
-// file, or says in one line why not: another Traefik holds it, or the
-// file or its directory is refused. The zone then runs without
-// snapshots.
-func (sv *saver) claim() {
-	sv.tried = true
-	err := persist.Claim(sv.path, sv.every)
-	switch {
-	case err == nil:
-		sv.claimed = true
-	case errors.Is(err, persist.ErrClaimed):
-		io.WriteString(persistLog, "windowlimit: warning: middleware "+strconv.Quote(sv.name)+": snapshot "+sv.path+
-			" is held by another process (another Traefik on this directory?): this one neither restores nor saves it;"+
-			" give each instance its own persist.directory ("+err.Error()+")\n")
-	default:
-		io.WriteString(persistLog, "windowlimit: error: middleware "+strconv.Quote(sv.name)+": runs without snapshots: "+err.Error()+"\n")
-	}
-}
-
-// restore fills z, new and keeping snapshots, from prev, the zone of its
-// lineage it replaces, if any, else from sv's file if sv holds it. Every
-// failure is one log line, and the zone starts empty.
-func restore(name string, z *ratelimit.Zone, sv *saver, prev *ratelimit.Zone) {
-	now := time.Now()
-	var n int
-	var err error
-	var from string
-	switch {
-	case prev != nil:
-		from = "the zone it replaces"
-		var buf bytes.Buffer
-		if _, err = prev.Snapshot(&buf, now); err == nil {
-			n, err = z.Restore(&buf, now)
-		}
-	case sv != nil && sv.claimed:
-		from = sv.path
-		n, err = persist.Load(z, sv.path, now)
-	default:
-		return
-	}
-	switch {
-	case err == nil:
-		io.WriteString(persistInfoLog, "windowlimit: info: middleware "+strconv.Quote(name)+": restored "+strconv.Itoa(n)+" keys from "+from+"\n")
-	case errors.Is(err, os.ErrNotExist):
-	default:
-		io.WriteString(persistLog, "windowlimit: error: middleware "+strconv.Quote(name)+": starts empty, its snapshot could not be restored: "+err.Error()+"\n")
-	}
-}
-
-// loop saves the zone every interval until stop is closed. A saver that
-// does not hold its file yet (a zone that woke) claims it first; one that
-// cannot tries again at every interval, quietly, and saves once it can.
-func (sv *saver) loop() {
-	defer close(sv.done)
-	if !sv.claimed && !sv.tried {
-		select {
-		case <-sv.stop:
-			return
-		default:
-		}
-		sv.claim()
-	}
-	tick := time.NewTicker(sv.every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-sv.stop:
-			return
-		case <-tick.C:
-			if sv.owns() {
-				sv.save()
+// persistEvents words the events of middleware name's saver, of the file
+// at path, for Traefik's log: the restore at persistInfoLog, the rest at
+// persistLog; a snapshot still missing says nothing.
+func persistEvents(name, path string) func(persist.Event) {
+	return func(e persist.Event) {
+		switch e.Kind {
+		case persist.Restored:
+			io.WriteString(persistInfoLog, "windowlimit: info: middleware "+strconv.Quote(name)+": restored "+strconv.Itoa(e.Keys)+" keys from "+e.From+"\n")
+		case persist.RestoreFailed:
+			io.WriteString(persistLog, "windowlimit: error: middleware "+strconv.Quote(name)+": starts empty, its snapshot could not be restored: "+e.Err.Error()+"\n")
+		case persist.Held:
+			io.WriteString(persistLog, "windowlimit: warning: middleware "+strconv.Quote(name)+": snapshot "+path+
+				" is held by another process (another Traefik on this directory?): this one neither restores nor saves it;"+
+				" give each instance its own persist.directory ("+e.Err.Error()+")\n")
+		case persist.Unusable:
+			io.WriteString(persistLog, "windowlimit: error: middleware "+strconv.Quote(name)+": runs without snapshots: "+e.Err.Error()+"\n")
+		case persist.Acquired:
+			io.WriteString(persistLog, "windowlimit: info: middleware "+strconv.Quote(name)+": snapshot "+path+" is this process's now: saved from now on\n")
+		case persist.TakenOver:
+			io.WriteString(persistLog, "windowlimit: warning: middleware "+strconv.Quote(name)+": snapshot taken over by another process, no longer saved here: "+e.Err.Error()+"\n")
+		case persist.SaveFailed:
+			if !e.Repeat {
+				io.WriteString(persistLog, "windowlimit: error: middleware "+strconv.Quote(name)+": snapshot failed, the zone runs on without one: "+e.Err.Error()+"\n")
 			}
+		case persist.SavedAgain:
+			io.WriteString(persistLog, "windowlimit: info: middleware "+strconv.Quote(name)+": snapshots written again\n")
 		}
 	}
-}
-
-// owns reports whether sv is still its name's saver in the registry.
-func (sv *saver) owns() bool {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	r := registry[sv.name]
-	return r != nil && r.saver == sv
-}
-
-// save writes a snapshot, if sv holds its file, and logs a failure (the
-// same one at most once a minute): the zone runs on without snapshots.
-func (sv *saver) save() {
-	if !sv.claimed {
-		if persist.Claim(sv.path, sv.every) != nil {
-			return
-		}
-		sv.claimed = true
-		io.WriteString(persistLog, "windowlimit: info: middleware "+strconv.Quote(sv.name)+": snapshot "+sv.path+" is this process's now: saved from now on\n")
-	}
-	err := persist.Renew(sv.path)
-	if errors.Is(err, persist.ErrClaimed) {
-		sv.claimed = false
-		persist.Release(sv.path)
-		io.WriteString(persistLog, "windowlimit: warning: middleware "+strconv.Quote(sv.name)+": snapshot taken over by another process, no longer saved here: "+err.Error()+"\n")
-		return
-	}
-	if err == nil {
-		_, err = persist.Save(sv.zone, sv.path, time.Now())
-	}
-	if err != nil {
-		now := time.Now()
-		if msg := err.Error(); msg != sv.lastErr || now.Sub(sv.lastLog) >= time.Minute {
-			sv.lastErr, sv.lastLog = msg, now
-			io.WriteString(persistLog, "windowlimit: error: middleware "+strconv.Quote(sv.name)+": snapshot failed, the zone runs on without one: "+msg+"\n")
-		}
-		return
-	}
-	if sv.lastErr != "" {
-		sv.lastErr = ""
-		io.WriteString(persistLog, "windowlimit: info: middleware "+strconv.Quote(sv.name)+": snapshots written again\n")
-	}
-}
-
-// halt stops the saver's loop, saves a last time if final (its zone left
-// the registry idle, and no other zone of its name owns the file), and
-// lets go of the file. That runs on a goroutine of its own, once the loop
-// has returned: the caller may hold the zone's shards (see zoneSleeps).
-func (sv *saver) halt(final bool) {
-	close(sv.stop)
-	go func() {
-		<-sv.done
-		if final {
-			sv.save()
-		}
-		if sv.claimed {
-			persist.Release(sv.path)
-		}
-	}()
 }

@@ -28,7 +28,7 @@ func TestPersistRestart(t *testing.T) {
 	registryMu.Lock()
 	sv := registry[name].saver
 	registryMu.Unlock()
-	sv.save()
+	sv.Save()
 	files, _ := filepath.Glob(filepath.Join(dir, "*.wlsnap"))
 	if len(files) != 1 {
 		t.Fatalf("files %v", files)

@@ -50,8 +50,9 @@ type registered struct {
 	zone *ratelimit.Zone
 	// lastNew is when New last asked for the zone.
 	lastNew time.Time
-	// saver, when the middleware has persist, saves the zone (persist.go).
-	saver   *saver
+	// saver, when the middleware has persist, saves the zone (see
+	// startSaver in persist.go).
+	saver   *persist.Saver
 	persist *persistSettings
 	// base is the zone's ratelimit.ZoneID: id without persistence.
 	base string
@@ -108,7 +109,7 @@ func zoneFor(name string, rule ratelimit.Rule, maxKeys int, scope string, ban ti
 			r.as.persist = nil
 			registryMu.Unlock()
 			if sv != nil {
-				sv.halt(false)
+				go sv.Close(false)
 			}
 			return r.zone, nil
 		}
@@ -127,13 +128,9 @@ func zoneFor(name string, rule ratelimit.Rule, maxKeys int, scope string, ban ti
 	if err != nil {
 		return nil, err
 	}
-	var sv *saver
-	if ps != nil {
-		sv = newSaver(name, z, ps)
-		sv.claim()
-	}
+	var sv *persist.Saver
 	if opts.Persist {
-		restore(name, z, sv, prev)
+		sv = startSaver(name, z, ps, prev)
 	}
 	registryMu.Lock()
 	defer registryMu.Unlock()
@@ -141,8 +138,7 @@ func zoneFor(name string, rule ratelimit.Rule, maxKeys int, scope string, ban ti
 		if r.id == id { // another New made it meanwhile
 			z.Close()
 			if sv != nil {
-				go sv.loop()
-				sv.halt(false) // lets go of the file once the loop returns
+				go sv.Close(false)
 			}
 			r.lastNew = time.Now()
 			return r.zone, nil
@@ -152,15 +148,12 @@ func zoneFor(name string, rule ratelimit.Rule, maxKeys int, scope string, ban ti
 		// zone owns the snapshot file now.
 		r.zone.Close()
 		if r.saver != nil {
-			r.saver.halt(false)
+			go r.saver.Close(false)
 		}
 		delete(registry, name)
 	}
 	registry[name] = &registered{id: id, base: base, lineage: lineage, zone: z, lastNew: time.Now(),
 		saver: sv, persist: ps, keeps: opts.Persist, as: as}
-	if sv != nil {
-		go sv.loop()
-	}
 	return z, nil
 }
 
@@ -181,7 +174,7 @@ func zoneSleeps(name string, z *ratelimit.Zone, idle time.Duration) bool {
 	}
 	delete(registry, name)
 	if r.saver != nil {
-		r.saver.halt(true) // saved once the zone's shards are unlocked
+		go r.saver.Close(true) // saves once the zone's shards are unlocked
 	}
 	redisMu.Lock()
 	releaseIdleRedis(name)
@@ -203,8 +196,7 @@ func zoneWoken(name string, as *wokenAs, z *ratelimit.Zone) {
 		r := &registered{id: as.id, base: as.base, lineage: as.lineage, zone: z, lastNew: time.Now(),
 			persist: as.persist, keeps: as.keeps, as: as}
 		if as.persist != nil {
-			r.saver = newSaver(name, z, as.persist)
-			go r.saver.loop()
+			r.saver = persist.Resume(z, saverOptions(name, z, as.persist))
 		}
 		registry[name] = r
 	}

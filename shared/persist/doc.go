@@ -12,6 +12,13 @@
 // a snapshot (Claim). It imports no syscall: yaegi, which interprets it
 // in Traefik, has none.
 //
+// A Saver is what both hosts start for a persisted zone: it restores the
+// zone from the live zone it replaces (a reload) or from its file, saves
+// it every interval while it holds the file, and a last time when the
+// host releases the zone for good. It reports what happens as Events,
+// which each host words in its own log (Caddy's zap logger, Traefik's
+// lines) and counts.
+//
 // # Files
 //
 //   - file.go: FileName, Save and Load, and the checks of a file and its
@@ -19,4 +26,7 @@
 //     its size).
 //   - claim.go: Claim, Renew and Release, one process at a time on a
 //     snapshot, through a lease in its lock file.
+//   - saver.go: Saver (Start, Resume, Save, Close), its Options and its
+//     Events: the restore, the ticker, the claim retried, the failures
+//     logged at most once a minute.
 package persist
