@@ -93,7 +93,7 @@ func New(run ScriptRunner, opts Settings) (*Store, error) {
 // rule's limit through a runner that prepares calls, goes to takeOne, the
 // rest to takeMany, so that this frame stays small under yaegi.
 func (s *Store) Take(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error) {
-	if len(items) == 1 && items[0].Limit <= 0 && items[0].Lease <= 0 && s.prep != nil && !s.callerTime {
+	if len(items) == 1 && items[0].Limit <= 0 && items[0].Lease <= 0 && items[0].Slot == nil && s.prep != nil && !s.callerTime {
 		return takeOne(s, ctx, now, items, out)
 	}
 	return s.takeMany(ctx, now, items, out)
@@ -109,7 +109,7 @@ func (s *Store) TakeFunc() func(ctx context.Context, now time.Time, items []rate
 // rather than call it: under yaegi the call would cost a frame.
 func takeFunc(s *Store) func(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error) {
 	return func(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error) {
-		if len(items) == 1 && items[0].Limit <= 0 && items[0].Lease <= 0 && s.prep != nil && !s.callerTime {
+		if len(items) == 1 && items[0].Limit <= 0 && items[0].Lease <= 0 && items[0].Slot == nil && s.prep != nil && !s.callerTime {
 			return takeOne(s, ctx, now, items, out)
 		}
 		return s.takeMany(ctx, now, items, out)
@@ -227,6 +227,15 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 			want++
 		}
 	}
+	// The slot of a request's only item is taken in the same call (see
+	// SLOT in script.lua); with several items the caller takes slots.
+	var slot *ratelimit.Slot
+	if n == 1 && items[0].Slot != nil {
+		slot = items[0].Slot
+		banKeys = append(banKeys, slot.Set)
+		banArgs = append(banArgs, slotArg(slot))
+		want++
+	}
 	if banKeys != nil {
 		callKeys = append(append(make([]string, 0, n+len(banKeys)), callKeys[:n]...), banKeys...)
 		args = append(args, banArgs...)
@@ -236,10 +245,25 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 	if banKeys == nil {
 		res, err = s.eval(ctx, callKeys, args)
 	} else {
-		res, err = s.evalBan(ctx, callKeys, args)
+		res, err = s.evalFull(ctx, callKeys, args)
 	}
 	if err != nil {
 		return false, err
+	}
+	if slot != nil {
+		if len(res) == 2 && res[0] == -1 {
+			// The set is full: nothing was decided or counted.
+			slot.State, slot.Held = ratelimit.SlotFull, res[1]
+			out[0] = ratelimit.Decision{Limit: limitOf(&items[0])}
+			return false, nil
+		}
+		if len(res) > 0 {
+			if held := res[len(res)-1]; held > 0 {
+				slot.State, slot.Held = ratelimit.SlotTaken, held
+			}
+			res = res[:len(res)-1]
+		}
+		want--
 	}
 	notCounted := len(res) == want+1 && res[want] == redisNotCounted
 	if len(res) != want && !notCounted {
