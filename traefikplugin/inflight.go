@@ -48,11 +48,10 @@ type inFlight struct {
 // a panic all end it.
 func (f *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var key string
-	var limit int64
 	if m := f.rate; m != nil && m.overrides != nil {
 		// An exempt request (unlimited) takes no slot either.
 		k, client := overriddenKey(m, r)
-		if limit, _ = m.overrides.Match(k, client); limit == ratelimit.Unlimited {
+		if limit, _ := m.overrides.Match(k, client); limit == ratelimit.Unlimited {
 			f.next.ServeHTTP(w, r)
 			return
 		}
@@ -76,7 +75,7 @@ func (f *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f.withRate {
-		serveSlotAndRate(f, w, r, key, limit)
+		serveSlotAndRate(f, w, r, key)
 		return
 	}
 	slot, held, ok := f.limiter.Take(r.Context(), key, f.n, time.Now())
@@ -92,13 +91,19 @@ func (f *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveSlotAndRate serves a request of a rate beside inFlight on Redis:
-// its slot and its rate (limit, 0 for the rule's) in one script call
+// its slot and its rate in one script call
 // (see inflight.Limiter.TakeWith), then the rate's decision carried out
 // as the rate's middleware carries it out, and the slot freed when the
 // service returns. In dry run a request refused its slot goes on to the
 // rate's middleware, which decides it alone.
-func serveSlotAndRate(f *inFlight, w http.ResponseWriter, r *http.Request, key string, limit int64) {
+func serveSlotAndRate(f *inFlight, w http.ResponseWriter, r *http.Request, key string) {
 	m := f.rate
+	var limit int64 // the rule's
+	if m.overrides != nil {
+		// Matched again rather than carried from ServeHTTP, whose memory
+		// path would pay under yaegi for one more variable.
+		limit, _ = m.overrides.Match(overriddenKey(m, r))
+	}
 	items := []ratelimit.Item{{Zone: m.zone, Key: key, Limit: limit}}
 	out := make([]ratelimit.Decision, 1)
 	slot, held, full, _, err := f.limiter.TakeWith(r.Context(), m.store, items, out, f.n, time.Now())

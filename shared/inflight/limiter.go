@@ -141,30 +141,24 @@ func (l *Limiter) Take(ctx context.Context, key string, n int64, now time.Time) 
 }
 
 // TakeWith takes a slot of the key of items, a request's only rate item,
-// and decides its rate through store: with the slots in Redis and store
-// the Redis store's guard, in one script call (see ratelimit.Item.Slot),
-// else the slot first and the rate after it. A request refused a slot
+// and decides its rate through store: with the slots in Redis and store a
+// ratelimit.SlotTaker (the Redis store's guard), in one script call, else
+// the slot first and the rate after it. A request refused a slot
 // (full) is not counted; one the rate refuses holds no slot. s holds the
 // slot of an allowed request, for Release; held counts the key's slots
 // with it, or those that filled the set. err is store's.
 func (l *Limiter) TakeWith(ctx context.Context, store ratelimit.Store, items []ratelimit.Item, out []ratelimit.Decision, n int64, now time.Time) (s Slot, held int64, full, allowed bool, err error) {
 	key := items[0].Key
 	if l.remote == nil || l.health != nil && l.health.Down() {
-		s, held, ok := l.Take(ctx, key, n, now)
-		if !ok {
-			return Slot{}, held, true, false, nil
-		}
-		if allowed, err = store.Take(ctx, now, items, out); !allowed || err != nil {
-			l.Release(s)
-			return Slot{}, held, false, allowed, err
-		}
-		return s, held, false, true, nil
+		return l.takeThenRate(ctx, store, items, out, n, now)
+	}
+	st, ok := store.(ratelimit.SlotTaker)
+	if !ok {
+		return l.takeThenRate(ctx, store, items, out, n, now)
 	}
 	set := l.remote.Key(l.zone, key)
 	req := &ratelimit.Slot{Set: set, N: n, TTL: l.ttl, Member: l.remote.NewMember()}
-	items[0].Slot = req
-	allowed, err = store.Take(ctx, now, items, out)
-	items[0].Slot = nil
+	allowed, err = st.TakeSlot(ctx, now, items, out, req)
 	switch req.State {
 	case ratelimit.SlotFull:
 		atomic.AddUint64(&l.refused, 1)
@@ -187,9 +181,23 @@ func (l *Limiter) TakeWith(ctx context.Context, store ratelimit.Store, items []r
 	// The store decided without Redis (its failure policy, or a request
 	// Redis could not count): the slot is taken as Take takes it, by the
 	// same policy or in one call more.
-	s, held, ok := l.Take(ctx, key, n, now)
+	var took bool
+	if s, held, took = l.Take(ctx, key, n, now); !took {
+		return Slot{}, held, true, false, nil
+	}
+	return s, held, false, true, nil
+}
+
+// takeThenRate is TakeWith in two steps: the slot, then the rate, whose
+// refusal frees the slot.
+func (l *Limiter) takeThenRate(ctx context.Context, store ratelimit.Store, items []ratelimit.Item, out []ratelimit.Decision, n int64, now time.Time) (Slot, int64, bool, bool, error) {
+	s, held, ok := l.Take(ctx, items[0].Key, n, now)
 	if !ok {
 		return Slot{}, held, true, false, nil
+	}
+	if allowed, err := store.Take(ctx, now, items, out); !allowed || err != nil {
+		l.Release(s)
+		return Slot{}, held, false, allowed, err
 	}
 	return s, held, false, true, nil
 }

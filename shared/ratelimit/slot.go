@@ -1,11 +1,15 @@
 package ratelimit
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
-// Slot asks a remote store to take an in-flight slot for an Item's
-// request in the same call as its decision (see Item.Slot). The
-// shared/inflight package makes it and keeps the slot once taken; the
-// memory store never takes one.
+// Slot asks a remote store to take an in-flight slot for a request of one
+// Item in the same call as its decision, before it counts the request: a
+// request refused a slot is not counted, and one the rate refuses takes
+// no slot (see SlotTaker). The shared/inflight package makes it and keeps
+// the slot once taken.
 type Slot struct {
 	// Set names the key's slots in the store; N is the most slots held at
 	// once; TTL how long a slot stays taken without its holder's renewal;
@@ -36,3 +40,9 @@ const (
 	// counted, and its Decision is a refusal of no rate.
 	SlotFull
 )
+
+// SlotTaker is a store that takes a Slot with a decision: Take of items,
+// one Item when slot is set, that answers in *slot. A nil slot is Take.
+type SlotTaker interface {
+	TakeSlot(ctx context.Context, now time.Time, items []Item, out []Decision, slot *Slot) (bool, error)
+}

@@ -31,11 +31,6 @@ type Item struct {
 	// ends (see Decision.Leased and the lease package). Stores without
 	// leases, and log rules, grant none.
 	Lease int64
-	// Slot, when set on the only Item of a request, asks a remote store
-	// that holds in-flight slots to take one in the same call, before it
-	// counts the request: a request refused a slot is not counted, and
-	// one the rate refuses takes no slot. The store answers in *Slot.
-	Slot *Slot
 }
 
 // limit returns the N that applies to it.

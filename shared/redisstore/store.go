@@ -93,7 +93,7 @@ func New(run ScriptRunner, opts Settings) (*Store, error) {
 // rule's limit through a runner that prepares calls, goes to takeOne, the
 // rest to takeMany, so that this frame stays small under yaegi.
 func (s *Store) Take(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error) {
-	if len(items) == 1 && items[0].Limit <= 0 && items[0].Lease <= 0 && items[0].Slot == nil && s.prep != nil && !s.callerTime {
+	if len(items) == 1 && items[0].Limit <= 0 && items[0].Lease <= 0 && s.prep != nil && !s.callerTime {
 		return takeOne(s, ctx, now, items, out)
 	}
 	return s.takeMany(ctx, now, items, out)
@@ -109,11 +109,23 @@ func (s *Store) TakeFunc() func(ctx context.Context, now time.Time, items []rate
 // rather than call it: under yaegi the call would cost a frame.
 func takeFunc(s *Store) func(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error) {
 	return func(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error) {
-		if len(items) == 1 && items[0].Limit <= 0 && items[0].Lease <= 0 && items[0].Slot == nil && s.prep != nil && !s.callerTime {
+		if len(items) == 1 && items[0].Limit <= 0 && items[0].Lease <= 0 && s.prep != nil && !s.callerTime {
 			return takeOne(s, ctx, now, items, out)
 		}
 		return s.takeMany(ctx, now, items, out)
 	}
+}
+
+// TakeSlot implements ratelimit.SlotTaker: Take, and the slot of items'
+// only item taken in the same script call (see SLOT in script.lua).
+func (s *Store) TakeSlot(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, slot *ratelimit.Slot) (bool, error) {
+	if slot == nil {
+		return s.Take(ctx, now, items, out)
+	}
+	if len(items) != 1 {
+		return false, errors.New("redis store: a slot goes with one item")
+	}
+	return s.call(ctx, now, items, []string{Key(s.prefix, items[0].Zone.Name(), items[0].Key)}, nil, out, slot)
 }
 
 // takeMany is Take through the general path: call, per hash tag in
@@ -124,7 +136,7 @@ func (s *Store) takeMany(ctx context.Context, now time.Time, items []ratelimit.I
 		keys[i] = Key(s.prefix, items[i].Zone.Name(), items[i].Key)
 	}
 	if !s.cluster || sameTag(keys) {
-		return s.call(ctx, now, items, keys, nil, out)
+		return s.call(ctx, now, items, keys, nil, out, nil)
 	}
 	// One call per hash tag, in the order the tags first appear. A group
 	// Redis could not count does not stop the others: a later denial
@@ -132,7 +144,7 @@ func (s *Store) takeMany(ctx context.Context, now time.Time, items []ratelimit.I
 	groups := tagGroups(keys)
 	var notCounted error
 	for g, group := range groups {
-		allowed, err := s.call(ctx, now, items, keys, group, out)
+		allowed, err := s.call(ctx, now, items, keys, group, out, nil)
 		if errors.Is(err, ErrOutOfMemory) {
 			notCounted, err = err, nil
 		}
@@ -175,8 +187,8 @@ func tagGroups(keys []string) [][]int {
 }
 
 // call decides the items named by group (all items when group is nil) in
-// one script call.
-func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item, keys []string, group []int, out []ratelimit.Decision) (bool, error) {
+// one script call, and takes slot, when set, for the one item.
+func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item, keys []string, group []int, out []ratelimit.Decision, slot *ratelimit.Slot) (bool, error) {
 	n := len(items)
 	if group != nil {
 		n = len(group)
@@ -227,11 +239,7 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 			want++
 		}
 	}
-	// The slot of a request's only item is taken in the same call (see
-	// SLOT in script.lua); with several items the caller takes slots.
-	var slot *ratelimit.Slot
-	if n == 1 && items[0].Slot != nil {
-		slot = items[0].Slot
+	if slot != nil {
 		banKeys = append(banKeys, slot.Set)
 		banArgs = append(banArgs, slotArg(slot))
 		want++
