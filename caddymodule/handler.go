@@ -249,9 +249,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 // that asks for no lease makes the store's call prepared for its zone.
 func (h *Handler) provisionLeases(p *pooledRedis) error {
 	for _, z := range h.zones {
-		if z.countStatus != nil || z.zone == nil || z.zone.Ban() > 0 {
+		if z.countStatus != nil || z.zone == nil || z.zone.Ban() > 0 || h.RateLimits[z.name].InFlight > 0 {
 			// A zone with a ban decides per request (see docs/redis.md); one
-			// of in_flight alone has no rate to lease.
+			// with in_flight takes its slot and its rate in one call per
+			// request, which a lease would not spare; one of in_flight
+			// alone has no rate to lease.
 			continue
 		}
 		t, err := lease.NewTable(z.zone, p.guard, lease.Options{KeyCall: p.keyCall(z.zone)})
@@ -442,8 +444,8 @@ func (h *Handler) collect(r *http.Request, s *scratch, repl *caddy.Replacer) err
 	return nil
 }
 
-// decide takes the rate decision of s's items and serves r, or hands it
-// to reject.
+// decide takes the rate decision of s's items and carries it out
+// (decided).
 func (h *Handler) decide(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, s *scratch, repl *caddy.Replacer, now time.Time) error {
 	out := s.out[:len(s.items)]
 	var allowed bool
@@ -458,6 +460,14 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	} else {
 		allowed, err = h.store.Take(r.Context(), now, s.items, out)
 	}
+	return h.decided(w, r, next, s, repl, now, allowed, err)
+}
+
+// decided serves r by the decisions of s's items in s.out, allowed by all
+// of them or not, or failed with err: an allowed r goes on, a denied one
+// to reject.
+func (h *Handler) decided(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, s *scratch, repl *caddy.Replacer, now time.Time, allowed bool, err error) error {
+	out := s.out[:len(s.items)]
 	if err != nil {
 		// Neither store fails: memory cannot, and the Redis store's guard
 		// answers by on_store_error. Should one fail, fail open.

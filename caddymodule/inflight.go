@@ -37,6 +37,9 @@ type heldSlot struct {
 // refuses frees its slots at once.
 func (h *Handler) serveInFlight(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, s *scratch, repl *caddy.Replacer) error {
 	now := time.Now()
+	if len(s.slots) == 1 && len(s.items) == 1 && s.which[0] == s.slots[0].zone && h.zones[s.slots[0].zone].inflight.Store() == "redis" {
+		return h.serveSlotAndRate(w, r, next, s, repl, now)
+	}
 	var one heldSlot // the common request: one zone's slot, no allocation
 	var more []heldSlot
 	for k, want := range s.slots {
@@ -79,6 +82,25 @@ func (h *Handler) serveInFlight(w http.ResponseWriter, r *http.Request, next cad
 		return next.ServeHTTP(w, r)
 	}
 	return h.decide(w, r, next, s, repl, now)
+}
+
+// serveSlotAndRate serves the request of one zone with in_flight beside
+// its rate, on Redis: the slot and the rate in one script call (see
+// inflight.Limiter.TakeWith), then the slot freed when the response is
+// done. In dry run a request refused its slot is decided by the rate
+// alone.
+func (h *Handler) serveSlotAndRate(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, s *scratch, repl *caddy.Replacer, now time.Time) error {
+	z := h.zones[s.which[0]]
+	slot, held, full, allowed, err := z.inflight.TakeWith(r.Context(), h.store, s.items, s.out[:1], z.inflightN, now)
+	if full {
+		if !h.DryRun {
+			return h.refuseInFlight(w, r, s, z, s.items[0].Key, held, repl, now)
+		}
+		h.refuseInFlight(w, r, s, z, s.items[0].Key, held, repl, now)
+		return h.decide(w, r, next, s, repl, now)
+	}
+	defer z.inflight.Release(slot) // a zero slot, for a refused request, frees nothing
+	return h.decided(w, r, next, s, repl, now, allowed, err)
 }
 
 // refuseInFlight refuses r, key having held slots of z: 429 with

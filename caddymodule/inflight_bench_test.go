@@ -44,15 +44,19 @@ func BenchmarkServeHTTPInFlight(b *testing.B) {
 func TestInFlightRedisCalls(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, c := range []struct {
-		name, zone string
-		want       int64
+		name, zone, lease string
+		want              int64
 	}{
-		{"alone", `"in_flight":5`, 2},
-		{"with_rate", `"in_flight":5,"window":"1m","limit":1000`, 3},
+		{"alone", `"in_flight":5`, "off", 2},
+		{"with_rate", `"in_flight":5,"window":"1m","limit":1000`, "off", 2},
+		// A zone with in_flight takes no leases: its slot is one call a
+		// request whatever a lease would spare.
+		{"with_rate_leases_auto", `"in_flight":5,"window":"1m","limit":1000`, "auto", 2},
+		{"with_rate_and_ban", `"in_flight":5,"window":"1m","limit":1000,"ban":"1m"`, "off", 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h, _ := newHandler(t, `{"rate_limits":{"rc`+c.name+`":{"key":"{http.request.header.X-Key}",`+c.zone+`}},`+
-				`"redis":{"address":"`+srv.Addr()+`","key_prefix":"calls:","lease":"off"}}`)
+				`"redis":{"address":"`+srv.Addr()+`","key_prefix":"calls:","lease":"`+c.lease+`"}}`)
 			send(context.Background(), h, "warm", nopNext) // loads the scripts
 			// Until the warm request's release, sent in the background,
 			// has been counted: the calls stay still for 200 ms.

@@ -30,10 +30,14 @@ type inFlight struct {
 	policy  *httplimit.Policy
 	alone   bool // no rate: the slot's headers describe the request
 	memory  bool // the limiter has no Redis: TakeMemory's path
-	status  int
-	message string
-	dryRun  bool
-	logKey  bool
+	// withRate: the slot and the rate in one Redis call a request
+	// (serveSlotAndRate), for a rate on Redis without countStatus, which
+	// reserves and refunds on its own path.
+	withRate bool
+	status   int
+	message  string
+	dryRun   bool
+	logKey   bool
 
 	lastLog    int64
 	suppressed int64
@@ -70,6 +74,10 @@ func (f *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.next.ServeHTTP(w, r)
 		return
 	}
+	if f.withRate {
+		serveSlotAndRate(f, w, r, key)
+		return
+	}
 	slot, held, ok := f.limiter.Take(r.Context(), key, f.n, time.Now())
 	if !ok {
 		refuseSlot(f, w, r, key, held)
@@ -80,6 +88,34 @@ func (f *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httplimit.WriteHeaders(f.policy, w.Header(), ratelimit.Decision{Allowed: true, Limit: f.n, Remaining: f.n - held})
 	}
 	f.next.ServeHTTP(w, r)
+}
+
+// serveSlotAndRate serves a request of a rate beside inFlight on Redis:
+// its slot and its rate in one script call
+// (see inflight.Limiter.TakeWith), then the rate's decision carried out
+// as the rate's middleware carries it out, and the slot freed when the
+// service returns. In dry run a request refused its slot goes on to the
+// rate's middleware, which decides it alone.
+func serveSlotAndRate(f *inFlight, w http.ResponseWriter, r *http.Request, key string) {
+	m := f.rate
+	var limit int64 // the rule's
+	if m.overrides != nil {
+		// Matched again rather than carried from ServeHTTP, whose memory
+		// path would pay under yaegi for one more variable.
+		limit, _ = m.overrides.Match(overriddenKey(m, r))
+	}
+	items := []ratelimit.Item{{Zone: m.zone, Key: key, Limit: limit}}
+	out := make([]ratelimit.Decision, 1)
+	slot, held, full, _, err := f.limiter.TakeWith(r.Context(), m.store, items, out, f.n, time.Now())
+	if full {
+		refuseSlot(f, w, r, key, held)
+		return
+	}
+	defer f.limiter.Release(slot) // a refused request's holds nothing
+	if err != nil {
+		out[0] = failOpen(m, limit)
+	}
+	decided(m, w, r, key, out[0])
 }
 
 // refuseSlot refuses a request whose key holds held slots: the
@@ -194,20 +230,21 @@ func inFlightFor(name string, next http.Handler, config *Config, s settings, alo
 	}
 	rate, _ := next.(*Middleware)
 	return &inFlight{
-		name:    name,
-		next:    next,
-		rate:    rate,
-		limiter: nl.l,
-		n:       config.InFlight,
-		source:  s.source,
-		v6Bits:  s.v6Bits,
-		policy:  httplimit.NewInFlightPolicy(name, config.InFlight, s.mode),
-		alone:   alone,
-		memory:  s.redis == nil,
-		status:  s.status,
-		message: s.message,
-		dryRun:  s.dryRun,
-		logKey:  s.logKey,
+		name:     name,
+		next:     next,
+		rate:     rate,
+		limiter:  nl.l,
+		n:        config.InFlight,
+		source:   s.source,
+		v6Bits:   s.v6Bits,
+		policy:   httplimit.NewInFlightPolicy(name, config.InFlight, s.mode),
+		alone:    alone,
+		memory:   s.redis == nil,
+		withRate: rate != nil && s.redis != nil && rate.store != nil && rate.countStatus == nil,
+		status:   s.status,
+		message:  s.message,
+		dryRun:   s.dryRun,
+		logKey:   s.logKey,
 	}, nil
 }
 

@@ -105,6 +105,13 @@ func TestInFlightAlone(t *testing.T) {
 // TestInFlightWithRateTraefik: beside window and limit, a request refused
 // a slot counts nothing, and one the rate refuses frees its slot at once.
 func TestInFlightWithRateTraefik(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, store := range []string{"memory", "redis"} {
+		t.Run(store, func(t *testing.T) { testInFlightWithRate(t, store, srv) })
+	}
+}
+
+func testInFlightWithRate(t *testing.T, store string, srv *redistest.Server) {
 	release, started := make(chan struct{}), make(chan struct{}, 1)
 	svc := newSlowService(func() {
 		select {
@@ -116,33 +123,94 @@ func TestInFlightWithRateTraefik(t *testing.T) {
 		case <-time.After(3 * time.Second):
 		}
 	})
-	h := newInFlight(t, "mixed@file", map[string]any{
+	name := "mixed-" + store + "@file"
+	options := map[string]any{
 		"inFlight": 1, "window": "1m", "limit": 2,
 		"sourceCriterion": map[string]any{"requestHeaderName": "X-Key"},
-	}, svc)
+	}
+	if store == "redis" {
+		options["redis"] = map[string]any{"endpoints": []any{srv.Addr()}, "keyPrefix": "mixed:"}
+	}
+	h := newInFlight(t, name, options, svc)
+	// released waits until the slots of k are free: in Redis the
+	// releases go in the background.
+	released := func() {
+		t.Helper()
+		waitSlotsHeld(t, inflightByName[name].l, 0)
+		if store != "redis" {
+			return
+		}
+		for deadline := time.Now().Add(2 * time.Second); srv.Do(t, "EXISTS", "mixed:"+name+":{k}:slots")[0] != "0"; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the key's slots are still in Redis 2s after its requests ended")
+			}
+		}
+	}
 	done := make(chan int)
 	go func() { done <- keyed(h, "k").Code }()
 	<-started
 	for i := 0; i < 4; i++ {
-		if w := keyed(h, "k"); w.Code != 429 {
-			t.Fatalf("while the slot is held: %d", w.Code)
+		if w := keyed(h, "k"); w.Code != 429 || w.Header().Get("Retry-After") != "1" {
+			t.Fatalf("while the slot is held: %d with Retry-After %q, want a refused slot's 429", w.Code, w.Header().Get("Retry-After"))
 		}
 	}
 	close(release)
 	if code := <-done; code != 200 {
 		t.Fatalf("first: %d", code)
 	}
+	released()
 	if w := keyed(h, "k"); w.Code != 200 {
 		t.Fatalf("second of the window: %d, want 200 (refused slots counted nothing)", w.Code)
 	}
+	released()
 	if w := keyed(h, "k"); w.Code != 429 || w.Header().Get("Retry-After") == "1" {
 		t.Fatalf("third: %d with Retry-After %q, want the rate's 429", w.Code, w.Header().Get("Retry-After"))
 	}
+	released()
 	if w := keyed(h, "k"); w.Code != 429 {
 		t.Fatalf("fourth: %d", w.Code)
 	}
-	if l := inflightByName["mixed@file"].l; l.Held() != 0 {
-		t.Fatalf("%d slots held after requests the rate refused", l.Held())
+	released()
+}
+
+// waitSlotsHeld waits until l's requests hold n slots (releases to Redis
+// go in the background), for at most 2s.
+func waitSlotsHeld(t *testing.T, l interface{ Held() int64 }, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Second); l.Held() != n; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d slots held, want %d", l.Held(), n)
+		}
+	}
+}
+
+// TestInFlightWithRateRedisCallsTraefik: a rate beside inFlight on Redis
+// costs two script calls a request: the slot with the decision, and the
+// slot's release.
+func TestInFlightWithRateRedisCallsTraefik(t *testing.T) {
+	srv := redistest.Start(t)
+	h := newInFlight(t, "calls@file", map[string]any{
+		"inFlight": 5, "window": "1m", "limit": 1000,
+		"sourceCriterion": map[string]any{"requestHeaderName": "X-Key"},
+		"redis":           map[string]any{"endpoints": []any{srv.Addr()}, "keyPrefix": "calls:"},
+	}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	keyed(h, "warm") // loads the scripts
+	l := inflightByName["calls@file"].l
+	waitSlotsHeld(t, l, 0)
+	time.Sleep(100 * time.Millisecond) // the warm release, sent in the background
+	before := srv.ScriptCalls(t)
+	const n = 20
+	for i := 0; i < n; i++ {
+		if w := keyed(h, "k"); w.Code != 200 {
+			t.Fatalf("request %d: %d", i, w.Code)
+		}
+	}
+	for deadline := time.Now().Add(2 * time.Second); srv.ScriptCalls(t)-before < 2*n && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // any call more would show now
+	if got := srv.ScriptCalls(t) - before; got != 2*n {
+		t.Fatalf("%d script calls for %d requests, want 2 a request", got, n)
 	}
 }
 

@@ -229,7 +229,9 @@ func build(next http.Handler, config *Config, name string) (*Middleware, error) 
 		m.refunder, _ = store.(ratelimit.Refunder)
 	}
 	m.path = choosePath(m, s, table != nil)
-	m.lease = leaseTableFor(name, z, m.guard, m.keyCall, s.redis != nil && s.redis.lease && s.countStatus == nil && s.ban == 0)
+	// A rate beside inFlight takes its slot and its decision in one call
+	// a request (see inFlight), which a lease would not spare.
+	m.lease = leaseTableFor(name, z, m.guard, m.keyCall, s.redis != nil && s.redis.lease && s.countStatus == nil && s.ban == 0 && config.InFlight == 0)
 	return m, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync/atomic"
 	"time"
+
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
 // Down reports whether the breaker is open: the store is not being asked.
@@ -35,3 +37,23 @@ func (g *Guard) Failed(ctx context.Context, err error, now time.Time) {
 
 // Policy returns the failure policy the guard applies.
 func (g *Guard) Policy() FailurePolicy { return g.policy }
+
+// TakeSlot implements ratelimit.SlotTaker: Take, with slot taken in the
+// same call when the remote store takes slots. A denial of the cache, the
+// breaker's policy or a failure leaves slot not asked, for the caller.
+func (g *Guard) TakeSlot(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, slot *ratelimit.Slot) (bool, error) {
+	st, _ := g.remote.(ratelimit.SlotTaker)
+	if slot == nil || st == nil {
+		return guardTake(g, ctx, now, items, out), nil
+	}
+	if g.denials != nil && atomic.LoadInt64(&g.denials.n) != 0 && checkCached(g.denials, now, items, out) {
+		atomic.AddUint64(&g.cacheHits, 1)
+		return false, nil
+	}
+	if g.breaker != nil && g.breaker.open() {
+		atomic.AddUint64(&g.fallbacks, 1)
+		return g.policy.decide(now, items, out), nil
+	}
+	allowed, err := st.TakeSlot(ctx, now, items, out, slot)
+	return guardDone(g, ctx, now, items, out, allowed, err), nil
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/windowlimit/windowlimit/shared/guard"
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
 // DefaultTTL is how long a Redis slot stays taken without its holder's
@@ -26,6 +27,9 @@ const RetryAfter = time.Second
 // Remote is the fleet's slots in Redis (redisstore.Slots).
 type Remote interface {
 	Key(zone, key string) string
+	// NewMember names a new slot of this holder, for a slot taken with
+	// a decision (see TakeWith).
+	NewMember() string
 	Take(ctx context.Context, set string, n int64, ttl time.Duration) (member string, held int64, err error)
 	Release(ctx context.Context, set string, members ...string) error
 	Renew(ctx context.Context, set string, ttl time.Duration, members []string) (alive []bool, err error)
@@ -134,6 +138,68 @@ func (l *Limiter) Take(ctx context.Context, key string, n int64, now time.Time) 
 	atomic.AddInt64(&l.held, 1)
 	l.hold.add(set, member)
 	return Slot{key: key, set: set, member: member}, held, true
+}
+
+// TakeWith takes a slot of the key of items, a request's only rate item,
+// and decides its rate through store: with the slots in Redis and store a
+// ratelimit.SlotTaker (the Redis store's guard), in one script call, else
+// the slot first and the rate after it. A request refused a slot
+// (full) is not counted; one the rate refuses holds no slot. s holds the
+// slot of an allowed request, for Release; held counts the key's slots
+// with it, or those that filled the set. err is store's.
+func (l *Limiter) TakeWith(ctx context.Context, store ratelimit.Store, items []ratelimit.Item, out []ratelimit.Decision, n int64, now time.Time) (s Slot, held int64, full, allowed bool, err error) {
+	key := items[0].Key
+	if l.remote == nil || l.health != nil && l.health.Down() {
+		return l.takeThenRate(ctx, store, items, out, n, now)
+	}
+	st, ok := store.(ratelimit.SlotTaker)
+	if !ok {
+		return l.takeThenRate(ctx, store, items, out, n, now)
+	}
+	set := l.remote.Key(l.zone, key)
+	req := &ratelimit.Slot{Set: set, N: n, TTL: l.ttl, Member: l.remote.NewMember()}
+	allowed, err = st.TakeSlot(ctx, now, items, out, req)
+	switch req.State {
+	case ratelimit.SlotFull:
+		atomic.AddUint64(&l.refused, 1)
+		return Slot{}, req.Held, true, false, nil
+	case ratelimit.SlotTaken:
+		atomic.AddInt64(&l.held, 1)
+		l.hold.add(set, req.Member)
+		s = Slot{key: key, set: set, member: req.Member}
+		if !allowed || err != nil {
+			// Not expected: the script takes a slot only for a request it
+			// counted. Never keep one for a request that does not run.
+			l.Release(s)
+			return Slot{}, req.Held, false, allowed, err
+		}
+		return s, req.Held, false, true, nil
+	}
+	if !allowed || err != nil {
+		return Slot{}, 0, false, allowed, err
+	}
+	// The store decided without Redis (its failure policy, or a request
+	// Redis could not count): the slot is taken as Take takes it, by the
+	// same policy or in one call more.
+	var took bool
+	if s, held, took = l.Take(ctx, key, n, now); !took {
+		return Slot{}, held, true, false, nil
+	}
+	return s, held, false, true, nil
+}
+
+// takeThenRate is TakeWith in two steps: the slot, then the rate, whose
+// refusal frees the slot.
+func (l *Limiter) takeThenRate(ctx context.Context, store ratelimit.Store, items []ratelimit.Item, out []ratelimit.Decision, n int64, now time.Time) (Slot, int64, bool, bool, error) {
+	s, held, ok := l.Take(ctx, items[0].Key, n, now)
+	if !ok {
+		return Slot{}, held, true, false, nil
+	}
+	if allowed, err := store.Take(ctx, now, items, out); !allowed || err != nil {
+		l.Release(s)
+		return Slot{}, held, false, allowed, err
+	}
+	return s, held, false, true, nil
 }
 
 // takeLocal takes a slot of the memory table.

@@ -43,10 +43,10 @@ return {now, tonumber(v) or 0}
 
 var redisBanReadSHA = scriptSHA(redisBanReadScript)
 
-// evalBan runs the ban script (see redisBanScript) as eval runs the
+// evalFull runs the full script (see redisFullScript) as eval runs the
 // limiter script.
-func (s *Store) evalBan(ctx context.Context, keys, args []string) ([]int64, error) {
-	res, err := s.evalWith(ctx, redisBanScript, redisBanScriptSHA, keys, args)
+func (s *Store) evalFull(ctx context.Context, keys, args []string) ([]int64, error) {
+	res, err := s.evalWith(ctx, redisFullScript, redisFullScriptSHA, keys, args)
 	if err != nil {
 		return nil, fmt.Errorf("redis limiter script: %w", err)
 	}

@@ -123,8 +123,8 @@ type diffFailure struct {
 // the key. Nothing else changes: the decisions are the script's own.
 var ttlScript = ttlOf(redisScript)
 
-// ttlBanScript is redisBanScript so changed, for the calls with a ban.
-var ttlBanScript = ttlOf(redisBanScript)
+// ttlBanScript is redisFullScript so changed, for the calls with a ban or a slot.
+var ttlBanScript = ttlOf(redisFullScript)
 
 // ttlOf returns the script s with its expiries taken out (see ttlScript).
 func ttlOf(s string) string {
@@ -178,7 +178,7 @@ func (r *ttlRunner) EvalSha(ctx context.Context, sha string, keys, args []string
 	script, scriptSHA := ttlScript, ttlScriptSHA
 	switch sha {
 	case redisScriptSHA:
-	case redisBanScriptSHA:
+	case redisFullScriptSHA:
 		script, scriptSHA = ttlBanScript, ttlBanScriptSHA
 	default:
 		return nil, fmt.Errorf("unexpected script %s", sha)

@@ -250,7 +250,7 @@ func (s *Store) Forget(ctx context.Context, z *ratelimit.Zone, key string, now t
 	if ban := z.Ban(); ban > 0 {
 		// The ban goes with the count (see the script's BANS).
 		keys, args = append(keys, keys[0]+banSuffix), append(args, banArg(1, ban))
-		res, err = s.evalBan(ctx, keys, args)
+		res, err = s.evalFull(ctx, keys, args)
 	} else {
 		res, err = s.eval(ctx, keys, args)
 	}

@@ -82,7 +82,7 @@ func takeOne(s *Store, ctx context.Context, now time.Time, items []ratelimit.Ite
 	if pc == nil {
 		// call reports the rule's error.
 		keys := []string{Key(s.prefix, it.Zone.Name(), it.Key)}
-		return s.call(ctx, now, items, keys, nil, out)
+		return s.call(ctx, now, items, keys, nil, out, nil)
 	}
 	key := it.Key
 	// keyPart's test, inline: under yaegi the call would cost every
@@ -132,7 +132,7 @@ func takeOneDone(s *Store, pc *preparedCall, ctx context.Context, now time.Time,
 func takeOneOther(s *Store, ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, res []int64, err error) (bool, error) {
 	if err != nil && isNoScript(err) {
 		keys := []string{Key(s.prefix, items[0].Zone.Name(), items[0].Key)}
-		return s.call(ctx, now, items, keys, nil, out)
+		return s.call(ctx, now, items, keys, nil, out, nil)
 	}
 	if err != nil {
 		return false, fmt.Errorf("redis limiter script: %w", err)

@@ -14,33 +14,34 @@ import (
 // because yaegi does not run //go:embed, and TestScriptSource fails when
 // the two differ.
 
-// redisScript is script.lua without the lines from each "-- ban:begin" to
-// its "-- ban:end": the script of every call without a ban, as it was
-// before bans, so that a zone without a ban costs what it did.
-// redisBanScript is script.lua whole: the script of a call on a zone with
-// a ban (see BANS in it).
+// redisScript is script.lua without the lines from each "-- extra:begin"
+// to its "-- extra:end": the script of every call without a ban or a
+// slot, as it was before them, so that such a zone costs what it did.
+// redisFullScript is script.lua whole: the script of a call on a zone
+// with a ban, or of one item with an in-flight slot (see BANS and SLOT in
+// it).
 var (
-	redisScript    = withoutBans(redisScriptSource)
-	redisBanScript = redisScriptSource
+	redisScript     = withoutExtras(redisScriptSource)
+	redisFullScript = redisScriptSource
 )
 
-// redisScriptSHA and redisBanScriptSHA are the SHA1s of the scripts in
+// redisScriptSHA and redisFullScriptSHA are the SHA1s of the scripts in
 // hex, the names EVALSHA runs.
 var (
-	redisScriptSHA    = scriptSHA(redisScript)
-	redisBanScriptSHA = scriptSHA(redisBanScript)
+	redisScriptSHA     = scriptSHA(redisScript)
+	redisFullScriptSHA = scriptSHA(redisFullScript)
 )
 
-// withoutBans returns the script s without its ban blocks.
-func withoutBans(s string) string {
+// withoutExtras returns the script s without its extra blocks.
+func withoutExtras(s string) string {
 	var b strings.Builder
 	in := false
 	for _, line := range strings.SplitAfter(s, "\n") {
 		switch strings.TrimSpace(line) {
-		case "-- ban:begin":
+		case "-- extra:begin":
 			in = true
 			continue
-		case "-- ban:end":
+		case "-- extra:end":
 			in = false
 			continue
 		}

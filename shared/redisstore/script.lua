@@ -21,9 +21,16 @@
 -- | 3 refund  | the receipt's time and life, units granted, units spent before the life was last confirmed (0 and 0 for a reservation; cost: the units to give back) | 1 given back, 2 counted in the key's next life instead (see charge), 0 not |
 -- | 4 reset   | the resetting instance's own leased units | one integer: 1 if there was a key |
 --
--- An item of a zone with a ban (the ban script, see BANS below) has one
+-- An item of a zone with a ban (the full script, see BANS below) has one
 -- more integer after take's four: 1 if this request started the key's
 -- ban, else 0.
+--
+-- A call of one item with an in-flight slot (the full script, see SLOT
+-- below) takes the slot in the same call: when the key's set of slots
+-- is full, the reply is {-1, slots held} and nothing is decided or
+-- counted; else the reply is the item's, then one more integer: the
+-- slots held with this one once it took it, or 0 when it took none (the
+-- request refused, or not counted).
 --
 -- A take, reserve or lease counts only when every item admits; when every
 -- item admits but Redis over its maxmemory (noeviction) refuses the first
@@ -83,21 +90,29 @@ local out = nil
 -- made after the key the lease counted in was gone).
 local NOLIFE = 4294967296
 
--- Bans (see ban.go). The lines from each 'ban:begin' to its 'ban:end'
--- are the ban script's only: the script without them, which every call
--- without a ban runs, is the script as it was before bans, and costs
--- what it did. A call on items of zones with a ban runs the whole text:
--- it ends KEYS with their ban keys (each its item's key and ':ban', in
--- the same hash slot) and ARGV with one argument per ban key, '<item>:<ban
--- in µs>'. They come off here, so that the rest reads KEYS and ARGV as in
--- any call.
--- ban:begin
-local BANS = {}
+-- Bans and in-flight slots (see ban.go and slots.go). The lines from
+-- each 'extra:begin' to its 'extra:end' are the full script's only: the
+-- script without them, which every other call runs, is the script as it
+-- was before bans and slots, and costs what it did. A call on items of
+-- zones with a ban, or of one item with a slot, runs the whole text: it
+-- ends KEYS with the extra keys, each in its item's hash slot, and ARGV
+-- with one argument per extra key: for a ban key (the item's key and
+-- ':ban') '<item>:<ban in µs>', for a set of slots (the item's key and
+-- ':slots', see slots.lua) 's:<n>:<ttl in ms>:<member>'. They come off
+-- here, so that the rest reads KEYS and ARGV as in any call.
+-- extra:begin
+local BANS, SLOT = {}, nil
 local nb = 2 * #KEYS + 1 - #ARGV
 local n = #KEYS - nb
 for j = 1, nb do
-  local i, d = string.match(ARGV[2 * n + 1 + j], '^(%d+):(%d+)$')
-  BANS[tonumber(i)] = {KEYS[n + j], tonumber(d)}
+  local a = ARGV[2 * n + 1 + j]
+  local i, d = string.match(a, '^(%d+):(%d+)$')
+  if i then
+    BANS[tonumber(i)] = {KEYS[n + j], tonumber(d)}
+  else
+    local sn, ttl, member = string.match(a, '^s:(%d+):(%d+):(.+)$')
+    if sn and n == 1 then SLOT = {KEYS[n + j], tonumber(sn), tonumber(ttl), member} end
+  end
 end
 for j = nb, 1, -1 do
   KEYS[n + j] = nil
@@ -115,8 +130,27 @@ if #KEYS == 1 and BANS[1] and (mode == '0' or mode == '1') then
     if mode == '1' then out[6], out[7] = 0, 0 end
   end
 end
-if BANNED or #KEYS ~= 1 or mode == '2' then mode = 'b' end
--- ban:end
+-- A slot is asked before the rate, so that a request refused a slot
+-- counts nothing: expired slots go (their holders stopped renewing them),
+-- and a full set answers the call. Slots keep the server's TIME in ms,
+-- whatever clock the call passes, as slots.lua does.
+local FULL, HELD, SLOTNOW = false, 0, 0
+if SLOT and not BANNED then
+  if ARGV[1] == '0' then
+    SLOTNOW = floor(now / 1000)
+  else
+    local tm = redis.call('TIME')
+    SLOTNOW = tonumber(tm[1]) * 1000 + floor(tonumber(tm[2]) / 1000)
+  end
+  redis.call('ZREMRANGEBYSCORE', SLOT[1], '-inf', SLOTNOW)
+  HELD = redis.call('ZCARD', SLOT[1])
+  if HELD >= SLOT[2] then
+    FULL = true
+    out = {-1, HELD}
+  end
+end
+if BANNED or FULL or #KEYS ~= 1 or mode == '2' then mode = 'b' end
+-- extra:end
 
 -- The lean decision. Anything it cannot read (a log, another type or
 -- rule, a bad value, a total that outgrows its width) falls through to
@@ -327,10 +361,10 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
   end
 end
 
--- ban:begin
+-- extra:begin
 -- The ban of a lean decision (see ban below): a refusal starts it, and
 -- the integer after take's four says so.
-if out and not BANNED and BANS[1] then
+if out and not BANNED and not FULL and BANS[1] then
   local started = 0
   if out[1] == 0 then
     local b = BANS[1]
@@ -339,7 +373,7 @@ if out and not BANNED and BANS[1] then
   end
   table.insert(out, 5, started)
 end
--- ban:end
+-- extra:end
 
 -- The lean refund: one reservation of a bucket key given back in place,
 -- the receipt's cell and the total, with refundBuckets's conditions. A
@@ -780,7 +814,7 @@ local function commitLog(s, key, guard)
   return false
 end
 
--- ban:begin
+-- extra:begin
 -- ban applies to the decision of an item its zone's ban b, {the ban key,
 -- the ban in µs}: a key banned at now is refused until the ban ends (the
 -- ban key's value, in µs on the script's clock), whatever its window
@@ -797,7 +831,7 @@ local function ban(b, ok, remaining, retry, reset)
   redis.pcall('SET', b[1], fmt(now + b[2]), 'PX', ceil(b[2] / 1000) + 1)
   return 0, 0, b[2], b[2], 1
 end
--- ban:end
+-- extra:end
 
 -- decide decides every item and counts the request; it returns the reply.
 -- Item i's arguments are ARGV[2i] (its mode) and ARGV[2i+1] (its rule).
@@ -816,18 +850,18 @@ local function decide()
       ok, remaining, retry, reset = buckets(KEYS[i], alg, W, T, N, cost, shape, now)
       states[i] = {V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE, LEASED, LEAN}
     end
-    -- ban:begin
+    -- extra:begin
     local started = 0
     if BANS[i] then ok, remaining, retry, reset, started = ban(BANS[i], ok, remaining, retry, reset) end
-    -- ban:end
+    -- extra:end
     if ok == 0 then all = false end
     res[#res + 1] = ok
     res[#res + 1] = remaining
     res[#res + 1] = retry
     res[#res + 1] = reset
-    -- ban:begin
+    -- extra:begin
     if BANS[i] then res[#res + 1] = started end
-    -- ban:end
+    -- extra:end
     if mode == '1' then
       res[#res + 1] = 0 -- the receipt and its life, once counted
       res[#res + 1] = 0
@@ -1042,12 +1076,30 @@ if ARGV[2] == '3' then
   out = refund()
 elseif ARGV[2] == '4' then
   out = reset()
-  -- ban:begin
+  -- extra:begin
   for _, b in pairs(BANS) do out[1] = out[1] + redis.call('DEL', b[1]) end
   if out[1] > 1 then out[1] = 1 end
-  -- ban:end
+  -- extra:end
 else
   out = decide()
 end
 end
+-- extra:begin
+-- The slot of a request admitted and counted is taken last, in the same
+-- atomic call as its count: the set cannot have filled since it was read.
+if SLOT and not FULL then
+  local want = 4
+  if BANS[1] then want = want + 1 end
+  if ARGV[2] == '1' then want = want + 2 elseif ARGV[2] == '2' then want = want + 3 end
+  local took = 0
+  if out[1] == 1 and #out == want then
+    local r = redis.pcall('ZADD', SLOT[1], SLOTNOW + SLOT[3], SLOT[4])
+    if type(r) ~= 'table' then
+      redis.call('PEXPIRE', SLOT[1], SLOT[3])
+      took = HELD + 1
+    end
+  end
+  out[#out + 1] = took
+end
+-- extra:end
 return out

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
 //go:generate go test -run ^TestSlotsScriptSource$ -update-slots .
@@ -67,7 +69,7 @@ func (s *Slots) Key(zone, key string) string { return SlotsKey(s.prefix, zone, k
 // renewed. It returns the slot's member (empty when refused) and how many
 // slots the set holds after the call.
 func (s *Slots) Take(ctx context.Context, set string, n int64, ttl time.Duration) (member string, held int64, err error) {
-	member = s.id + strconv.FormatUint(atomic.AddUint64(&s.seq, 1), 36)
+	member = s.NewMember()
 	res, err := s.eval(ctx, set, []string{slotsTake, strconv.FormatInt(n, 10), strconv.FormatInt(ttlMillis(ttl), 10), member})
 	if err != nil {
 		return "", 0, err
@@ -148,6 +150,17 @@ func (s *Slots) eval(ctx context.Context, set string, args []string) ([]int64, e
 		return nil, fmt.Errorf("redis slots script: %w", err)
 	}
 	return res, nil
+}
+
+// slotArg returns the script argument of a slot taken with a decision
+// (see SLOT in script.lua).
+func slotArg(s *ratelimit.Slot) string {
+	return "s:" + strconv.FormatInt(s.N, 10) + ":" + strconv.FormatInt(ttlMillis(s.TTL), 10) + ":" + s.Member
+}
+
+// NewMember returns the name of a new slot of this holder.
+func (s *Slots) NewMember() string {
+	return s.id + strconv.FormatUint(atomic.AddUint64(&s.seq, 1), 36)
 }
 
 // ttlMillis returns ttl in whole milliseconds, at least 1.

@@ -116,6 +116,18 @@ func takeFunc(s *Store) func(ctx context.Context, now time.Time, items []ratelim
 	}
 }
 
+// TakeSlot implements ratelimit.SlotTaker: Take, and the slot of items'
+// only item taken in the same script call (see SLOT in script.lua).
+func (s *Store) TakeSlot(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, slot *ratelimit.Slot) (bool, error) {
+	if slot == nil {
+		return s.Take(ctx, now, items, out)
+	}
+	if len(items) != 1 {
+		return false, errors.New("redis store: a slot goes with one item")
+	}
+	return s.call(ctx, now, items, []string{Key(s.prefix, items[0].Zone.Name(), items[0].Key)}, nil, out, slot)
+}
+
 // takeMany is Take through the general path: call, per hash tag in
 // Cluster mode.
 func (s *Store) takeMany(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error) {
@@ -124,7 +136,7 @@ func (s *Store) takeMany(ctx context.Context, now time.Time, items []ratelimit.I
 		keys[i] = Key(s.prefix, items[i].Zone.Name(), items[i].Key)
 	}
 	if !s.cluster || sameTag(keys) {
-		return s.call(ctx, now, items, keys, nil, out)
+		return s.call(ctx, now, items, keys, nil, out, nil)
 	}
 	// One call per hash tag, in the order the tags first appear. A group
 	// Redis could not count does not stop the others: a later denial
@@ -132,7 +144,7 @@ func (s *Store) takeMany(ctx context.Context, now time.Time, items []ratelimit.I
 	groups := tagGroups(keys)
 	var notCounted error
 	for g, group := range groups {
-		allowed, err := s.call(ctx, now, items, keys, group, out)
+		allowed, err := s.call(ctx, now, items, keys, group, out, nil)
 		if errors.Is(err, ErrOutOfMemory) {
 			notCounted, err = err, nil
 		}
@@ -175,8 +187,8 @@ func tagGroups(keys []string) [][]int {
 }
 
 // call decides the items named by group (all items when group is nil) in
-// one script call.
-func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item, keys []string, group []int, out []ratelimit.Decision) (bool, error) {
+// one script call, and takes slot, when set, for the one item.
+func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item, keys []string, group []int, out []ratelimit.Decision, slot *ratelimit.Slot) (bool, error) {
 	n := len(items)
 	if group != nil {
 		n = len(group)
@@ -227,6 +239,11 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 			want++
 		}
 	}
+	if slot != nil {
+		banKeys = append(banKeys, slot.Set)
+		banArgs = append(banArgs, slotArg(slot))
+		want++
+	}
 	if banKeys != nil {
 		callKeys = append(append(make([]string, 0, n+len(banKeys)), callKeys[:n]...), banKeys...)
 		args = append(args, banArgs...)
@@ -236,10 +253,25 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 	if banKeys == nil {
 		res, err = s.eval(ctx, callKeys, args)
 	} else {
-		res, err = s.evalBan(ctx, callKeys, args)
+		res, err = s.evalFull(ctx, callKeys, args)
 	}
 	if err != nil {
 		return false, err
+	}
+	if slot != nil {
+		if len(res) == 2 && res[0] == -1 {
+			// The set is full: nothing was decided or counted.
+			slot.State, slot.Held = ratelimit.SlotFull, res[1]
+			out[0] = ratelimit.Decision{Limit: limitOf(&items[0])}
+			return false, nil
+		}
+		if len(res) > 0 {
+			if held := res[len(res)-1]; held > 0 {
+				slot.State, slot.Held = ratelimit.SlotTaken, held
+			}
+			res = res[:len(res)-1]
+		}
+		want--
 	}
 	notCounted := len(res) == want+1 && res[want] == redisNotCounted
 	if len(res) != want && !notCounted {
