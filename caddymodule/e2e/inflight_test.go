@@ -17,7 +17,8 @@ import (
 )
 
 // inflightSite proxies / to a backend, at most 3 requests of an X-Key at
-// once (in memory, or in one Redis for every instance, TTL 2s).
+// once (in memory, or in one Redis for every instance, TTL 2s), and with
+// .Limit set at most that many a minute.
 const inflightSite = `{
 	admin 127.0.0.1:{{.Admin}}
 	persist_config off
@@ -30,6 +31,10 @@ const inflightSite = `{
 			in_flight 3
 			{{- if .Redis}}
 			in_flight_ttl 2s
+			{{- end}}
+			{{- if .Limit}}
+			window 1m
+			limit {{.Limit}}
 			{{- end}}
 		}
 		{{- if .Redis}}
@@ -50,7 +55,7 @@ func TestE2EInFlight(t *testing.T) {
 	t.Run("memory: 12 clients on one key, 3 at the backend at most, another key unaffected", func(t *testing.T) {
 		b := e2etest.StartSlowBackend(t, 200*time.Millisecond)
 		c := newCaddy(t)
-		c.render(inflightSite, map[string]any{"Redis": "", "Backend": b.Addr})
+		c.render(inflightSite, map[string]any{"Redis": "", "Backend": b.Addr, "Limit": 0})
 		c.start()
 		done := make(chan struct{})
 		go func() {
@@ -74,7 +79,7 @@ func TestE2EInFlight(t *testing.T) {
 		b := e2etest.StartSlowBackend(t, 200*time.Millisecond)
 		x, y := newCaddy(t), newCaddy(t)
 		for _, c := range []*caddy{x, y} {
-			c.render(inflightSite, map[string]any{"Redis": rds.Addr(), "Backend": b.Addr})
+			c.render(inflightSite, map[string]any{"Redis": rds.Addr(), "Backend": b.Addr, "Limit": 0})
 			c.start()
 		}
 		ok, refused := e2etest.SlotBurst(t, "shared", 12, 4, x.url("/"), y.url("/"))
@@ -84,11 +89,34 @@ func TestE2EInFlight(t *testing.T) {
 		t.Logf("48 requests over two instances: %d served, %d refused; backend held 3 at most", ok, refused)
 	})
 
+	t.Run("redis: beside a rate of 5 a minute, two instances: 3 at the backend at most, 5 served, 5 counted", func(t *testing.T) {
+		b := e2etest.StartSlowBackend(t, 100*time.Millisecond)
+		x, y := newCaddy(t), newCaddy(t)
+		for _, c := range []*caddy{x, y} {
+			c.render(inflightSite, map[string]any{"Redis": rds.Addr(), "Backend": b.Addr, "Limit": 5})
+			c.start()
+		}
+		// 12 clients send for 1.5s, each again 20ms after a refusal: the
+		// slots refuse most while three are held, the rate the rest once
+		// five were served.
+		served, bySlot, byRate := e2etest.SlotAndRateBurst(t, "mixed", 12, 1500*time.Millisecond, "3", "5", x.url("/"), y.url("/"))
+		if _, most := b.Stats("mixed"); most > 3 {
+			t.Fatalf("the backend held %d of the key at once through two instances, want at most 3", most)
+		}
+		if served != 5 || bySlot == 0 || byRate == 0 {
+			t.Fatalf("%d served, %d refused a slot, %d refused by the rate: want 5 served and both refusals", served, bySlot, byRate)
+		}
+		if n := rds.StoredCount(t, "inflight:slots:{mixed}"); n != 5 {
+			t.Fatalf("Redis counts %d requests of the key, want the 5 served: a request refused a slot counts nothing", n)
+		}
+		t.Logf("%d served, %d refused a slot, %d refused by the rate; Redis counts 5", served, bySlot, byRate)
+	})
+
 	t.Run("redis: an instance killed holding 3 slots: the other refuses the key until the TTL, then serves", func(t *testing.T) {
 		b := e2etest.StartSlowBackend(t, 0)
 		x, y := newCaddy(t), newCaddy(t)
 		for _, c := range []*caddy{x, y} {
-			c.render(inflightSite, map[string]any{"Redis": rds.Addr(), "Backend": b.Addr})
+			c.render(inflightSite, map[string]any{"Redis": rds.Addr(), "Backend": b.Addr, "Limit": 0})
 			c.start()
 		}
 		for i := 0; i < 3; i++ {
@@ -126,7 +154,7 @@ func TestE2EInFlight(t *testing.T) {
 		b := e2etest.StartSlowBackend(t, 0)
 		for _, store := range []string{"", rds.Addr()} {
 			c := newCaddy(t)
-			c.render(inflightSite, map[string]any{"Redis": store, "Backend": b.Addr})
+			c.render(inflightSite, map[string]any{"Redis": store, "Backend": b.Addr, "Limit": 0})
 			c.start()
 			var wg sync.WaitGroup
 			key := "quit" + strconv.Itoa(len(store))

@@ -22,7 +22,7 @@ import (
 func TestE2EInFlight(t *testing.T) {
 	t.Run("memory, one instance", func(t *testing.T) {
 		svc := e2etest.StartSlowBackend(t, 200*time.Millisecond)
-		tr := start(t, traefiktest.Options{}, "fixtures/inflight/dynamic.yml", map[string]any{"Backend": svc.URL(), "Redis": ""})
+		tr := start(t, traefiktest.Options{}, "fixtures/inflight/dynamic.yml", map[string]any{"Backend": svc.URL(), "Redis": "", "Limit": 0})
 		ok, refused := e2etest.SlotBurst(t, "a", 12, 4, tr.URL("/slots"))
 		if _, got := svc.Stats("a"); got != 3 {
 			t.Fatalf("the service held %d of the key at once, want exactly 3 (%d served, %d refused)", got, ok, refused)
@@ -32,7 +32,7 @@ func TestE2EInFlight(t *testing.T) {
 	t.Run("redis, two instances", func(t *testing.T) {
 		rds := redistest.Start(t)
 		svc := e2etest.StartSlowBackend(t, 200*time.Millisecond)
-		data := map[string]any{"Backend": svc.URL(), "Redis": rds.Addr(), "TTL": "5s"}
+		data := map[string]any{"Backend": svc.URL(), "Redis": rds.Addr(), "TTL": "5s", "Limit": 0}
 		a, b := start(t, traefiktest.Options{}, "fixtures/inflight/dynamic.yml", data), start(t, traefiktest.Options{}, "fixtures/inflight/dynamic.yml", data)
 		ok, refused := e2etest.SlotBurst(t, "shared", 12, 4, a.URL("/slots"), b.URL("/slots"))
 		if _, got := svc.Stats("shared"); got != 3 {
@@ -40,10 +40,30 @@ func TestE2EInFlight(t *testing.T) {
 		}
 		t.Logf("48 requests over two instances: %d served, %d refused; the service held 3 at most", ok, refused)
 	})
+	t.Run("redis, beside a rate of 5 a minute, two instances: 3 at the service at most, 5 served, 5 counted", func(t *testing.T) {
+		rds := redistest.Start(t)
+		svc := e2etest.StartSlowBackend(t, 100*time.Millisecond)
+		data := map[string]any{"Backend": svc.URL(), "Redis": rds.Addr(), "TTL": "5s", "Limit": 5}
+		a, b := start(t, traefiktest.Options{}, "fixtures/inflight/dynamic.yml", data), start(t, traefiktest.Options{}, "fixtures/inflight/dynamic.yml", data)
+		// 12 clients send for 1.5s, each again 20ms after a refusal: the
+		// slots refuse most while three are held, the rate the rest once
+		// five were served.
+		served, bySlot, byRate := e2etest.SlotAndRateBurst(t, "mixed", 12, 1500*time.Millisecond, "3", "5", a.URL("/slots"), b.URL("/slots"))
+		if _, most := svc.Stats("mixed"); most > 3 {
+			t.Fatalf("the service held %d of the key at once through two instances, want at most 3", most)
+		}
+		if served != 5 || bySlot == 0 || byRate == 0 {
+			t.Fatalf("%d served, %d refused a slot, %d refused by the rate: want 5 served and both refusals", served, bySlot, byRate)
+		}
+		if n := rds.StoredCount(t, "inflight:slots@file:{mixed}"); n != 5 {
+			t.Fatalf("Redis counts %d requests of the key, want the 5 served: a request refused a slot counts nothing", n)
+		}
+		t.Logf("%d served, %d refused a slot, %d refused by the rate; Redis counts 5", served, bySlot, byRate)
+	})
 	t.Run("redis, an instance killed holding 3 slots: the other refuses the key until the TTL, then serves", func(t *testing.T) {
 		rds := redistest.Start(t)
 		svc := e2etest.StartSlowBackend(t, 0) // holds every request until free
-		data := map[string]any{"Backend": svc.URL(), "Redis": rds.Addr(), "TTL": "2s"}
+		data := map[string]any{"Backend": svc.URL(), "Redis": rds.Addr(), "TTL": "2s", "Limit": 0}
 		a, b := start(t, traefiktest.Options{}, "fixtures/inflight/dynamic.yml", data), start(t, traefiktest.Options{}, "fixtures/inflight/dynamic.yml", data)
 		for i := 0; i < 3; i++ {
 			go func() {
