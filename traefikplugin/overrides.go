@@ -56,9 +56,9 @@ func serveOverridden(m *Middleware, w http.ResponseWriter, r *http.Request) {
 	var d ratelimit.Decision
 	if m.store == nil {
 		if limit > 0 {
-			d = ratelimit.TakeLimitAt(m.zone, key, time.Now().UnixNano(), limit)
+			d = ratelimit.TakeLimitAt(m.zone, key, time.Now(), limit)
 		} else {
-			d = ratelimit.TakeAt(m.zone, key, time.Now().UnixNano())
+			d = ratelimit.TakeAt(m.zone, key, time.Now())
 		}
 	} else {
 		d = takeLimitFromStore(r.Context(), m, key, limit)

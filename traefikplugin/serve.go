@@ -54,7 +54,7 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			key = remoteKey(m, r)
 		}
 	}
-	d := ratelimit.TakeAt(m.zone, key, time.Now().UnixNano())
+	d := ratelimit.TakeAt(m.zone, key, time.Now())
 	if !m.legacyTable {
 		decidedModeHeaders(m, w, r, key, d)
 		return
@@ -164,7 +164,7 @@ func serveAny(m *Middleware, w http.ResponseWriter, r *http.Request) {
 	var d ratelimit.Decision
 	if m.store == nil {
 		// Only a zone with a ban comes here without a store (see build).
-		d = ratelimit.TakeBanAt(m.zone, key, time.Now().UnixNano(), 0)
+		d = ratelimit.TakeBanAt(m.zone, key, time.Now(), 0)
 	} else {
 		d = takeFromStore(r.Context(), m, key)
 	}

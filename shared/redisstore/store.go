@@ -262,7 +262,7 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 		p += 4
 		if items[i].Zone.Ban() > 0 {
 			if res[p] == 1 {
-				ratelimit.NoteBan(items[i].Zone)
+				items[i].Zone.NoteBan()
 			}
 			p++
 		}
