@@ -69,7 +69,7 @@ func serveOverridden(m *Middleware, w http.ResponseWriter, r *http.Request) {
 // takeLimitFromStore is takeFromStore for a key with its own limit.
 func takeLimitFromStore(ctx context.Context, m *Middleware, key string, limit int64) ratelimit.Decision {
 	if m.lease != nil {
-		return lease.Take(m.lease, ctx, key, limit, time.Now())
+		return lease.Take(ctx, m.lease, key, limit, time.Now())
 	}
 	items := []ratelimit.Item{{Zone: m.zone, Key: key, Limit: limit}}
 	out := make([]ratelimit.Decision, 1)

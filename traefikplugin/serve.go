@@ -125,7 +125,7 @@ func serveRedis(m *Middleware, w http.ResponseWriter, r *http.Request) {
 	}
 	var d ratelimit.Decision
 	if m.lease != nil {
-		d = lease.Take(m.lease, r.Context(), key, 0, time.Now())
+		d = lease.Take(r.Context(), m.lease, key, 0, time.Now())
 	} else {
 		d = guard.TakeKey(m.guard, r.Context(), m.keyCall, m.zone, key, time.Now())
 	}
