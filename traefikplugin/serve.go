@@ -127,7 +127,7 @@ func serveRedis(m *Middleware, w http.ResponseWriter, r *http.Request) {
 	if m.lease != nil {
 		d = lease.Take(r.Context(), m.lease, key, 0, time.Now())
 	} else {
-		d = guard.TakeKey(m.guard, r.Context(), m.keyCall, m.zone, key, time.Now())
+		d = guard.TakeKey(r.Context(), m.guard, m.keyCall, m.zone, key, time.Now())
 	}
 	reset := (d.ResetAfter + second - 1) / second
 	if !d.Allowed || uint64(d.Remaining) >= uint64(len(m.decimals)) || uint64(reset) >= uint64(len(m.decimals)) {

@@ -38,7 +38,7 @@ func takeFromStore(ctx context.Context, m *Middleware, key string) ratelimit.Dec
 		return lease.Take(ctx, m.lease, key, 0, time.Now())
 	}
 	if m.guard != nil {
-		return guard.TakeKey(m.guard, ctx, m.keyCall, m.zone, key, time.Now())
+		return guard.TakeKey(ctx, m.guard, m.keyCall, m.zone, key, time.Now())
 	}
 	return takeFromStoreInterface(ctx, m, key)
 }
