@@ -32,7 +32,7 @@ func loginConfigs(t *testing.T) map[string]string {
 // attempt sends one login of client ip through h to next with ctx as the
 // request's context, and returns the status the handler gave (its error's,
 // if it returned one) and whether it panicked.
-func attempt(h *Handler, ctx context.Context, ip string, next caddyhttp.HandlerFunc) (status int, panicked bool) {
+func attempt(ctx context.Context, h *Handler, ip string, next caddyhttp.HandlerFunc) (status int, panicked bool) {
 	r := httptest.NewRequest(http.MethodPost, "http://example.com/login", nil)
 	vars := map[string]any{caddyhttp.ClientIPVarKey: ip}
 	*r = *r.WithContext(context.WithValue(ctx, caddyhttp.VarsCtxKey, vars))
@@ -107,7 +107,7 @@ func TestCountStatusHoldsAgainstTheClient(t *testing.T) {
 				var reached atomic.Int64
 				for i := 0; i < 8; i++ {
 					ctx, leave := context.WithCancel(context.Background())
-					attempt(h, ctx, ip, func(w http.ResponseWriter, _ *http.Request) error {
+					attempt(ctx, h, ip, func(w http.ResponseWriter, _ *http.Request) error {
 						reached.Add(1)
 						return a.next(w, leave)
 					})
@@ -135,7 +135,7 @@ func TestCountStatusClientGoneBeforeDecision(t *testing.T) {
 	ctx, leave := context.WithCancel(context.Background())
 	leave()
 	for i := 0; i < 8; i++ {
-		s, _ := attempt(h, ctx, "203.0.113.99", func(http.ResponseWriter, *http.Request) error {
+		s, _ := attempt(ctx, h, "203.0.113.99", func(http.ResponseWriter, *http.Request) error {
 			t.Fatal("the backend was reached")
 			return nil
 		})
@@ -171,7 +171,7 @@ func TestCountStatusRefundsSettled(t *testing.T) {
 			}
 			notFound := func(http.ResponseWriter, *http.Request) error { return caddyhttp.Error(http.StatusNotFound, nil) }
 			for i := 0; i < 8; i++ {
-				if s, _ := attempt(h, context.Background(), "203.0.113.11", notFound); s != http.StatusNotFound {
+				if s, _ := attempt(context.Background(), h, "203.0.113.11", notFound); s != http.StatusNotFound {
 					t.Fatalf("404 %d: got %d, want every 404 refunded", i, s)
 				}
 			}
@@ -204,7 +204,7 @@ func TestCountStatusConcurrent(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					statuses[i], _ = attempt(h, context.Background(), "203.0.113.12", next)
+					statuses[i], _ = attempt(context.Background(), h, "203.0.113.12", next)
 				}()
 			}
 			time.Sleep(200 * time.Millisecond)
@@ -267,7 +267,7 @@ func TestCountStatusRefundAcrossReload(t *testing.T) {
 			ip := "203.0.113.40"
 			arrived, release, done := make(chan struct{}), make(chan struct{}), make(chan int)
 			go func() {
-				s, _ := attempt(old, context.Background(), ip, func(w http.ResponseWriter, _ *http.Request) error {
+				s, _ := attempt(context.Background(), old, ip, func(w http.ResponseWriter, _ *http.Request) error {
 					close(arrived)
 					<-release
 					w.WriteHeader(http.StatusOK)

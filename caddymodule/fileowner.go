@@ -10,8 +10,8 @@ import (
 )
 
 // Caddy, compiled, can read who owns a snapshot file, which the shared
-// persist package (interpreted by yaegi in Traefik) cannot: a file or
-// directory of another user is refused (see persist.FileOwner).
+// persist package (interpreted in Traefik, without syscall) cannot: a
+// file or directory of another user is refused (see persist.FileOwner).
 func init() {
 	persist.FileOwner = func(st os.FileInfo) (int, bool) {
 		s, ok := st.Sys().(*syscall.Stat_t)

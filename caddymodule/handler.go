@@ -455,7 +455,7 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		// when it holds one, else through Redis, asking for a lease when
 		// the key is hot here. Several zones are decided together, per
 		// request: a lease of one zone cannot admit for another.
-		out[0] = lease.Take(tbl, r.Context(), s.items[0].Key, s.items[0].Limit, now)
+		out[0] = lease.Take(r.Context(), tbl, s.items[0].Key, s.items[0].Limit, now)
 		allowed = out[0].Allowed
 	} else {
 		allowed, err = h.store.Take(r.Context(), now, s.items, out)

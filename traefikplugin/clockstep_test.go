@@ -32,7 +32,7 @@ func TestClockStepBack(t *testing.T) {
 	now := time.Now().UnixNano()
 	ahead := ((now+int64(138*time.Second))/span + 1) * span
 	for i := 0; i <= 5; i++ {
-		ratelimit.TakeAt(m.zone, "203.0.113.7", ahead)
+		ratelimit.TakeAt(m.zone, "203.0.113.7", time.Unix(0, ahead))
 	}
 
 	var w *httptest.ResponseRecorder

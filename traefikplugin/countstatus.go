@@ -48,7 +48,7 @@ func serveCountedLimit(m *Middleware, w http.ResponseWriter, r *http.Request, ke
 		serveCountedStore(m, w, r, key, limit)
 		return
 	}
-	d := ratelimit.TakeReservedAt(m.zone, key, time.Now().UnixNano(), limit)
+	d := ratelimit.TakeReservedAt(m.zone, key, time.Now(), limit)
 	if !d.Allowed {
 		deny(m, w, r, key, d)
 		return

@@ -32,7 +32,7 @@ func loginMiddlewares(t *testing.T, name string, next http.Handler) map[string]h
 // attempt sends one login from ip through h with ctx as the request's
 // context, and returns the status the client got; a panic (which net/http
 // would turn into a reset connection) is recovered.
-func attempt(h http.Handler, ctx context.Context, ip string) (status int) {
+func attempt(ctx context.Context, h http.Handler, ip string) (status int) {
 	r := httptest.NewRequest(http.MethodPost, "http://example.com/login", nil).WithContext(ctx)
 	r.RemoteAddr = ip + ":4711"
 	w := hijackable{httptest.NewRecorder()}
@@ -87,13 +87,13 @@ func TestCountStatusHoldsAgainstTheClient(t *testing.T) {
 				for i := 0; i < 8; i++ {
 					var ctx context.Context
 					ctx, leave = context.WithCancel(context.Background())
-					attempt(h, ctx, "203.0.113.9")
+					attempt(ctx, h, "203.0.113.9")
 					leave()
 				}
 				if got := reached.Load(); got != 5 {
 					t.Fatalf("the backend saw %d attempts, want 5", got)
 				}
-				s := attempt(h, context.Background(), "203.0.113.9")
+				s := attempt(context.Background(), h, "203.0.113.9")
 				if s != http.StatusTooManyRequests || reached.Load() != 5 {
 					t.Fatalf("a login after them: %d, backend attempts %d: want 429 without the backend", s, reached.Load())
 				}
@@ -150,7 +150,7 @@ func TestCountStatusConcurrent(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					statuses[i] = attempt(h, context.Background(), "203.0.113.12")
+					statuses[i] = attempt(context.Background(), h, "203.0.113.12")
 				}()
 			}
 			time.Sleep(200 * time.Millisecond)

@@ -56,9 +56,9 @@ func serveOverridden(m *Middleware, w http.ResponseWriter, r *http.Request) {
 	var d ratelimit.Decision
 	if m.store == nil {
 		if limit > 0 {
-			d = ratelimit.TakeLimitAt(m.zone, key, time.Now().UnixNano(), limit)
+			d = ratelimit.TakeLimitAt(m.zone, key, time.Now(), limit)
 		} else {
-			d = ratelimit.TakeAt(m.zone, key, time.Now().UnixNano())
+			d = ratelimit.TakeAt(m.zone, key, time.Now())
 		}
 	} else {
 		d = takeLimitFromStore(r.Context(), m, key, limit)
@@ -69,7 +69,7 @@ func serveOverridden(m *Middleware, w http.ResponseWriter, r *http.Request) {
 // takeLimitFromStore is takeFromStore for a key with its own limit.
 func takeLimitFromStore(ctx context.Context, m *Middleware, key string, limit int64) ratelimit.Decision {
 	if m.lease != nil {
-		return lease.Take(m.lease, ctx, key, limit, time.Now())
+		return lease.Take(ctx, m.lease, key, limit, time.Now())
 	}
 	items := []ratelimit.Item{{Zone: m.zone, Key: key, Limit: limit}}
 	out := make([]ratelimit.Decision, 1)

@@ -94,7 +94,7 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			key = remoteKey(m, r)
 		}
 	}
-	d := ratelimit.TakeAt(m.zone, key, time.Now().UnixNano())
+	d := ratelimit.TakeAt(m.zone, key, time.Now())
 	if m.path != pathMemory {
 		decidedModeHeaders(m, w, r, key, d)
 		return
@@ -165,9 +165,9 @@ func serveRedis(m *Middleware, w http.ResponseWriter, r *http.Request) {
 	}
 	var d ratelimit.Decision
 	if m.lease != nil {
-		d = lease.Take(m.lease, r.Context(), key, 0, time.Now())
+		d = lease.Take(r.Context(), m.lease, key, 0, time.Now())
 	} else {
-		d = guard.TakeKey(m.guard, r.Context(), m.keyCall, m.zone, key, time.Now())
+		d = guard.TakeKey(r.Context(), m.guard, m.keyCall, m.zone, key, time.Now())
 	}
 	reset := (d.ResetAfter + second - 1) / second
 	if !d.Allowed || uint64(d.Remaining) >= uint64(len(m.decimals)) || uint64(reset) >= uint64(len(m.decimals)) {
@@ -204,7 +204,7 @@ func serveAny(m *Middleware, w http.ResponseWriter, r *http.Request) {
 	var d ratelimit.Decision
 	if m.store == nil {
 		// Only a zone with a ban comes here without a store (see build).
-		d = ratelimit.TakeBanAt(m.zone, key, time.Now().UnixNano(), 0)
+		d = ratelimit.TakeBanAt(m.zone, key, time.Now(), 0)
 	} else {
 		d = takeFromStore(r.Context(), m, key)
 	}

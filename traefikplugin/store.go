@@ -33,10 +33,10 @@ func useStore(m *Middleware, s ratelimit.Store) {
 // decides, through the guard when it has no lease to spend.
 func takeFromStore(ctx context.Context, m *Middleware, key string) ratelimit.Decision {
 	if m.lease != nil {
-		return lease.Take(m.lease, ctx, key, 0, time.Now())
+		return lease.Take(ctx, m.lease, key, 0, time.Now())
 	}
 	if m.guard != nil {
-		return guard.TakeKey(m.guard, ctx, m.keyCall, m.zone, key, time.Now())
+		return guard.TakeKey(ctx, m.guard, m.keyCall, m.zone, key, time.Now())
 	}
 	return takeFromStoreInterface(ctx, m, key)
 }

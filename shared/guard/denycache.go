@@ -54,8 +54,8 @@ func newDenyCache(max int) *denyCache {
 // checkCached fills out and returns true if some item of the request is
 // denied until after now; the items not denied are reported unconsulted.
 // Guard calls it only when the cache held denials a moment ago (an atomic
-// load first): under yaegi a call allocates every local of its callee, so
-// an empty cache, the common case of admitted traffic, costs no call.
+// load first), so that an empty cache, the common case of admitted
+// traffic, costs no call (see the package documentation).
 func checkCached(c *denyCache, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) bool {
 	c.mu.Lock()
 	hit := -1

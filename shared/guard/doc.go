@@ -8,6 +8,20 @@
 // bounded rate. The guard sees its store through ratelimit.Store and a
 // few optional methods (Ping, TakeFunc, GiveBack), and names no store.
 //
+// # Under yaegi
+//
+// Traefik's yaegi interpreter runs the guard on every request with a redis
+// block, so that path is shaped by what the interpreter charges, where
+// compiled Go pays nothing for the shape: a call allocates a slot for every
+// local and temporary of the function called, a constant of another package
+// costs a slot where one of this package's costs none, and a method call on
+// an interpreted type costs 14 to 28 allocations more than a function call
+// (scripts/yaegitest, BenchmarkInterpretedCosts and the request
+// benchmarks). So TakeKey is a function with the common request written
+// out and the rest in keyRest; Take goes to guardTake; the denial cache is
+// called only when it holds denials; and the store's Take is called through
+// a func value (TakeFunc), which costs half a call through an interface.
+//
 // # Files
 //
 //   - guard.go: Guard, its options and stats, Take and TakeKey.

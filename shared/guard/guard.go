@@ -65,7 +65,7 @@ type Options struct {
 type Guard struct {
 	remote ratelimit.Store
 	// take is remote's Take as a func value: its TakeFunc's when it has
-	// one, which yaegi calls for a fraction of a method value's cost.
+	// one, which is cheaper to call interpreted than a method value.
 	take       func(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error)
 	notCounted error
 	policy     FailurePolicy
@@ -151,24 +151,26 @@ func New(remote ratelimit.Store, opts Options) (*Guard, error) {
 // Take implements Store. The error is always nil: failures are logged and
 // answered by the policy.
 func (g *Guard) Take(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error) {
-	return guardTake(g, ctx, now, items, out), nil
+	return guardTake(ctx, g, now, items, out), nil
 }
 
 // TakeKey decides one request on key in z at now through g, as Take of one
 // item would: the call the Traefik plugin makes on every request with a
 // redis block. The common request (the breaker closed, no denial cached,
 // admitted) is kc's call, made here without a frame of the store's; the
-// rest goes on in keyRest. It is shaped for yaegi (see the ratelimit
-// package).
-func TakeKey(g *Guard, ctx context.Context, kc *ratelimit.KeyCall, z *ratelimit.Zone, key string, now time.Time) ratelimit.Decision {
+// rest goes on in keyRest.
+//
+// A function, not a method: interpreted, the method costs 28 allocations a
+// request more (see the package documentation).
+func TakeKey(ctx context.Context, g *Guard, kc *ratelimit.KeyCall, z *ratelimit.Zone, key string, now time.Time) ratelimit.Decision {
 	if kc == nil || len(key) > kc.MaxKey || key != "" && key[0] == '#' ||
 		g.denials != nil && atomic.LoadInt64(&g.denials.n) != 0 ||
 		g.breaker != nil && atomic.LoadInt32(&g.breaker.isOpen) == 1 {
-		return keyRest(g, ctx, kc, z, key, now, nil, nil, false)
+		return keyRest(ctx, g, kc, z, key, now, nil, nil, false)
 	}
 	res, err := kc.Run(ctx, kc.Head, kc.Prefix+key+kc.Suffix, kc.Tail)
 	if err != nil || len(res) != 4 || res[0] != 1 {
-		return keyRest(g, ctx, kc, z, key, now, res, err, true)
+		return keyRest(ctx, g, kc, z, key, now, res, err, true)
 	}
 	return ratelimit.Decision{
 		Allowed:    true,
@@ -179,9 +181,9 @@ func TakeKey(g *Guard, ctx context.Context, kc *ratelimit.KeyCall, z *ratelimit.
 	}
 }
 
-// microsecond is time.Microsecond as a constant of this package: under
-// yaegi another package's constant costs a frame slot (TakeKey's), one
-// of this package's nothing.
+// microsecond is time.Microsecond as a constant of this package, which
+// costs TakeKey no frame slot where time's would (see the package
+// documentation).
 const microsecond = time.Microsecond
 
 // errNoReply is the error of a KeyCall's Run that returned neither a
@@ -190,25 +192,25 @@ var errNoReply = errors.New("store call returned no reply")
 
 // keyRest finishes TakeKey: through guardTake when called is false, else
 // with the reply res and error err of kc's call, which TakeKey made.
-func keyRest(g *Guard, ctx context.Context, kc *ratelimit.KeyCall, z *ratelimit.Zone, key string, now time.Time, res []int64, err error, called bool) ratelimit.Decision {
+func keyRest(ctx context.Context, g *Guard, kc *ratelimit.KeyCall, z *ratelimit.Zone, key string, now time.Time, res []int64, err error, called bool) ratelimit.Decision {
 	items := []ratelimit.Item{{Zone: z, Key: key}}
 	out := make([]ratelimit.Decision, 1)
 	if !called {
-		guardTake(g, ctx, now, items, out)
+		guardTake(ctx, g, now, items, out)
 		return out[0]
 	}
 	if res == nil && err == nil {
 		err = errNoReply // Rest would take it for a call not made
 	}
 	out[0], err = kc.Rest(ctx, key, res, err)
-	guardDone(g, ctx, now, items, out, out[0].Allowed, err)
+	guardDone(ctx, g, now, items, out, out[0].Allowed, err)
 	return out[0]
 }
 
 // guardTake is Take as a plain function. The common request, no denial
 // cached and admitted, is decided here; a denial or a failure goes on in
 // guardDone.
-func guardTake(g *Guard, ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) bool {
+func guardTake(ctx context.Context, g *Guard, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) bool {
 	if g.denials != nil && atomic.LoadInt64(&g.denials.n) != 0 && checkCached(g.denials, now, items, out) {
 		atomic.AddUint64(&g.cacheHits, 1)
 		return false
@@ -221,14 +223,14 @@ func guardTake(g *Guard, ctx context.Context, now time.Time, items []ratelimit.I
 	if allowed && err == nil {
 		return true // guardDone's common case, without its frame
 	}
-	return guardDone(g, ctx, now, items, out, allowed, err)
+	return guardDone(ctx, g, now, items, out, allowed, err)
 }
 
 // guardDone finishes guardTake once the remote store answered allowed
 // and err: a failure goes to guardFailed, a denial to the denial cache.
-func guardDone(g *Guard, ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, allowed bool, err error) bool {
+func guardDone(ctx context.Context, g *Guard, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, allowed bool, err error) bool {
 	if err != nil {
-		return guardFailed(g, ctx, now, items, out, allowed, err)
+		return guardFailed(ctx, g, now, items, out, allowed, err)
 	}
 	if !allowed && g.denials != nil {
 		g.denials.record(now, items, out)
@@ -238,7 +240,7 @@ func guardDone(g *Guard, ctx context.Context, now time.Time, items []ratelimit.I
 
 // guardFailed applies the failure policy to a request the remote store
 // answered with err (and allowed).
-func guardFailed(g *Guard, ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, allowed bool, err error) bool {
+func guardFailed(ctx context.Context, g *Guard, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, allowed bool, err error) bool {
 	if allowed && g.notCounted != nil && errors.Is(err, g.notCounted) {
 		// The store answered and would admit, but cannot count: the
 		// policy decides and the breaker stays closed (the next request
@@ -322,9 +324,8 @@ func limitOf(it *ratelimit.Item) int64 {
 	return it.Zone.Rule().Limit
 }
 
-// takeFuncer is a store that offers its Take as a func value, which
-// yaegi calls for a fraction of what a method call costs
-// (redisstore.Store).
+// takeFuncer is a store that offers its Take as a func value, cheaper to
+// call interpreted than a method (redisstore.Store).
 type takeFuncer interface {
 	TakeFunc() func(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error)
 }

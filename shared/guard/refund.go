@@ -31,7 +31,7 @@ func (g *Guard) Refund(ctx context.Context, items []ratelimit.Item, out []rateli
 	if !remote || !ok || g.breaker != nil && g.breaker.open() {
 		return nil
 	}
-	givenBack(g, ctx, rf.Refund(ctx, items, out))
+	givenBack(ctx, g, rf.Refund(ctx, items, out))
 	return nil
 }
 
@@ -39,7 +39,7 @@ func (g *Guard) Refund(ctx context.Context, items []ratelimit.Item, out []rateli
 // (a refund, a lease's unspent units): the count stays, and a failure is
 // logged and trips the breaker as a failed take does, unless the call was
 // never sent (our own backlog) or its caller left.
-func givenBack(g *Guard, ctx context.Context, err error) {
+func givenBack(ctx context.Context, g *Guard, err error) {
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrOverloaded): // never sent: our own backlog
@@ -77,7 +77,7 @@ func (g *Guard) GiveBack(ctx context.Context, now time.Time, it ratelimit.Item, 
 	if g.breaker != nil && g.breaker.open() {
 		return
 	}
-	givenBack(g, ctx, gb.GiveBack(ctx, now, it, d, use))
+	givenBack(ctx, g, gb.GiveBack(ctx, now, it, d, use))
 }
 
 // giveBacker is a store that leases units and takes the unspent ones back

@@ -44,7 +44,7 @@ func (g *Guard) Policy() FailurePolicy { return g.policy }
 func (g *Guard) TakeSlot(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, slot *ratelimit.Slot) (bool, error) {
 	st, _ := g.remote.(ratelimit.SlotTaker)
 	if slot == nil || st == nil {
-		return guardTake(g, ctx, now, items, out), nil
+		return guardTake(ctx, g, now, items, out), nil
 	}
 	if g.denials != nil && atomic.LoadInt64(&g.denials.n) != 0 && checkCached(g.denials, now, items, out) {
 		atomic.AddUint64(&g.cacheHits, 1)
@@ -55,5 +55,5 @@ func (g *Guard) TakeSlot(ctx context.Context, now time.Time, items []ratelimit.I
 		return g.policy.decide(now, items, out), nil
 	}
 	allowed, err := st.TakeSlot(ctx, now, items, out, slot)
-	return guardDone(g, ctx, now, items, out, allowed, err), nil
+	return guardDone(ctx, g, now, items, out, allowed, err), nil
 }

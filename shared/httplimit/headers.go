@@ -124,11 +124,11 @@ func (p *Policy) Mode() HeaderMode { return p.mode }
 // seconds, rounded up; so is the IETF t= of an allowed request, and that
 // of a denied one is its Retry-After (see writeIETF).
 //
-// It is a plain function, not a method (see the package documentation).
-// Under yaegi a call also allocates a slot for every local and temporary
-// of the callee, taken branches or not: so each mode's work is a function
-// of its own, and the values come from a table rather than from nested
-// calls.
+// Each mode's work is a function of its own, and the values come from a
+// table rather than from nested calls (see the package documentation).
+//
+// A function, not a method: interpreted, the method costs more on every
+// request (see the package documentation).
 func WriteHeaders(p *Policy, h http.Header, d ratelimit.Decision) {
 	if p.legacy {
 		writeLegacy(p, h, d)
@@ -181,8 +181,9 @@ func SetRetryAfter(h http.Header, d ratelimit.Decision) {
 
 // WriteRejection writes a complete rejection of a request denied by d:
 // the rate-limit headers, Retry-After, the status and body as plain text.
-// It is a plain function, not a method, for the Traefik plugin (see the
-// package documentation).
+//
+// A function, not a method: interpreted, the method costs more on every
+// denial (see the package documentation).
 func WriteRejection(p *Policy, w http.ResponseWriter, d ratelimit.Decision, status int, body string) {
 	h := w.Header()
 	WriteHeaders(p, h, d)

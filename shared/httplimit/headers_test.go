@@ -335,11 +335,11 @@ func TestHeadersPastTheWindow(t *testing.T) {
 		defer z.Close()
 		r := z.Rule()
 		for i := int64(0); i < r.Limit; i++ {
-			if d := ratelimit.TakeAt(z, "k", at); !d.Allowed {
+			if d := ratelimit.TakeAt(z, "k", time.Unix(0, at)); !d.Allowed {
 				t.Fatalf("%v: request %d denied", r, i+1)
 			}
 		}
-		d := ratelimit.TakeAt(z, "k", at)
+		d := ratelimit.TakeAt(z, "k", time.Unix(0, at))
 		if d.Allowed {
 			t.Fatalf("%v: request %d allowed", r, r.Limit+1)
 		}

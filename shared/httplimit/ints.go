@@ -11,7 +11,7 @@ import (
 // A decimals table holds at index i the decimal form of the number i.
 // The counts and delays written on every response then need no
 // formatting and no allocation. The Traefik plugin's inline path indexes
-// one without even checking a bound, which under yaegi saves several
+// one without even checking a bound, which saves it several interpreted
 // microseconds a request. Tables come in two sizes, built once when first
 // needed and never changed afterwards; the smaller one is built at init,
 // for itoa.

@@ -27,8 +27,8 @@ func MaskIP(s string, v4Bits, v6Bits int) string {
 }
 
 // MaskAddr is MaskIP of s, already parsed as a, for a caller that parsed
-// it anyway. It makes few calls into netip, each of which is costly under
-// yaegi.
+// it anyway. It makes few calls into netip, each of which is costly
+// interpreted (see the package documentation).
 func MaskAddr(a netip.Addr, s string, v4Bits, v6Bits int) string {
 	bits, max := v6Bits, 128
 	if a.Is4In6() {

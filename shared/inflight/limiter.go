@@ -283,9 +283,11 @@ func (l *Limiter) Store() string {
 // none is refused, as if its n were held, when the table already holds
 // slots of MaxKeys keys.
 //
-// It is Take's memory case, and the Traefik plugin's memory path: a plain
-// function with the table's work written out, because under yaegi each
-// call and method call costs the interpreter allocations (see doc.go).
+// It is Take's memory case, and the Traefik plugin's memory path, with
+// the table's work written out.
+//
+// A function, not a method: interpreted, the method costs more on every
+// request (see the package documentation).
 func TakeMemory(l *Limiter, key string, n int64) (*entry, int64) {
 	t := l.local
 	s := &t.shards[maphash.String(t.seed, key)%shardCount]
@@ -317,6 +319,9 @@ func TakeMemory(l *Limiter, key string, n int64) (*entry, int64) {
 // ReleaseMemory frees the slot of key that TakeMemory returned: the key's
 // entry goes once it holds none, unless an operator's reset removed it
 // already (its holders' releases then free nothing of the new entry).
+//
+// A function, not a method: interpreted, the method costs more on every
+// request (see the package documentation).
 func ReleaseMemory(l *Limiter, key string, e *entry) {
 	s := e.shard
 	s.mu.Lock()

@@ -74,7 +74,7 @@ func TestConcurrentInstancesExact(t *testing.T) {
 			go func(tb *Table) {
 				defer wg.Done()
 				for i := 0; i < 60; i++ {
-					if Take(tb, context.Background(), "hot", 0, time.Now()).Allowed {
+					if Take(context.Background(), tb, "hot", 0, time.Now()).Allowed {
 						atomic.AddInt64(&admitted, 1)
 					} else {
 						atomic.AddInt64(&denied, 1)
@@ -157,7 +157,7 @@ func TestRedisDownMidLease(t *testing.T) {
 	tb.now = now
 	var held Held
 	for i := 0; i < 200; i++ {
-		if d := Take(tb, context.Background(), "hot", 0, now()); !d.Allowed {
+		if d := Take(context.Background(), tb, "hot", 0, now()); !d.Allowed {
 			t.Fatalf("request %d denied with Redis up", i)
 		}
 		if h, ok := tb.Inspect("hot"); ok && h.Units > 5 {
@@ -170,12 +170,12 @@ func TestRedisDownMidLease(t *testing.T) {
 	}
 	srv.Kill()
 	for spent := int64(0); spent < held.Units; spent++ {
-		if !Take(tb, context.Background(), "hot", 0, now()).Allowed {
+		if !Take(context.Background(), tb, "hot", 0, now()).Allowed {
 			t.Fatalf("denied after %d of %d units in hand, %v before the lease ends", spent, held.Units, held.ExpiresIn)
 		}
 	}
 	clock.Add(int64(held.ExpiresIn + time.Millisecond))
-	if d := Take(tb, context.Background(), "hot", 0, now()); d.Allowed {
+	if d := Take(context.Background(), tb, "hot", 0, now()); d.Allowed {
 		t.Fatalf("admitted with Redis down after the lease ended: %+v (on_store_error deny)", d)
 	}
 }
@@ -217,7 +217,7 @@ func TestRedisRestartMidLease(t *testing.T) {
 	tables, guards := realFleet(t, srv.Addr(), r, 1, guard.FailDeny)
 	tb := tables[0]
 	for i := 0; i < 100; i++ {
-		Take(tb, context.Background(), "hot", 0, time.Now())
+		Take(context.Background(), tb, "hot", 0, time.Now())
 	}
 	held, ok := tb.Inspect("hot")
 	if !ok {
@@ -229,7 +229,7 @@ func TestRedisRestartMidLease(t *testing.T) {
 	var admitted int64
 	deadline := time.Now().Add(10 * time.Second)
 	for i := 0; i < 3000 && time.Now().Before(deadline); i++ {
-		d := Take(tb, context.Background(), "hot", 0, time.Now())
+		d := Take(context.Background(), tb, "hot", 0, time.Now())
 		if d.Allowed {
 			admitted++
 		}
@@ -249,7 +249,7 @@ func TestRedisRestartMidLease(t *testing.T) {
 		t.Fatalf("no lease was ended for its key's new life (Stats.Relived = 0)")
 	}
 	tb.Close()
-	if d := Take(tb, context.Background(), "hot", 0, time.Now()); d.Allowed {
+	if d := Take(context.Background(), tb, "hot", 0, time.Now()); d.Allowed {
 		t.Fatalf("after the window was used up and the leases given back, a request was admitted: %+v", d)
 	}
 }
@@ -298,20 +298,20 @@ func TestLeaseOutlivesClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < HotAfter-1; i++ {
-		Take(tb, context.Background(), "hot", 0, time.Now())
+		Take(context.Background(), tb, "hot", 0, time.Now())
 	}
 	if _, ok := tb.Inspect("hot"); ok {
 		t.Fatal("a lease before the key was hot")
 	}
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
-	Take(tb, gone, "hot", 0, time.Now())
+	Take(gone, tb, "hot", 0, time.Now())
 	held, ok := tb.Inspect("hot")
 	if !ok {
 		t.Fatal("the request whose client left asked for a lease, and none is held: what Redis counted for it is lost")
 	}
 	tb.Close()
-	d := Take(tb, context.Background(), "hot", 0, time.Now())
+	d := Take(context.Background(), tb, "hot", 0, time.Now())
 	if want := r.Limit - HotAfter - 1; d.Remaining != want {
 		t.Fatalf("after the lease of %d was given back Redis has %d remaining, want %d", held.Units, d.Remaining, want)
 	}
@@ -340,7 +340,7 @@ func TestResetMidLeaseTwoInstances(t *testing.T) {
 			r := ratelimit.Rule{Window: time.Minute, Limit: 2000, Algorithm: ratelimit.Strict}
 			tables, guards := realFleet(t, srv.Addr(), r, 2, guard.FailDeny)
 			for i := 0; i < 400; i++ {
-				Take(tables[i%2], context.Background(), "hot", 0, time.Now())
+				Take(context.Background(), tables[i%2], "hot", 0, time.Now())
 			}
 			var held int64
 			for i, tb := range tables {
@@ -367,7 +367,7 @@ func TestResetMidLeaseTwoInstances(t *testing.T) {
 					go func() {
 						defer wg.Done()
 						for i := 0; i < 500; i++ {
-							if Take(tb, context.Background(), "hot", 0, time.Now()).Allowed {
+							if Take(context.Background(), tb, "hot", 0, time.Now()).Allowed {
 								atomic.AddInt64(&admitted, 1)
 							}
 						}

@@ -65,7 +65,7 @@ func TestFleetSimulation(t *testing.T) {
 					admitted++
 					e.times = append(e.times, f.clock.now.UnixMicro())
 				}
-				if ratelimit.TakeAt(ref, "hot", f.clock.now.UnixNano()).Allowed {
+				if ratelimit.TakeAt(ref, "hot", f.clock.now).Allowed {
 					reference++
 				}
 			}

@@ -161,7 +161,7 @@ func newFleet(t testing.TB, addrs []string, r ratelimit.Rule, n int, leases bool
 func (f *fleet) take(i int, key string) ratelimit.Decision {
 	now := f.clock.now
 	if f.tables != nil {
-		return Take(f.tables[i], context.Background(), key, 0, now)
+		return Take(context.Background(), f.tables[i], key, 0, now)
 	}
 	out := make([]ratelimit.Decision, 1)
 	f.guards[i].Take(context.Background(), now, []ratelimit.Item{{Zone: f.zone, Key: key}}, out)

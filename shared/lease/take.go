@@ -13,10 +13,11 @@ import (
 // Take decides one request on key, at limit (0: the rule's), at now: from
 // the lease this instance holds on key when it has units left and their
 // sub-window is still the newest, otherwise through the guard, asking for
-// a lease when key is hot here. It is a plain function, not a method:
-// under yaegi a method call costs several function calls, and Take is the
-// Traefik plugin's every request with leases on.
-func Take(t *Table, ctx context.Context, key string, limit int64, now time.Time) ratelimit.Decision {
+// a lease when key is hot here.
+//
+// A function, not a method: it is the Traefik plugin's every request with
+// leases on, where a method costs more (see the package documentation).
+func Take(ctx context.Context, t *Table, key string, limit int64, now time.Time) ratelimit.Decision {
 	if limit <= 0 {
 		limit = t.limit
 	}
@@ -25,7 +26,7 @@ func Take(t *Table, ctx context.Context, key string, limit int64, now time.Time)
 	s.mu.Lock()
 	if s.units >= t.cost && mono < s.expires && s.key == key && s.limit == limit {
 		if s.units <= s.low {
-			return renew(t, ctx, s, key, limit, now, mono)
+			return renew(ctx, t, s, key, limit, now, mono)
 		}
 		s.units -= t.cost
 		s.seen++
@@ -34,7 +35,7 @@ func Take(t *Table, ctx context.Context, key string, limit int64, now time.Time)
 		s.mu.Unlock()
 		return d
 	}
-	return coldMiss(t, ctx, s, key, limit, now, mono)
+	return coldMiss(ctx, t, s, key, limit, now, mono)
 }
 
 // renew is Take for the request that finds the lease in s running low (a
@@ -43,7 +44,7 @@ func Take(t *Table, ctx context.Context, key string, limit int64, now time.Time)
 // will want for the rest of the sub-window, so that the lease seldom runs
 // out and no request waits for another's call. When the units left
 // should last, it spends one as Take does. s is locked.
-func renew(t *Table, ctx context.Context, s *slot, key string, limit int64, now time.Time, mono int64) ratelimit.Decision {
+func renew(ctx context.Context, t *Table, s *slot, key string, limit int64, now time.Time, mono int64) ratelimit.Decision {
 	period(t, s, mono)
 	s.seen++
 	b := want(t, s, mono) - s.units
@@ -55,7 +56,7 @@ func renew(t *Table, ctx context.Context, s *slot, key string, limit int64, now 
 	}
 	s.low = -1 // no other renewal of this lease: it is under way
 	s.mu.Unlock()
-	d := decide(t, ctx, key, limit, now, b)
+	d := decide(ctx, t, key, limit, now, b)
 	s.mu.Lock()
 	// A lease of another life ends; what it spent goes to the new count
 	// at once, before this request returns (gone.send below).
@@ -112,11 +113,10 @@ func period(t *Table, s *slot, mono int64) {
 // coldMiss is miss for a key with no lease here to end or wait for that
 // stays cold, the common request of many keys: its demand counted, its
 // request decided by the guard's call. The rest goes on in miss, which
-// finds this done already. It is apart from miss and small because under
-// yaegi a call allocates a slot for every local and temporary of the
-// function called, branches taken or not (see
-// BenchmarkRedisLayersInterpreted, 1,000 keys). s is locked.
-func coldMiss(t *Table, ctx context.Context, s *slot, key string, limit int64, now time.Time, mono int64) ratelimit.Decision {
+// finds this done already. It is apart from miss and small because a
+// call's frame holds every local of the function called (see the package
+// documentation). s is locked.
+func coldMiss(ctx context.Context, t *Table, s *slot, key string, limit int64, now time.Time, mono int64) ratelimit.Decision {
 	if s.stop == nil && s.units <= 0 && s.pending == nil && limit == t.limit {
 		if s.key != key || s.limit != limit {
 			s.key, s.limit, s.period, s.seen, s.prev, s.size, s.early, s.edge = key, limit, mono, 0, 0, 0, false, 0
@@ -135,10 +135,10 @@ func coldMiss(t *Table, ctx context.Context, s *slot, key string, limit int64, n
 			}
 			s.seen++
 			s.mu.Unlock()
-			return guard.TakeKey(t.guard, ctx, t.keyCall, t.zone, key, now)
+			return guard.TakeKey(ctx, t.guard, t.keyCall, t.zone, key, now)
 		}
 	}
-	return miss(t, ctx, s, key, limit, now, mono)
+	return miss(ctx, t, s, key, limit, now, mono)
 }
 
 // miss is Take without a lease to spend; s is locked. It ends the lease
@@ -146,11 +146,11 @@ func coldMiss(t *Table, ctx context.Context, s *slot, key string, limit int64, n
 // the guard, asking for a lease when key is hot. A request that finds
 // another key's live lease in s is decided alone; one that finds a lease
 // call for key in flight waits for its answer, once.
-func miss(t *Table, ctx context.Context, s *slot, key string, limit int64, now time.Time, mono int64) ratelimit.Decision {
+func miss(ctx context.Context, t *Table, s *slot, key string, limit int64, now time.Time, mono int64) ratelimit.Decision {
 	if s.key != key || s.limit != limit {
 		if s.pending != nil || s.units > 0 && mono < s.expires {
 			s.mu.Unlock()
-			return decide(t, ctx, key, limit, now, 0)
+			return decide(ctx, t, key, limit, now, 0)
 		}
 		takeBack(t, s).later(t)
 		s.key, s.limit, s.period, s.seen, s.prev, s.size, s.early, s.edge = key, limit, mono, 0, 0, 0, false, 0
@@ -167,7 +167,7 @@ func miss(t *Table, ctx context.Context, s *slot, key string, limit int64, now t
 		ch := s.pending
 		s.mu.Unlock()
 		back.later(t)
-		return await(t, ctx, s, ch, key, limit, now)
+		return await(ctx, t, s, ch, key, limit, now)
 	}
 	var ch chan struct{}
 	if b > 0 {
@@ -176,7 +176,7 @@ func miss(t *Table, ctx context.Context, s *slot, key string, limit int64, now t
 	}
 	s.mu.Unlock()
 	back.later(t)
-	d := decide(t, ctx, key, limit, now, b)
+	d := decide(ctx, t, key, limit, now, b)
 	if b > 0 {
 		s.mu.Lock()
 		s.pending = nil
@@ -193,7 +193,7 @@ func miss(t *Table, ctx context.Context, s *slot, key string, limit int64, now t
 
 // await waits for the lease call ch stands for, then spends from what it
 // granted, or decides the request alone.
-func await(t *Table, ctx context.Context, s *slot, ch chan struct{}, key string, limit int64, now time.Time) ratelimit.Decision {
+func await(ctx context.Context, t *Table, s *slot, ch chan struct{}, key string, limit int64, now time.Time) ratelimit.Decision {
 	select {
 	case <-ch:
 	case <-ctx.Done():
@@ -206,12 +206,12 @@ func await(t *Table, ctx context.Context, s *slot, ch chan struct{}, key string,
 		return d
 	}
 	s.mu.Unlock()
-	return decide(t, ctx, key, limit, now, 0)
+	return decide(ctx, t, key, limit, now, 0)
 }
 
 // spend admits a request at mono from the lease in s (locked), which has
-// the units: Take's hit path, which keeps it inline (under yaegi a call
-// costs a frame), for the requests that come to it another way.
+// the units: Take's hit path, which Take writes out to spare the frame,
+// for the requests that come to it another way.
 func spend(t *Table, s *slot, limit, mono int64) ratelimit.Decision {
 	s.units -= t.cost
 	s.saved++
@@ -273,9 +273,9 @@ func want(t *Table, s *slot, mono int64) int64 {
 
 // decide decides the request through the guard, asking for b units of
 // lease.
-func decide(t *Table, ctx context.Context, key string, limit int64, now time.Time, b int64) ratelimit.Decision {
+func decide(ctx context.Context, t *Table, key string, limit int64, now time.Time, b int64) ratelimit.Decision {
 	if b == 0 && limit == t.limit {
-		return guard.TakeKey(t.guard, ctx, t.keyCall, t.zone, key, now)
+		return guard.TakeKey(ctx, t.guard, t.keyCall, t.zone, key, now)
 	}
 	it := []ratelimit.Item{{Zone: t.zone, Key: key, Lease: b}}
 	if limit != t.limit {

@@ -18,8 +18,8 @@ var ErrClaimed = errors.New("held by another process")
 
 // A snapshot is claimed through its lock file, path+".lock", which names
 // the process that holds it ("host pid") and whose modification time that
-// process renews at every save: a lease. Yaegi, which runs this package
-// in Traefik, has no flock, so the lease is what stands for one. A lease
+// process renews at every save: a lease, which stands for the flock this
+// package cannot make (see the package documentation). A lease
 // is another process's while it is fresh (renewed within three
 // intervals) and names another host, or a live process of this host
 // (where /proc tells); a lease of this host and pid is this process's own

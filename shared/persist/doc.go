@@ -9,8 +9,11 @@
 // It trusts a file only as far as its directory: a snapshot, its lock and
 // its directory that another user owns (where FileOwner tells) or that
 // group or others may write are refused, and one process at a time holds
-// a snapshot (Claim). It imports no syscall: yaegi, which interprets it
-// in Traefik, has none.
+// a snapshot (Claim).
+//
+// It imports no syscall: yaegi, which interprets it in Traefik, has none.
+// So it cannot read a file's owner, which a host that can sets FileOwner
+// for, nor lock a file, for which a lease in the lock file stands.
 //
 // A Saver is what both hosts start for a persisted zone: it restores the
 // zone from the live zone it replaces (a reload) or from its file, saves

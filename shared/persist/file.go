@@ -155,9 +155,8 @@ func checkDir(dir string) error {
 }
 
 // FileOwner, when set, returns the uid that owns the file of st: a host
-// that can read it sets it (Caddy, on unix). Yaegi, which runs this
-// package in Traefik, has no syscall package to read it with: there only
-// the mode is checked.
+// that can read it sets it (Caddy, on unix). Where it is nil (Traefik,
+// see the package documentation) only the mode is checked.
 var FileOwner func(st os.FileInfo) (uid int, ok bool)
 
 // checkOwner refuses what, at path, of st, if another user (but root)

@@ -29,7 +29,7 @@ func TestSaveLoad(t *testing.T) {
 	z := persistZone(t, "login", rule)
 	at := time.Unix(1_800_000_000, 0)
 	for i := 0; i < 5; i++ {
-		ratelimit.TakeAt(z, "client", at.UnixNano())
+		ratelimit.TakeAt(z, "client", at)
 	}
 	path := filepath.Join(t.TempDir(), FileName("login", "", rule))
 	if n, err := Save(z, path, at); err != nil || n != 1 {
@@ -39,7 +39,7 @@ func TestSaveLoad(t *testing.T) {
 	if n, err := Load(next, path, at.Add(time.Second)); err != nil || n != 1 {
 		t.Fatalf("Load: %d keys, %v", n, err)
 	}
-	if d := ratelimit.TakeAt(next, "client", at.Add(time.Second).UnixNano()); d.Allowed {
+	if d := ratelimit.TakeAt(next, "client", at.Add(time.Second)); d.Allowed {
 		t.Fatalf("after a restart the client at its limit was admitted: %+v", d)
 	}
 }
@@ -53,7 +53,7 @@ func TestFileErrors(t *testing.T) {
 	z := persistZone(t, "z", rule)
 	at := time.Unix(1_800_000_000, 0)
 	for i := 0; i < 50; i++ {
-		ratelimit.TakeAt(z, "k"+strconv.Itoa(i), at.UnixNano())
+		ratelimit.TakeAt(z, "k"+strconv.Itoa(i), at)
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sub", FileName("z", "", rule))

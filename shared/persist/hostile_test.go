@@ -22,7 +22,7 @@ func saved(t *testing.T) (string, string) {
 	rule := ratelimit.Rule{Window: time.Minute, Limit: 5}
 	z := persistZone(t, "z", rule)
 	at := time.Unix(1_800_000_000, 0)
-	ratelimit.TakeAt(z, "client", at.UnixNano())
+	ratelimit.TakeAt(z, "client", at)
 	dir := filepath.Join(t.TempDir(), "snap")
 	path := filepath.Join(dir, FileName("z", "", rule))
 	if _, err := Save(z, path, at); err != nil {

@@ -51,7 +51,7 @@ var saverRule = ratelimit.Rule{Window: time.Hour, Limit: 2}
 
 // limited reports whether z refuses client, at its limit.
 func limited(z *ratelimit.Zone, client string) bool {
-	return !ratelimit.TakeAt(z, client, time.Now().UnixNano()).Allowed
+	return !ratelimit.TakeAt(z, client, time.Now()).Allowed
 }
 
 // TestSaverRestart: a saver's last save at Close holds the zone's counts,

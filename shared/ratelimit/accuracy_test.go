@@ -19,7 +19,7 @@ func measure(t testing.TB, rule Rule, times []int64) accuracy {
 	z := newZone(t, "test", rule, Options{})
 	var admitted []int64
 	for _, at := range times {
-		if TakeAt(z, "k", at).Allowed {
+		if TakeAt(z, "k", time.Unix(0, at)).Allowed {
 			admitted = append(admitted, at)
 		}
 	}

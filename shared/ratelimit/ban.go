@@ -30,19 +30,23 @@ func checkBan(ban time.Duration) error {
 func (z *Zone) Ban() time.Duration { return time.Duration(z.ban) }
 
 // Bans returns how many bans the zone started in this process, in memory
-// or through a remote store (see NoteBan).
+// or through a remote store (see Zone.NoteBan).
 func (z *Zone) Bans() uint64 { return atomic.LoadUint64(&z.bans) }
 
 // NoteBan counts a ban that a remote store started on a key of z.
-func NoteBan(z *Zone) { atomic.AddUint64(&z.bans, 1) }
+func (z *Zone) NoteBan() { atomic.AddUint64(&z.bans, 1) }
 
 // TakeBanAt is TakeAt for a zone with a ban (Options.Ban), under limit (0:
-// the rule's): a key banned at t is refused until its ban ends, whatever
-// its window holds, and a key its window refuses is banned from t. Zones
+// the rule's): a key banned at now is refused until its ban ends, whatever
+// its window holds, and a key its window refuses is banned from now. Zones
 // without a ban never come here from a host, and pay nothing for it; on
-// one it decides as TakeAt does. Written out for yaegi as TakeAt is: the
-// ban's lookup, then TakeAt's common case, then take.
-func TakeBanAt(z *Zone, key string, t int64, limit int64) Decision {
+// one it decides as TakeAt does, written out as TakeAt is: the ban's
+// lookup, then TakeAt's common case, then take.
+//
+// A function, not a method: interpreted, the method costs more (see the
+// package documentation).
+func TakeBanAt(z *Zone, key string, now time.Time, limit int64) Decision {
+	t := now.UnixNano()
 	if limit <= 0 {
 		limit = z.rule.Limit
 	}

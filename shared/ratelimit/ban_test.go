@@ -17,7 +17,7 @@ var banRule = Rule{Window: 2 * time.Second, SubWindow: 200 * time.Millisecond, L
 // and as a reservation (count_status).
 var banTakes = map[string]func(z *Zone, key string, now time.Time) Decision{
 	"TakeBanAt": func(z *Zone, key string, now time.Time) Decision {
-		return TakeBanAt(z, key, now.UnixNano(), 0)
+		return TakeBanAt(z, key, now, 0)
 	},
 	"TakeAll": func(z *Zone, key string, now time.Time) Decision {
 		out := make([]Decision, 1)
@@ -44,7 +44,7 @@ func TestBanOutlivesTheWindow(t *testing.T) {
 				if d := take(z, "k", epoch); !d.Allowed {
 					t.Fatalf("request %d refused: %+v", i, d)
 				}
-				TakeAt(twin, "k", epoch.UnixNano())
+				TakeAt(twin, "k", epoch)
 			}
 			d := take(z, "k", epoch)
 			if d.Allowed || d.RetryAfter != 6*time.Second || d.ResetAfter != 6*time.Second || d.Remaining != 0 {
@@ -54,7 +54,7 @@ func TestBanOutlivesTheWindow(t *testing.T) {
 				t.Fatalf("Bans() = %d, want 1", z.Bans())
 			}
 			later := epoch.Add(3 * time.Second)
-			if d := TakeAt(twin, "k", later.UnixNano()); !d.Allowed {
+			if d := TakeAt(twin, "k", later); !d.Allowed {
 				t.Fatalf("the window alone refuses at 3s (%+v): the test proves nothing", d)
 			}
 			d = take(z, "k", later)
@@ -117,7 +117,7 @@ func TestBanWithOtherZones(t *testing.T) {
 func TestBanInspectAndForget(t *testing.T) {
 	z := newZone(t, "login", banRule, Options{Ban: time.Hour})
 	for i := 0; i < 4; i++ {
-		TakeBanAt(z, "k", epoch.UnixNano(), 0)
+		TakeBanAt(z, "k", epoch, 0)
 	}
 	st := z.Inspect("k", epoch.Add(time.Minute))
 	if st.BannedFor != 59*time.Minute || st.Remaining != 0 {
@@ -129,7 +129,7 @@ func TestBanInspectAndForget(t *testing.T) {
 	if st := z.Inspect("k", epoch.Add(time.Minute)); st.BannedFor != 0 {
 		t.Fatalf("after Forget: %+v, want no ban", st)
 	}
-	if d := TakeBanAt(z, "k", epoch.Add(time.Minute).UnixNano(), 0); !d.Allowed {
+	if d := TakeBanAt(z, "k", epoch.Add(time.Minute), 0); !d.Allowed {
 		t.Fatalf("after Forget: %+v, want served", d)
 	}
 }
@@ -139,13 +139,13 @@ func TestBanInspectAndForget(t *testing.T) {
 func TestBanSurvivesKeyFlood(t *testing.T) {
 	z := newZone(t, "login", banRule, Options{Ban: time.Hour, MaxKeys: 64})
 	for i := 0; i < 4; i++ {
-		TakeBanAt(z, "victim", epoch.UnixNano(), 0)
+		TakeBanAt(z, "victim", epoch, 0)
 	}
 	for i := 0; i < 10000; i++ {
-		TakeBanAt(z, "flood-"+strconv.Itoa(i), epoch.Add(time.Duration(i)*time.Millisecond).UnixNano(), 0)
+		TakeBanAt(z, "flood-"+strconv.Itoa(i), epoch.Add(time.Duration(i)*time.Millisecond), 0)
 	}
 	at := epoch.Add(30 * time.Second)
-	if d := TakeBanAt(z, "victim", at.UnixNano(), 0); d.Allowed || d.RetryAfter != time.Hour-30*time.Second {
+	if d := TakeBanAt(z, "victim", at, 0); d.Allowed || d.RetryAfter != time.Hour-30*time.Second {
 		t.Fatalf("after the flood: %+v, want still banned", d)
 	}
 }
@@ -158,8 +158,8 @@ func TestBanTableBounded(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		at := epoch.Add(time.Duration(i) * time.Millisecond).UnixNano()
 		key := "k" + strconv.Itoa(i)
-		TakeBanAt(z, key, at, 0)
-		if d := TakeBanAt(z, key, at, 0); d.Allowed {
+		TakeBanAt(z, key, time.Unix(0, at), 0)
+		if d := TakeBanAt(z, key, time.Unix(0, at), 0); d.Allowed {
 			t.Fatalf("key %d: second request admitted", i)
 		}
 	}
@@ -171,16 +171,16 @@ func TestBanTableBounded(t *testing.T) {
 		t.Fatalf("%d bans held, %d started, want MaxKeys, 16", bans, z.Bans())
 	}
 	at := epoch.Add(90 * time.Minute).UnixNano() // every window is over
-	if d := TakeBanAt(z, "k0", at, 0); d.Allowed {
+	if d := TakeBanAt(z, "k0", time.Unix(0, at), 0); d.Allowed {
 		t.Fatalf("the first ban was pushed out by the others: %+v", d)
 	}
-	if d := TakeBanAt(z, "k999", epoch.Add(2*time.Second).UnixNano(), 0); d.Allowed {
+	if d := TakeBanAt(z, "k999", epoch.Add(2*time.Second), 0); d.Allowed {
 		t.Fatalf("a key the full table could not ban got a fresh budget: %+v", d)
 	}
 	// Once the bans end, the table takes new ones.
 	end := epoch.Add(3 * time.Hour).UnixNano()
-	TakeBanAt(z, "late", end, 0)
-	if d := TakeBanAt(z, "late", end, 0); d.RetryAfter != 2*time.Hour {
+	TakeBanAt(z, "late", time.Unix(0, end), 0)
+	if d := TakeBanAt(z, "late", time.Unix(0, end), 0); d.RetryAfter != 2*time.Hour {
 		t.Fatalf("after the bans ended: %+v, want a new 2h ban", d)
 	}
 }
@@ -212,7 +212,7 @@ func TestBanOptions(t *testing.T) {
 func TestBanKeepsZoneAwake(t *testing.T) {
 	z := newZone(t, "login", banRule, Options{Ban: time.Hour})
 	for i := 0; i < 4; i++ {
-		TakeBanAt(z, "k", epoch.UnixNano(), 0)
+		TakeBanAt(z, "k", epoch, 0)
 	}
 	later := epoch.Add(time.Minute).UnixNano() // the window is over
 	z.sweepAll(time.Unix(0, later))
@@ -237,7 +237,7 @@ func TestBanConcurrent(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if TakeBanAt(z, "k", epoch.Add(time.Duration(round)*time.Second).UnixNano(), 0).Allowed {
+				if TakeBanAt(z, "k", epoch.Add(time.Duration(round)*time.Second), 0).Allowed {
 					admitted.Add(1)
 				}
 			}()

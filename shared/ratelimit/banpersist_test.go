@@ -23,7 +23,7 @@ func banZone(t testing.TB, ban time.Duration) *Zone {
 // banAt bans key in z at at: limit 3, so the 4th request.
 func banAt(z *Zone, key string, at time.Time) {
 	for i := 0; i < 4; i++ {
-		TakeBanAt(z, key, at.UnixNano(), 0)
+		TakeBanAt(z, key, at, 0)
 	}
 }
 
@@ -60,16 +60,16 @@ func TestBanSurvivesRestart(t *testing.T) {
 		t.Fatalf("Inspect of a restored ban: %+v, want banned for 40m", st)
 	}
 	again, _ := restart(t, next, later, later, time.Hour) // unclaimed, snapshot again
-	if d := TakeBanAt(again, "mallory", later.UnixNano(), 0); d.Allowed || d.RetryAfter != 40*time.Minute {
+	if d := TakeBanAt(again, "mallory", later, 0); d.Allowed || d.RetryAfter != 40*time.Minute {
 		t.Fatalf("after two restarts: %+v, want banned 40m more", d)
 	}
-	if d := TakeBanAt(next, "mallory", later.UnixNano(), 0); d.Allowed || d.RetryAfter != 40*time.Minute {
+	if d := TakeBanAt(next, "mallory", later, 0); d.Allowed || d.RetryAfter != 40*time.Minute {
 		t.Fatalf("after the restart: %+v, want banned 40m more", d)
 	}
-	if d := TakeBanAt(next, "trudy", later.UnixNano(), 0); !d.Allowed {
+	if d := TakeBanAt(next, "trudy", later, 0); !d.Allowed {
 		t.Fatalf("a ban that ended before the restore: %+v, want served", d)
 	}
-	if d := TakeBanAt(next, "mallory", epoch.Add(time.Hour).UnixNano(), 0); !d.Allowed {
+	if d := TakeBanAt(next, "mallory", epoch.Add(time.Hour), 0); !d.Allowed {
 		t.Fatalf("at the ban's end: %+v, want served", d)
 	}
 }
@@ -83,7 +83,7 @@ func TestBanRestoredForget(t *testing.T) {
 	if !next.Forget("mallory") {
 		t.Fatal("Forget of a restored ban reported no key")
 	}
-	if d := TakeBanAt(next, "mallory", epoch.Add(time.Minute).UnixNano(), 0); !d.Allowed {
+	if d := TakeBanAt(next, "mallory", epoch.Add(time.Minute), 0); !d.Allowed {
 		t.Fatalf("after Forget: %+v, want served", d)
 	}
 }
@@ -94,7 +94,7 @@ func TestBanRestoredForget(t *testing.T) {
 func TestBanSnapshotVersions(t *testing.T) {
 	plain := persistZone(t, "login", banRule, 0)
 	for i := 0; i < 4; i++ {
-		TakeAt(plain, "k", epoch.UnixNano())
+		TakeAt(plain, "k", epoch)
 	}
 	var buf bytes.Buffer
 	if _, err := plain.Snapshot(&buf, epoch); err != nil {
@@ -107,14 +107,14 @@ func TestBanSnapshotVersions(t *testing.T) {
 	if _, err := withBan.Restore(bytes.NewReader(buf.Bytes()), epoch); err != nil {
 		t.Fatalf("a version 2 file into a ban zone: %v", err)
 	}
-	if d := TakeBanAt(withBan, "k", epoch.UnixNano(), 0); d.Allowed {
+	if d := TakeBanAt(withBan, "k", epoch, 0); d.Allowed {
 		t.Fatalf("the restored count does not hold: %+v", d)
 	}
 
 	z := banZone(t, time.Hour)
 	banAt(z, "mallory", epoch)
 	noBan, _ := restart(t, z, epoch, epoch.Add(10*time.Second), 0)
-	if d := TakeAt(noBan, "mallory", epoch.Add(10*time.Second).UnixNano()); !d.Allowed {
+	if d := TakeAt(noBan, "mallory", epoch.Add(10*time.Second)); !d.Allowed {
 		t.Fatalf("a zone without a ban kept a restored ban: %+v", d)
 	}
 }

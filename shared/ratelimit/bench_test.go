@@ -26,23 +26,23 @@ func benchZone(b *testing.B, alg Algorithm, maxKeys int) *Zone {
 func BenchmarkTakeHotKey(b *testing.B) {
 	z := benchZone(b, Sliding, 0)
 	t := start.UnixNano()
-	TakeAt(z, "203.0.113.7", t)
+	TakeAt(z, "203.0.113.7", time.Unix(0, t))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		TakeAt(z, "203.0.113.7", t)
+		TakeAt(z, "203.0.113.7", time.Unix(0, t))
 	}
 }
 
 func BenchmarkTakeHotKeyParallel(b *testing.B) {
 	z := benchZone(b, Sliding, 0)
 	t := start.UnixNano()
-	TakeAt(z, "203.0.113.7", t)
+	TakeAt(z, "203.0.113.7", time.Unix(0, t))
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			TakeAt(z, "203.0.113.7", t)
+			TakeAt(z, "203.0.113.7", time.Unix(0, t))
 		}
 	})
 }
@@ -52,12 +52,12 @@ func BenchmarkTakeDenied(b *testing.B) {
 	z := newZone(b, "test", Rule{Window: time.Minute, Limit: 10}, Options{})
 	t := start.UnixNano()
 	for i := 0; i < 10; i++ {
-		TakeAt(z, "203.0.113.7", t)
+		TakeAt(z, "203.0.113.7", time.Unix(0, t))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		TakeAt(z, "203.0.113.7", t)
+		TakeAt(z, "203.0.113.7", time.Unix(0, t))
 	}
 }
 
@@ -69,12 +69,12 @@ func BenchmarkTakeMillionKeys(b *testing.B) {
 	names := make([]string, keys)
 	for i := range names {
 		names[i] = ipKey(i)
-		TakeAt(z, names[i], start.UnixNano())
+		TakeAt(z, names[i], start)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		TakeAt(z, names[(i*7919)&(keys-1)], start.Add(time.Duration(i)*time.Microsecond).UnixNano())
+		TakeAt(z, names[(i*7919)&(keys-1)], start.Add(time.Duration(i)*time.Microsecond))
 	}
 }
 
@@ -84,7 +84,7 @@ func BenchmarkTakeMillionKeysParallel(b *testing.B) {
 	names := make([]string, keys)
 	for i := range names {
 		names[i] = ipKey(i)
-		TakeAt(z, names[i], start.UnixNano())
+		TakeAt(z, names[i], start)
 	}
 	var next atomic.Int64
 	b.ReportAllocs()
@@ -93,7 +93,7 @@ func BenchmarkTakeMillionKeysParallel(b *testing.B) {
 		i := int(next.Add(1)) * 104729
 		for pb.Next() {
 			i++
-			TakeAt(z, names[(i*7919)&(keys-1)], start.Add(time.Duration(i)*time.Microsecond).UnixNano())
+			TakeAt(z, names[(i*7919)&(keys-1)], start.Add(time.Duration(i)*time.Microsecond))
 		}
 	})
 }
@@ -105,7 +105,7 @@ func BenchmarkTakeLog(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		// Two requests a second against 100 a minute: always admitted, the
 		// oldest timestamp leaving as each new one comes.
-		TakeAt(z, "k", start.Add(time.Duration(i)*700*time.Millisecond).UnixNano())
+		TakeAt(z, "k", start.Add(time.Duration(i)*700*time.Millisecond))
 	}
 }
 
@@ -137,7 +137,7 @@ func BenchmarkBytesPerKey(b *testing.B) {
 			b.Fatal(err)
 		}
 		for k := 0; k < keys; k++ {
-			TakeAt(z, ipKey(k), start.UnixNano())
+			TakeAt(z, ipKey(k), start)
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)

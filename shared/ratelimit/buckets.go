@@ -109,7 +109,7 @@ func headTime(z *Zone, h *head, t int64) int64 {
 // settle writes the current sub-window's count into the ring of slot and
 // returns the ring and the current sub-window index: the ring then holds
 // sub-windows c-k..c. It writes newestCount out: it is on the request
-// path, where under yaegi a call costs a frame.
+// path, where a call costs a frame (see the package documentation).
 func settle(z *Zone, s *shard, slot uint32) ([]uint32, int64) {
 	base := int64(slot) * z.m
 	ring := s.counts[base : base+z.m]

@@ -88,7 +88,7 @@ func TestClockBackMatchesScript(t *testing.T) {
 				} else {
 					at += int64(rng.ExpFloat64() / rate * 1e9)
 				}
-				got := TakeAt(z, "k", at)
+				got := TakeAt(z, "k", time.Unix(0, at))
 				allowed, remaining, retry := ref.take(at)
 				if got.Allowed != allowed || got.Remaining != remaining || got.RetryAfter != retry {
 					t.Fatalf("%v seed %d request %d at +%v: zone %+v, script allowed=%v remaining=%d retry=%v",
@@ -119,7 +119,7 @@ func TestDeniedRequestWritesNothing(t *testing.T) {
 	}
 	// The clock goes back to 2.5s; a alone admits, in sub-window 2.
 	for _, d := range []time.Duration{ms(2500), ms(13500)} {
-		got := TakeAt(a, "k", at(d).UnixNano())
+		got := TakeAt(a, "k", at(d))
 		allowed, remaining, retry := ref.take(at(d).UnixNano())
 		if got.Allowed != allowed || got.Remaining != remaining || got.RetryAfter != retry {
 			t.Fatalf("at %v: %+v, script allowed=%v remaining=%d retry=%v", d, got, allowed, remaining, retry)
@@ -141,7 +141,7 @@ func TestCachedDenialAfterAdmission(t *testing.T) {
 		ms(10060), // back inside the cached denial
 	}
 	for i, d := range steps {
-		got := TakeAt(z, "k", start.Add(d).UnixNano())
+		got := TakeAt(z, "k", start.Add(d))
 		allowed, remaining, retry := ref.take(start.Add(d).UnixNano())
 		if got.Allowed != allowed || got.Remaining != remaining || got.RetryAfter != retry {
 			t.Fatalf("step %d at %v: %+v, script allowed=%v remaining=%d retry=%v", i, d, got, allowed, remaining, retry)
@@ -185,7 +185,7 @@ func TestDecisionBoundsUnderClockSteps(t *testing.T) {
 					at = start.UnixNano()
 				}
 				key := []string{"a", "b", "c"}[rng.Intn(3)]
-				d := TakeAt(z, key, at)
+				d := TakeAt(z, key, time.Unix(0, at))
 				if d.Remaining < 0 || d.Remaining > r.Limit || d.RetryAfter < 0 || d.RetryAfter > bound ||
 					d.ResetAfter < 0 || d.ResetAfter > bound || d.Allowed && d.RetryAfter != 0 || d.Limit != r.Limit {
 					t.Fatalf("%v seed %d request %d at %d: %+v out of bounds (W+T %v)", rule, seed, i, at, d, bound)
@@ -205,8 +205,8 @@ func TestWindowBound(t *testing.T) {
 	for _, alg := range allAlgorithms {
 		z := newZone(t, "test", Rule{Window: MaxWindow, Limit: 1, Algorithm: alg}, Options{})
 		for _, at := range []int64{time.Now().UnixNano(), 0, -1, math.MaxInt64} {
-			TakeAt(z, "k", at)
-			TakeAt(z, "k", at) // denied
+			TakeAt(z, "k", time.Unix(0, at))
+			TakeAt(z, "k", time.Unix(0, at)) // denied
 		}
 	}
 }
@@ -224,7 +224,7 @@ func TestTakeAtRace(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 20000; i++ {
-				TakeAt(z, "k", start.UnixNano()+tick.Add(1)*int64(100*time.Microsecond))
+				TakeAt(z, "k", time.Unix(0, start.UnixNano()+tick.Add(1)*int64(100*time.Microsecond)))
 			}
 		}()
 	}

@@ -23,7 +23,7 @@ func TestEvictingReported(t *testing.T) {
 	defer z.Close()
 	now := time.Now()
 	for i := 0; i < 64; i++ {
-		TakeAt(z, "k"+strconv.Itoa(i), now.UnixNano())
+		TakeAt(z, "k"+strconv.Itoa(i), now)
 	}
 	select {
 	case n := <-reports:
@@ -31,7 +31,7 @@ func TestEvictingReported(t *testing.T) {
 	case <-time.After(3 * MinSweepInterval):
 	}
 	for i := 64; i < 64+40; i++ {
-		TakeAt(z, "k"+strconv.Itoa(i), now.UnixNano())
+		TakeAt(z, "k"+strconv.Itoa(i), now)
 	}
 	var total uint64
 	deadline := time.After(time.Minute) // evictions never reported, not late ones
@@ -64,13 +64,13 @@ func TestEvictingAtMostEvery(t *testing.T) {
 	defer z.Close()
 	now := time.Now()
 	for i := 0; i < 20; i++ {
-		TakeAt(z, "k"+strconv.Itoa(i), now.UnixNano())
+		TakeAt(z, "k"+strconv.Itoa(i), now)
 	}
 	if n := <-reports; n != 4 {
 		t.Fatalf("first report %d, want 4", n)
 	}
 	for i := 20; i < 30; i++ {
-		TakeAt(z, "k"+strconv.Itoa(i), now.UnixNano())
+		TakeAt(z, "k"+strconv.Itoa(i), now)
 	}
 	select {
 	case n := <-reports:

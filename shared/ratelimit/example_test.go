@@ -18,11 +18,11 @@ func ExampleNewZone() {
 
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC).UnixNano()
 	for i := 1; i <= 4; i++ {
-		d := ratelimit.TakeAt(z, "203.0.113.7", now)
+		d := ratelimit.TakeAt(z, "203.0.113.7", time.Unix(0, now))
 		fmt.Printf("request %d: allowed %v, remaining %d, retry after %v\n", i, d.Allowed, d.Remaining, d.RetryAfter)
 	}
 	// Another key has a count of its own.
-	fmt.Println("another key:", ratelimit.TakeAt(z, "198.51.100.1", now).Allowed)
+	fmt.Println("another key:", ratelimit.TakeAt(z, "198.51.100.1", time.Unix(0, now)).Allowed)
 	// Output:
 	// request 1: allowed true, remaining 2, retry after 0s
 	// request 2: allowed true, remaining 1, retry after 0s

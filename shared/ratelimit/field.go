@@ -55,7 +55,7 @@ func (s *Spelling) Name(f Field) string {
 // Error returns err with the field of a *FieldError spelled by s, as
 // "spelling: message"; any other error is returned unchanged. The core
 // returns its *FieldError values unwrapped, so that a host checks them
-// with a type assertion (which yaegi runs as compiled Go does).
+// with a type assertion.
 func (s *Spelling) Error(err error) error {
 	if fe, ok := err.(*FieldError); ok {
 		return &spelledError{msg: s.Name(fe.Field) + ": " + fe.Msg, err: fe}

@@ -19,13 +19,13 @@ func BenchmarkTakeFlood(b *testing.B) {
 			}
 			at := start.UnixNano()
 			for i := 0; i < maxKeys; i++ {
-				TakeAt(z, names[i], at)
+				TakeAt(z, names[i], time.Unix(0, at))
 				at += int64(40 * time.Microsecond)
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				TakeAt(z, names[(maxKeys+i)&(len(names)-1)], at)
+				TakeAt(z, names[(maxKeys+i)&(len(names)-1)], time.Unix(0, at))
 				at += int64(40 * time.Microsecond)
 			}
 		})

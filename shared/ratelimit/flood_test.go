@@ -23,11 +23,11 @@ func flood(t *testing.T, z *Zone, at int64, keys, perKey int, every int64) flood
 	t.Helper()
 	limit := int(z.Rule().Limit)
 	for i := 0; i < limit; i++ {
-		if !TakeAt(z, "client", at).Allowed {
+		if !TakeAt(z, "client", time.Unix(0, at)).Allowed {
 			t.Fatalf("the client's request %d was denied before the flood", i+1)
 		}
 	}
-	if TakeAt(z, "client", at).Allowed {
+	if TakeAt(z, "client", time.Unix(0, at)).Allowed {
 		t.Fatal("the client was admitted over its limit before the flood")
 	}
 	const knock = int64(50 * time.Millisecond)
@@ -36,7 +36,7 @@ func flood(t *testing.T, z *Zone, at int64, keys, perKey int, every int64) flood
 	for i := 0; i < keys; i++ {
 		key := "flood-" + strconv.Itoa(i)
 		for j := 0; j < perKey; j++ {
-			TakeAt(z, key, at)
+			TakeAt(z, key, time.Unix(0, at))
 		}
 		at += every
 		if at < nextKnock {
@@ -44,7 +44,7 @@ func flood(t *testing.T, z *Zone, at int64, keys, perKey int, every int64) flood
 		}
 		nextKnock += knock
 		r.knocks++
-		if TakeAt(z, "client", at).Allowed {
+		if TakeAt(z, "client", time.Unix(0, at)).Allowed {
 			r.slipped++
 		}
 		// Newcomer n sends its requests at knocks n..n+limit-1.
@@ -53,7 +53,7 @@ func flood(t *testing.T, z *Zone, at int64, keys, perKey int, every int64) flood
 				continue
 			}
 			r.newcomerAsks++
-			if TakeAt(z, "newcomer-"+strconv.Itoa(n), at).Allowed {
+			if TakeAt(z, "newcomer-"+strconv.Itoa(n), time.Unix(0, at)).Allowed {
 				r.served++
 			}
 		}

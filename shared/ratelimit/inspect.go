@@ -25,9 +25,11 @@ type KeyState struct {
 }
 
 // Serial returns z's serial number, unique among the zones of this
-// process: a zone rebuilt by a changed config gets a new one. It is a
-// plain function, which yaegi calls for a fraction of a method's cost,
-// for stores that keep what they prepared for a zone by it.
+// process: a zone rebuilt by a changed config gets a new one, so stores
+// keep what they prepared for a zone by it.
+//
+// A function, not a method: interpreted, the method costs 14 allocations a
+// Redis request more (see the package documentation).
 func Serial(z *Zone) uint64 { return z.id }
 
 // Inspect returns the state of key at now without changing the zone: no

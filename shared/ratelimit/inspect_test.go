@@ -69,7 +69,7 @@ func TestZoneInspect(t *testing.T) {
 				if z.Inspect("other", at).Tracked || z.Len() > 1 {
 					t.Fatalf("request %d: inspecting an unknown key tracked it", i)
 				}
-				d, dt := TakeAt(z, "k", at.UnixNano()), TakeAt(twin, "k", at.UnixNano())
+				d, dt := TakeAt(z, "k", at), TakeAt(twin, "k", at)
 				if d != dt {
 					t.Fatalf("request %d: inspected zone decided %+v, twin %+v", i, d, dt)
 				}
@@ -88,7 +88,7 @@ func TestForget(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	z := newZone(t, "f", r)
 	for range 5 {
-		TakeAt(z, "k", now.UnixNano())
+		TakeAt(z, "k", now)
 	}
 	if st := z.Inspect("k", now); st.Remaining != 0 || st.Count != 3 {
 		t.Fatalf("exhausted key: %+v", st)
@@ -96,7 +96,7 @@ func TestForget(t *testing.T) {
 	if !z.Forget("k") || z.Forget("k") {
 		t.Fatal("Forget did not report the tracked key once")
 	}
-	if d := TakeAt(z, "k", now.UnixNano()); !d.Allowed || d.Remaining != 2 {
+	if d := TakeAt(z, "k", now); !d.Allowed || d.Remaining != 2 {
 		t.Fatalf("after Forget: %+v, want admitted with 2 remaining", d)
 	}
 }

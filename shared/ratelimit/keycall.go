@@ -5,7 +5,7 @@ import "context"
 // KeyCall is a remote store's call for one zone, encoded once for every
 // key: it decides one request on a key at the zone's rule's limit. A host
 // makes it on its common request without a call into the store's own
-// code, which under yaegi would cost as much as the call itself.
+// code, which interpreted would cost as much as the call itself.
 type KeyCall struct {
 	// Run sends the call on key: Head, then Prefix, key and Suffix, then
 	// Tail. A reply of four integers is the decision: 1 if the request

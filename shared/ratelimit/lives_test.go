@@ -17,7 +17,7 @@ func TestLifeWrap(t *testing.T) {
 			at := time.Unix(1_800_000_000, 0).UnixNano()
 			var stale [5]Decision
 			for i := range stale {
-				if stale[i] = TakeReservedAt(z, "a", at, 0); !stale[i].Allowed {
+				if stale[i] = TakeReservedAt(z, "a", time.Unix(0, at), 0); !stale[i].Allowed {
 					t.Fatalf("request %d denied: %+v", i, stale[i])
 				}
 			}
@@ -28,7 +28,7 @@ func TestLifeWrap(t *testing.T) {
 			s.Unlock()
 			admitted := 0
 			for i := 0; i < 10; i++ {
-				if TakeAt(z, "a", at).Allowed {
+				if TakeAt(z, "a", time.Unix(0, at)).Allowed {
 					admitted++
 				}
 				if i < len(stale) {

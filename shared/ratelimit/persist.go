@@ -169,8 +169,7 @@ func (p *persistState) claim(z *Zone, s *shard, i uint32, id uint64, t int64, li
 
 // dropRestored forgets what a restore left. The caller holds p.mu.
 func (p *persistState) dropRestored() {
-	// One assignment each: yaegi v0.16 panics (reflect: New(nil)) on
-	// nil, nil, nil assigned to typed fields at once.
+	// One assignment each (see the package documentation).
 	p.index = nil
 	p.waiting = nil
 	p.pending = 0

@@ -35,14 +35,17 @@ func refundAll(items []Item, out []Decision) {
 	}
 }
 
-// TakeReservedAt decides one Refundable request on key at t, in Unix
-// nanoseconds, under limit (0: the rule's), and counts it if it is
-// allowed, as TakeAll does one Refundable item; the decision then holds
-// the receipt RefundAt takes the count back by. It spares a host that
-// reserves one count per request (count_status) TakeAll's ordering of
-// many items, and, like TakeAt, writes out the common case under the
-// rule's limit for yaegi (see TakeAt).
-func TakeReservedAt(z *Zone, key string, t int64, limit int64) Decision {
+// TakeReservedAt decides one Refundable request on key at now, under
+// limit (0: the rule's), and counts it if it is allowed, as TakeAll does
+// one Refundable item; the decision then holds the receipt RefundAt takes
+// the count back by. It spares a host that reserves one count per request
+// (count_status) TakeAll's ordering of many items, and, like TakeAt,
+// writes out the common case under the rule's limit.
+//
+// A function, not a method: interpreted, the method costs more (see the
+// package documentation).
+func TakeReservedAt(z *Zone, key string, now time.Time, limit int64) Decision {
+	t := now.UnixNano()
 	k := maphash.String(z.seed, key)
 	s := &z.shards[k&z.mask]
 	s.Lock()
@@ -77,13 +80,16 @@ func takeReserved(z *Zone, s *shard, key string, k uint64, t int64, limit int64)
 // on key in z from TakeReservedAt or TakeAll, reserved, and spends d's
 // receipt: a second refund of d gives back nothing. A decision without an
 // in-memory receipt gives back nothing. The common case, a refund in the
-// sub-window the key is still in, is written out for yaegi: the ring's
+// sub-window the key is still in, is written out here: the ring's
 // cell of the current sub-window is written from the head whenever it is
 // read (see settle), and an unspent receipt of it stands for a count
 // there. A head left counting nothing there counts nothing anywhere, and
 // its ring must be empty (see headTime): the cell is cleared. A key
 // forgotten or evicted since d was counted is another life: its count
 // gets nothing back.
+//
+// A function, not a method: interpreted, the method costs more (see the
+// package documentation).
 func RefundAt(z *Zone, key string, d *Decision) {
 	at := d.Receipt.At
 	if at == 0 || d.Receipt.Remote {

@@ -58,7 +58,7 @@ func TestTakeReservedMatchesTakeAll(t *testing.T) {
 				if key == "d" {
 					limit = 2 // an override
 				}
-				one := TakeReservedAt(single, key, now.UnixNano(), limit)
+				one := TakeReservedAt(single, key, now, limit)
 				many := make([]Decision, 1)
 				TakeAll(now, []Item{{Zone: all, Key: key, Refundable: true, Limit: limit}}, many)
 				if withoutLife(one) != withoutLife(many[0]) {

@@ -16,8 +16,8 @@ import (
 // chance in 10^7 among a million keys, and the seed is random per zone, so
 // clients cannot aim for it.
 type shard struct {
-	// The mutex is embedded so that TakeAt's s.Lock() costs yaegi one
-	// selector less than s.mu.Lock() would.
+	// The mutex is embedded: TakeAt's s.Lock() is one selector less than
+	// s.mu.Lock() (see the package documentation).
 	sync.Mutex
 	// index maps a key's hash to its slot.
 	index map[uint64]uint32

@@ -53,7 +53,7 @@ func TestSketchNeverUnderestimates(t *testing.T) {
 				at += rng.Int63n(int64(rule.Window) / 200)
 				// Popular keys come back often, the others rarely.
 				i := int(float64(keys) * rng.Float64() * rng.Float64() * rng.Float64())
-				if TakeAt(z, strconv.Itoa(i), at).Allowed {
+				if TakeAt(z, strconv.Itoa(i), time.Unix(0, at)).Allowed {
 					for c := int64(0); c < z.rule.Cost; c++ {
 						admitted[i] = append(admitted[i], at)
 					}
@@ -111,7 +111,7 @@ func TestSeededCountExpiresOnTime(t *testing.T) {
 			}
 			t0 := start.UnixNano() + int64(300*time.Millisecond)
 			both := func(key string, at int64) (Decision, Decision) {
-				return TakeAt(tight, key, at), TakeAt(twin, key, at)
+				return TakeAt(tight, key, time.Unix(0, at)), TakeAt(twin, key, time.Unix(0, at))
 			}
 			for i := 0; i < 5; i++ {
 				both("victim", t0)
@@ -146,7 +146,7 @@ func TestSketchMemory(t *testing.T) {
 		}
 		at := start.UnixNano()
 		for i := 0; i < 2*maxKeys; i++ {
-			TakeAt(z, strconv.Itoa(i), at)
+			TakeAt(z, strconv.Itoa(i), time.Unix(0, at))
 			if i == maxKeys/2 {
 				for j := range z.shards {
 					if z.shards[j].evicted.counts != nil {

@@ -46,11 +46,11 @@ func TestZoneSleepsAndWakes(t *testing.T) {
 	// Asleep, it still answers, and the first key wakes it.
 	now := time.Now()
 	for range 2 {
-		if !TakeAt(z, "a", now.UnixNano()).Allowed {
+		if !TakeAt(z, "a", now).Allowed {
 			t.Fatal("a sleeping zone denied")
 		}
 	}
-	if TakeAt(z, "a", now.UnixNano()).Allowed {
+	if TakeAt(z, "a", now).Allowed {
 		t.Fatal("a woken zone lost its count")
 	}
 	if z.Stats().Asleep || !waitFor(func() bool { return atomic.LoadInt32(&woken) == 1 }) {
@@ -58,11 +58,11 @@ func TestZoneSleepsAndWakes(t *testing.T) {
 	}
 	// Keys in other shards wake nothing more.
 	for i := 0; i < 100; i++ {
-		TakeAt(z, "k"+string(rune('a'+i%26))+string(rune('a'+i/26)), now.UnixNano())
+		TakeAt(z, "k"+string(rune('a'+i%26))+string(rune('a'+i/26)), now)
 	}
 	// Kept busy, it stays awake; left alone, it sleeps again.
 	for end := time.Now().Add(700 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		TakeAt(z, "busy", time.Now().UnixNano())
+		TakeAt(z, "busy", time.Now())
 		if z.Stats().Asleep {
 			t.Fatal("a zone in use went to sleep")
 		}
@@ -101,8 +101,8 @@ func TestZoneSleepWaitsForEvictedCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now().UnixNano()
-	TakeAt(z, "a", t0)
-	TakeAt(z, "b", t0) // evicts a, which still counts, into the sketch
+	TakeAt(z, "a", time.Unix(0, t0))
+	TakeAt(z, "b", time.Unix(0, t0)) // evicts a, which still counts, into the sketch
 	s := &z.shards[0]
 	s.Lock()
 	s.remove(z.hash("b"))

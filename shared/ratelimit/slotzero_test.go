@@ -19,10 +19,10 @@ func TestTakeAtNeverAdmitsFromAnUnusableHead(t *testing.T) {
 				rule.SubWindow = 0
 			}
 			z := newZone(t, "test", rule, Options{})
-			if d := TakeAt(z, "a", at); !d.Allowed {
+			if d := TakeAt(z, "a", time.Unix(0, at)); !d.Allowed {
 				t.Fatalf("%v at %d: first request denied: %+v", alg, at, d)
 			}
-			if d := TakeAt(z, "a", at); d.Allowed {
+			if d := TakeAt(z, "a", time.Unix(0, at)); d.Allowed {
 				t.Errorf("%v at %d: second request of a limit of 1 admitted: %+v", alg, at, d)
 			}
 		}
@@ -36,7 +36,7 @@ func TestSlotZeroHoldsNoKey(t *testing.T) {
 		z := newZone(t, "test", Rule{Window: 10 * time.Second, Limit: 3, Algorithm: alg}, Options{MaxKeys: 1024})
 		for i := 0; i < 5000; i++ {
 			at := start.Add(time.Duration(i) * 10 * time.Millisecond)
-			TakeAt(z, strconv.Itoa(i%3000), at.UnixNano())
+			TakeAt(z, strconv.Itoa(i%3000), at)
 			if i%1000 == 999 {
 				z.sweepAll(at.Add(time.Minute))
 			}

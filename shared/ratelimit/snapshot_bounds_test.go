@@ -119,7 +119,7 @@ func TestSnapshotScope(t *testing.T) {
 		return z
 	}
 	z := mk("{remote_host}")
-	TakeAt(z, "203.0.113.7", at.UnixNano())
+	TakeAt(z, "203.0.113.7", at)
 	var buf bytes.Buffer
 	if _, err := z.Snapshot(&buf, at); err != nil {
 		t.Fatal(err)

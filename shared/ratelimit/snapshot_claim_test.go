@@ -18,15 +18,15 @@ func TestSnapshotKeyClaimedMidway(t *testing.T) {
 		for _, way := range []string{"Snapshot", "takeSnapshot"} {
 			t.Run(a.String()+"/"+way, func(t *testing.T) {
 				z := persistZone(t, "z", rule, 0)
-				TakeAt(z, "a", at.UnixNano())
-				TakeAt(z, "a", at.Add(time.Millisecond).UnixNano())
-				TakeAt(z, "b", at.UnixNano())
+				TakeAt(z, "a", at)
+				TakeAt(z, "a", at.Add(time.Millisecond))
+				TakeAt(z, "b", at)
 				sn, _ := z.takeSnapshot(at)
 				z2 := persistZone(t, "z", rule, 0)
 				if _, err := z2.restore(roundTrip(t, sn), at); err != nil {
 					t.Fatal(err)
 				}
-				afterUnclaimed = func() { TakeAt(z2, "a", at.Add(2*time.Millisecond).UnixNano()) }
+				afterUnclaimed = func() { TakeAt(z2, "a", at.Add(2*time.Millisecond)) }
 				defer func() { afterUnclaimed = nil }()
 				var b bytes.Buffer
 				if way == "Snapshot" {
@@ -53,10 +53,10 @@ func TestSnapshotKeyClaimedMidway(t *testing.T) {
 					t.Fatal(err)
 				}
 				later := at.Add(time.Second).UnixNano()
-				if d := TakeAt(z3, "a", later); d.Remaining != 1 {
+				if d := TakeAt(z3, "a", time.Unix(0, later)); d.Remaining != 1 {
 					t.Errorf("a after the second restart: %+v, want remaining 1 (3 counted before: lost, or counted twice)", d)
 				}
-				if d := TakeAt(z3, "b", later); d.Remaining != 3 {
+				if d := TakeAt(z3, "b", time.Unix(0, later)); d.Remaining != 3 {
 					t.Errorf("b after the second restart: %+v, want remaining 3", d)
 				}
 			})

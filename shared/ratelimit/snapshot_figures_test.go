@@ -31,7 +31,7 @@ func TestSnapshotFigures(t *testing.T) {
 		fill := time.Now()
 		for i := range keys {
 			keys[i] = "10." + strconv.Itoa(i>>16) + "." + strconv.Itoa(i>>8&255) + "." + strconv.Itoa(i&255)
-			TakeAt(z, keys[i], now.Add(time.Duration(i%60)*time.Second/10).UnixNano())
+			TakeAt(z, keys[i], now.Add(time.Duration(i%60)*time.Second/10))
 		}
 		filled := time.Since(fill)
 		path := filepath.Join(t.TempDir(), "fig.wlsnap")
@@ -68,7 +68,7 @@ func TestSnapshotFigures(t *testing.T) {
 		loaded := time.Since(start)
 		start = time.Now()
 		for _, k := range keys {
-			TakeAt(z2, k, at.Add(time.Second).UnixNano())
+			TakeAt(z2, k, at.Add(time.Second))
 		}
 		claimed := time.Since(start)
 		t.Logf("%d keys (max_keys %[1]d; %d tracked, the rest evicted into the summary): snapshot %v (shards locked one at a time, the longest %v), write+fsync %v, file %d bytes (%.1f B/key), read+restore %v (%d keys), first request of every key %v (%v when the zone was filled, key strings built too)",
@@ -127,7 +127,7 @@ func requestsUnder(z *Zone, keys []string, stop *atomic.Bool) (float64, time.Dur
 				start := time.Now()
 				for j := 0; j < batch; j++ {
 					i = (i + 104729) % len(keys)
-					TakeAt(z, keys[i], start.UnixNano())
+					TakeAt(z, keys[i], start)
 				}
 				mine = append(mine, time.Since(start)/batch)
 			}

@@ -21,7 +21,7 @@ func seedSnapshots(t testing.TB) [][]byte {
 		}
 		z := persistZone(t, "fz", rule, maxKeys)
 		for j := 0; j < 40; j++ {
-			TakeAt(z, "k"+strconv.Itoa(j%23), at.Add(time.Duration(j)*time.Second/3).UnixNano())
+			TakeAt(z, "k"+strconv.Itoa(j%23), at.Add(time.Duration(j)*time.Second/3))
 		}
 		sn, err := z.takeSnapshot(at.Add(15 * time.Second))
 		if err != nil {
@@ -36,7 +36,7 @@ func seedSnapshots(t testing.TB) [][]byte {
 		t.Fatal(err)
 	}
 	for j := 0; j < 40; j++ {
-		TakeBanAt(z, "k"+strconv.Itoa(j%7), at.Add(time.Duration(j)*time.Second/3).UnixNano(), 0)
+		TakeBanAt(z, "k"+strconv.Itoa(j%7), at.Add(time.Duration(j)*time.Second/3), 0)
 	}
 	sn, err := z.takeSnapshot(at.Add(15 * time.Second))
 	if err != nil || len(sn.bans) == 0 {
@@ -85,9 +85,9 @@ func FuzzReadSnapshot(f *testing.F) {
 		}
 		for i := 0; i < 70; i++ {
 			if ban > 0 {
-				TakeBanAt(z, "k"+strconv.Itoa(i), now.UnixNano(), 0)
+				TakeBanAt(z, "k"+strconv.Itoa(i), now, 0)
 			} else {
-				TakeAt(z, "k"+strconv.Itoa(i), now.UnixNano())
+				TakeAt(z, "k"+strconv.Itoa(i), now)
 			}
 		}
 		if _, err := z.takeSnapshot(now); err != nil {

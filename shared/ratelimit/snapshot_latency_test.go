@@ -38,7 +38,7 @@ func BenchmarkSnapshotLatency(b *testing.B) {
 	restored := make([]string, n)
 	for i := range restored {
 		restored[i] = "10." + strconv.Itoa(i>>16) + "." + strconv.Itoa(i>>8&255) + "." + strconv.Itoa(i&255)
-		TakeAt(old, restored[i], now.Add(time.Duration(i%60)*time.Second/10).UnixNano())
+		TakeAt(old, restored[i], now.Add(time.Duration(i%60)*time.Second/10))
 	}
 	sn, err := old.takeSnapshot(at)
 	if err != nil {
@@ -159,7 +159,7 @@ func newKeyLatency(z *Zone, keys []string, t time.Time, work int) []time.Duratio
 		if early := due - time.Since(start); early > 0 {
 			time.Sleep(early) // idle, as a server between requests
 		}
-		TakeAt(z, k, ns)
+		TakeAt(z, k, time.Unix(0, ns))
 		lat[i] = time.Since(start) - due
 	}
 	stop.Store(true)

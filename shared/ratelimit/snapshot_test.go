@@ -83,7 +83,7 @@ func restoreOnce(t *testing.T, rule Rule, gap time.Duration, maxKeys, keys int, 
 	key := func() string { return "k" + strconv.Itoa(rnd.Intn(keys)) }
 	for i := 0; i < 3000; i++ {
 		at = at.Add(time.Duration(rnd.Int63n(int64(40 * time.Millisecond))))
-		TakeAt(ref, key(), at.UnixNano())
+		TakeAt(ref, key(), at)
 	}
 	sn, err := ref.takeSnapshot(at)
 	if err != nil {
@@ -124,7 +124,7 @@ func restoreOnce(t *testing.T, rule Rule, gap time.Duration, maxKeys, keys int, 
 		if maxKeys > 0 {
 			k = tracked[rnd.Intn(len(tracked))]
 		}
-		a, b := TakeAt(ref, k, at.UnixNano()), TakeAt(got, k, at.UnixNano())
+		a, b := TakeAt(ref, k, at), TakeAt(got, k, at)
 		if a != b {
 			t.Fatalf("seed %d, request %d on %s at +%v: restored %+v, never restarted %+v", seed, i, k, at.Sub(restartAt), b, a)
 		}
@@ -139,7 +139,7 @@ func TestSnapshotDropsExpired(t *testing.T) {
 	at := time.Unix(1_800_000_000, 0)
 	for i := 0; i < 100; i++ {
 		for j := 0; j < 5; j++ {
-			TakeAt(z, "c"+strconv.Itoa(i), at.UnixNano())
+			TakeAt(z, "c"+strconv.Itoa(i), at)
 		}
 	}
 	sn, _ := z.takeSnapshot(at)
@@ -154,7 +154,7 @@ func TestSnapshotDropsExpired(t *testing.T) {
 	if n, _ := soon.restore(roundTrip(t, sn), at.Add(time.Second)); n != 100 {
 		t.Fatalf("a second later restored %d keys, want 100", n)
 	}
-	d := TakeAt(soon, "c7", at.Add(time.Second).UnixNano())
+	d := TakeAt(soon, "c7", at.Add(time.Second))
 	if d.Allowed {
 		t.Fatalf("a restored key at its limit was admitted: %+v", d)
 	}
@@ -169,7 +169,7 @@ func TestRestoreRefusesOtherShapes(t *testing.T) {
 	rule := Rule{Window: time.Minute, Limit: 5}
 	z := persistZone(t, "a", rule, 0)
 	at := time.Unix(1_800_000_000, 0)
-	TakeAt(z, "x", at.UnixNano())
+	TakeAt(z, "x", at)
 	sn, _ := z.takeSnapshot(at)
 	for _, other := range []struct {
 		name string
@@ -207,13 +207,13 @@ func TestRestoreTwice(t *testing.T) {
 	at := time.Unix(1_800_000_000, 0)
 	z := persistZone(t, "z", rule, 0)
 	for i := 0; i < 3; i++ {
-		TakeAt(z, "a", at.UnixNano())
-		TakeAt(z, "b", at.UnixNano())
+		TakeAt(z, "a", at)
+		TakeAt(z, "b", at)
 	}
 	sn, _ := z.takeSnapshot(at)
 	z2 := persistZone(t, "z", rule, 0)
 	z2.restore(roundTrip(t, sn), at)
-	TakeAt(z2, "a", at.UnixNano()) // claims a; b stays pending
+	TakeAt(z2, "a", at) // claims a; b stays pending
 	sn2, _ := z2.takeSnapshot(at)
 	if sn2.len() != 2 {
 		t.Fatalf("second snapshot holds %d keys, want 2", sn2.len())
@@ -221,7 +221,7 @@ func TestRestoreTwice(t *testing.T) {
 	z3 := persistZone(t, "z", rule, 0)
 	z3.restore(roundTrip(t, sn2), at.Add(time.Second))
 	for _, k := range []string{"a", "b"} {
-		if d := TakeAt(z3, k, at.Add(time.Second).UnixNano()); d.Allowed {
+		if d := TakeAt(z3, k, at.Add(time.Second)); d.Allowed {
 			t.Fatalf("%s admitted after two restarts: %+v", k, d)
 		}
 	}
@@ -234,7 +234,7 @@ func TestSnapshotFileErrors(t *testing.T) {
 	z := persistZone(t, "z", rule, 0)
 	at := time.Unix(1_800_000_000, 0)
 	for i := 0; i < 50; i++ {
-		TakeAt(z, "k"+strconv.Itoa(i), at.UnixNano())
+		TakeAt(z, "k"+strconv.Itoa(i), at)
 	}
 	sn, _ := z.takeSnapshot(at)
 	good, _ := sn.marshal()
@@ -283,7 +283,7 @@ func TestSnapshotConcurrent(t *testing.T) {
 					return
 				default:
 				}
-				TakeAt(z, fmt.Sprintf("%d-%d", g, i%500), time.Now().UnixNano())
+				TakeAt(z, fmt.Sprintf("%d-%d", g, i%500), time.Now())
 			}
 		}(g)
 	}
@@ -302,8 +302,8 @@ func TestForgetRestoredKey(t *testing.T) {
 	rule := Rule{Window: time.Minute, Limit: 2}
 	at := time.Unix(1_800_000_000, 0)
 	z := persistZone(t, "z", rule, 0)
-	TakeAt(z, "a", at.UnixNano())
-	TakeAt(z, "a", at.UnixNano())
+	TakeAt(z, "a", at)
+	TakeAt(z, "a", at)
 	sn, _ := z.takeSnapshot(at)
 	z2 := persistZone(t, "z", rule, 0)
 	z2.restore(roundTrip(t, sn), at)
@@ -313,7 +313,7 @@ func TestForgetRestoredKey(t *testing.T) {
 	if !z2.Forget("a") {
 		t.Fatal("Forget of a restored key reported nothing")
 	}
-	if d := TakeAt(z2, "a", at.UnixNano()); !d.Allowed || d.Remaining != 1 {
+	if d := TakeAt(z2, "a", at); !d.Allowed || d.Remaining != 1 {
 		t.Fatalf("after the reset: %+v, want a fresh budget", d)
 	}
 }
@@ -356,13 +356,13 @@ func TestSnapshotMatchesTaken(t *testing.T) {
 	for _, rule := range snapshotRules {
 		z := persistZone(t, "z", rule, 64)
 		for i := 0; i < 300; i++ {
-			TakeAt(z, "k"+strconv.Itoa(i%150), at.Add(time.Duration(i)*20*time.Millisecond).UnixNano())
+			TakeAt(z, "k"+strconv.Itoa(i%150), at.Add(time.Duration(i)*20*time.Millisecond))
 		}
 		sn, _ := z.takeSnapshot(at.Add(6 * time.Second))
 		z2 := persistZone(t, "z", rule, 64)
 		z2.restore(roundTrip(t, sn), at.Add(6*time.Second))
 		for i := 0; i < 20; i++ {
-			TakeAt(z2, "k"+strconv.Itoa(i), at.Add(7*time.Second).UnixNano())
+			TakeAt(z2, "k"+strconv.Itoa(i), at.Add(7*time.Second))
 		}
 		now := at.Add(8 * time.Second)
 		var buf bytes.Buffer

@@ -288,8 +288,7 @@ func unmarshalSnapshot(data []byte, lim snapshotLimits) (*snapshot, error) {
 			if r.err == nil && (cnt == 0 || cnt > MaxLogLimit || cnt > uint64(len(r.b))) {
 				r.fail("bad timestamp count")
 			}
-			// One assignment each: yaegi v0.16 gets a, b = x, y wrong
-			// for indexed operands.
+			// One assignment each (see the package documentation).
 			sn.off[j] = len(sn.ts)
 			sn.cnt[j] = int(cnt)
 			prev := uint64(0)

@@ -14,8 +14,8 @@ type StatusSet struct {
 }
 
 // Has reports whether code is in the set.
-// The shifts are of uint64 operands written out: yaegi panics on an
-// untyped constant shifted by a converted int.
+// The shifts are of uint64 operands written out (see the package
+// documentation).
 func (s *StatusSet) Has(code int) bool {
 	if code < 0 || code >= 640 {
 		return false

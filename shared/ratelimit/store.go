@@ -71,9 +71,9 @@ const maxStackItems = 8
 func TakeAll(now time.Time, items []Item, out []Decision) bool {
 	if len(items) == 1 && !items[0].Refundable && items[0].Zone.ban == 0 {
 		if it := &items[0]; it.Limit > 0 && it.Limit != it.Zone.rule.Limit {
-			out[0] = TakeLimitAt(it.Zone, it.Key, now.UnixNano(), it.Limit)
+			out[0] = TakeLimitAt(it.Zone, it.Key, now, it.Limit)
 		} else {
-			out[0] = TakeAt(it.Zone, it.Key, now.UnixNano())
+			out[0] = TakeAt(it.Zone, it.Key, now)
 		}
 		return out[0].Allowed
 	}

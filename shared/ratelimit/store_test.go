@@ -21,10 +21,10 @@ func TestConcurrentTakeAdmitsExactlyLimit(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for i := 0; i < 500; i++ {
-						if TakeAt(z, "hot", start.UnixNano()).Allowed {
+						if TakeAt(z, "hot", start).Allowed {
 							admitted.Add(1)
 						}
-						TakeAt(z, "cold-"+strconv.Itoa(i), start.UnixNano()) // other shards, at the same time
+						TakeAt(z, "cold-"+strconv.Itoa(i), start) // other shards, at the same time
 					}
 				}()
 			}
@@ -89,7 +89,7 @@ func TestTakeAllNoDeadlock(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("TakeAll deadlocked")
 	}
-	if d := TakeAt(a, "x", start.UnixNano()); d.Remaining != 1<<20-16001 {
+	if d := TakeAt(a, "x", start); d.Remaining != 1<<20-16001 {
 		t.Fatalf("zone a counted %d requests, want 16000", 1<<20-1-d.Remaining)
 	}
 }
@@ -125,7 +125,7 @@ func TestMaxKeysUnderFlood(t *testing.T) {
 				flood = 10 * maxKeys
 			}
 			for i := 0; i < flood; i++ {
-				TakeAt(z, "flood-"+strconv.Itoa(i), start.Add(time.Duration(i)*time.Microsecond).UnixNano())
+				TakeAt(z, "flood-"+strconv.Itoa(i), start.Add(time.Duration(i)*time.Microsecond))
 				if i%1000 == 0 && z.Len() > maxKeys {
 					t.Fatalf("tracking %d keys after %d distinct ones, max %d", z.Len(), i+1, maxKeys)
 				}
@@ -140,18 +140,18 @@ func TestMaxKeysUnderFlood(t *testing.T) {
 func TestEvictionPrefersExpiredKeys(t *testing.T) {
 	z := newZone(t, "test", Rule{Window: time.Second, Limit: 1, Algorithm: Strict}, Options{MaxKeys: 100})
 	for i := 0; i < 100; i++ {
-		TakeAt(z, "old-"+strconv.Itoa(i), start.UnixNano())
+		TakeAt(z, "old-"+strconv.Itoa(i), start)
 	}
 	// A minute later every old key is expired; new keys replace them and
 	// nothing live is lost.
 	later := start.Add(time.Minute)
 	for i := 0; i < 100; i++ {
-		if !TakeAt(z, "new-"+strconv.Itoa(i), later.UnixNano()).Allowed {
+		if !TakeAt(z, "new-"+strconv.Itoa(i), later).Allowed {
 			t.Fatal("a new key was denied")
 		}
 	}
 	for i := 0; i < 100; i++ {
-		if TakeAt(z, "new-"+strconv.Itoa(i), later.UnixNano()).Allowed {
+		if TakeAt(z, "new-"+strconv.Itoa(i), later).Allowed {
 			t.Fatalf("new-%d was evicted while live: its second request passed", i)
 		}
 	}
@@ -162,9 +162,9 @@ func TestSweepRemovesIdleKeys(t *testing.T) {
 		t.Run(alg.String(), func(t *testing.T) {
 			z := newZone(t, "test", Rule{Window: 10 * time.Second, Limit: 5, Algorithm: alg}, Options{})
 			for i := 0; i < 100; i++ {
-				TakeAt(z, strconv.Itoa(i), start.UnixNano())
+				TakeAt(z, strconv.Itoa(i), start)
 			}
-			TakeAt(z, "recent", start.Add(11*time.Second).UnixNano())
+			TakeAt(z, "recent", start.Add(11*time.Second))
 			if n := z.sweepAll(start.Add(5 * time.Second)); n != 0 {
 				t.Fatalf("swept %d keys whose window is not over", n)
 			}
@@ -175,7 +175,7 @@ func TestSweepRemovesIdleKeys(t *testing.T) {
 				t.Fatalf("%d keys left, want 1", z.Len())
 			}
 			// A swept key starts afresh; slots are reused.
-			if d := TakeAt(z, "7", start.Add(12*time.Second).UnixNano()); !d.Allowed || d.Remaining != 4 {
+			if d := TakeAt(z, "7", start.Add(12*time.Second)); !d.Allowed || d.Remaining != 4 {
 				t.Fatalf("reused slot: %+v", d)
 			}
 		})
@@ -193,7 +193,7 @@ func TestSweeperRunsAndStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	TakeAt(z, "k", start.UnixNano())
+	TakeAt(z, "k", start)
 	now.Store(start.Add(time.Hour).UnixNano())
 	deadline := time.Now().Add(10 * time.Second)
 	for z.Len() != 0 {

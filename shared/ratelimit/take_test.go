@@ -77,7 +77,7 @@ func TestTakeScripted(t *testing.T) {
 				}
 				var got Decision
 				for j := 0; j < n; j++ {
-					got = TakeAt(z, s.key, start.Add(s.at).UnixNano())
+					got = TakeAt(z, s.key, start.Add(s.at))
 				}
 				if got != s.want {
 					t.Fatalf("step %d %s at %v: got %+v, want %+v", i, s.label, s.at, got, s.want)

@@ -8,6 +8,20 @@
 // (the guard package) applies the failure policy. Leases (the lease
 // package) ask the same script to count units ahead.
 //
+// # Under yaegi
+//
+// Traefik's yaegi interpreter runs the store on every request with a redis
+// block, so that path is shaped by what the interpreter charges, where
+// compiled Go pays nothing for the shape: a call allocates a slot for every
+// local and temporary of the function called, branches taken or not, so
+// the common request (one item at its rule's limit, through a runner that
+// prepares calls) goes to takeOne and small tests are written out where
+// they are used; a call through a func value costs about half one through
+// an interface and a method call more still (scripts/yaegitest,
+// BenchmarkInterpretedCosts), so the guard calls Take through TakeFunc and
+// the store its runner through a func value. yaegi does not run
+// //go:embed, so each Lua script's Go string is generated from its file.
+//
 // # Files
 //
 //   - script.lua: the Lua script: its table of modes, its paths and its

@@ -34,7 +34,7 @@ func TestRedisInspect(t *testing.T) {
 					t.Fatalf("request %d: memory %+v, redis %+v", i, mem, red)
 				}
 				checkAgainstTake(t, "request "+strconv.Itoa(i), r, red, take1(t, store, at, z, key))
-				ratelimit.TakeAt(z, key, at.UnixNano())
+				ratelimit.TakeAt(z, key, at)
 			}
 		})
 	}

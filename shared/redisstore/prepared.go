@@ -59,9 +59,9 @@ func (s *Store) KeyCall(z *ratelimit.Zone) *ratelimit.KeyCall {
 			items := []ratelimit.Item{{Zone: z, Key: key}}
 			out := make([]ratelimit.Decision, 1)
 			if res == nil && err == nil {
-				_, err = takeOne(s, ctx, time.Now(), items, out)
+				_, err = takeOne(ctx, s, time.Now(), items, out)
 			} else {
-				_, err = takeOneDone(s, pc, ctx, time.Now(), items, out, res, err)
+				_, err = takeOneDone(ctx, s, pc, time.Now(), items, out, res, err)
 			}
 			return out[0], err
 		},
@@ -71,7 +71,7 @@ func (s *Store) KeyCall(z *ratelimit.Zone) *ratelimit.KeyCall {
 // takeOne is Take of one item at its rule's limit: one script call with
 // the arguments prepareCall encoded. A rule Redis cannot keep goes to
 // call, which reports it; a NOSCRIPT reply or an error to takeOneOther.
-func takeOne(s *Store, ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error) {
+func takeOne(ctx context.Context, s *Store, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error) {
 	it := &items[0]
 	pc, _ := s.last.Load().(*preparedCall)
 	if pc == nil || pc.serial != ratelimit.Serial(it.Zone) {
@@ -85,8 +85,8 @@ func takeOne(s *Store, ctx context.Context, now time.Time, items []ratelimit.Ite
 		return s.call(ctx, now, items, keys, nil, out, nil)
 	}
 	key := it.Key
-	// keyPart's test, inline: under yaegi the call would cost every
-	// request of this path its frame.
+	// keyPart's test, inline: the call would cost every request of this
+	// path its frame (see the package documentation).
 	if len(key) > MaxKeyPart || key != "" && key[0] == '#' {
 		key = keyPart(key)
 	}
@@ -95,20 +95,20 @@ func takeOne(s *Store, ctx context.Context, now time.Time, items []ratelimit.Ite
 		tail = pc.reserve
 	}
 	res, err := s.evalPrepared(ctx, pc.head, pc.keyHead+key+"}", tail)
-	return takeOneDone(s, pc, ctx, now, items, out, res, err)
+	return takeOneDone(ctx, s, pc, now, items, out, res, err)
 }
 
 // takeOneDone finishes takeOne of pc given the reply res and error err of
 // its script call: four integers, two more for a reserved item (its receipt
 // and the key's life), and one more if Redis could not count the request.
-func takeOneDone(s *Store, pc *preparedCall, ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, res []int64, err error) (bool, error) {
+func takeOneDone(ctx context.Context, s *Store, pc *preparedCall, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, res []int64, err error) (bool, error) {
 	it := &items[0]
 	want := 4
 	if it.Refundable {
 		want = 6
 	}
 	if err != nil || len(res) != want && (len(res) != want+1 || res[want] != redisNotCounted) {
-		return takeOneOther(s, ctx, now, items, out, res, err)
+		return takeOneOther(ctx, s, now, items, out, res, err)
 	}
 	out[0] = ratelimit.Decision{
 		Allowed:    res[0] == 1,
@@ -129,7 +129,7 @@ func takeOneDone(s *Store, pc *preparedCall, ctx context.Context, now time.Time,
 // takeOneOther finishes takeOne when its call failed with err or returned
 // res, the wrong number of integers. For NOSCRIPT, which ran nothing,
 // call sends the script's text.
-func takeOneOther(s *Store, ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, res []int64, err error) (bool, error) {
+func takeOneOther(ctx context.Context, s *Store, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, res []int64, err error) (bool, error) {
 	if err != nil && isNoScript(err) {
 		keys := []string{Key(s.prefix, items[0].Zone.Name(), items[0].Key)}
 		return s.call(ctx, now, items, keys, nil, out, nil)

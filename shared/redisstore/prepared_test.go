@@ -160,7 +160,7 @@ func TestKeyCall(t *testing.T) {
 	admit := []int64{1, 7, 0, 42000000}
 	for _, key := range []string{"203.0.113.7", "", "#x", strings.Repeat("k", MaxKeyPart+1)} {
 		rec.reply, gen.reply = admit, admit
-		d := guard.TakeKey(g, ctx, kc, z, key, time.Now())
+		d := guard.TakeKey(ctx, g, kc, z, key, time.Now())
 		gout := make([]ratelimit.Decision, 1)
 		slow.Take(ctx, time.Now(), []ratelimit.Item{{Zone: z, Key: key}}, gout)
 		if !reflect.DeepEqual(rec.keys, gen.keys) || !reflect.DeepEqual(rec.args, gen.args) {
@@ -171,27 +171,27 @@ func TestKeyCall(t *testing.T) {
 		}
 	}
 	rec.reply = []int64{0, 0, 1500000, 42000000}
-	if d := guard.TakeKey(g, ctx, kc, z, "denied", time.Now()); d.Allowed || d.RetryAfter != 1500*time.Millisecond {
+	if d := guard.TakeKey(ctx, g, kc, z, "denied", time.Now()); d.Allowed || d.RetryAfter != 1500*time.Millisecond {
 		t.Fatalf("denial %+v", d)
 	}
 	if g.Stats().Denials != 1 {
 		t.Fatalf("%d denials cached, want the one TakeKey met", g.Stats().Denials)
 	}
 	rec.reply = admit
-	if d := guard.TakeKey(g, ctx, kc, z, "denied", time.Now()); d.Allowed || g.Stats().CacheHits != 1 {
+	if d := guard.TakeKey(ctx, g, kc, z, "denied", time.Now()); d.Allowed || g.Stats().CacheHits != 1 {
 		t.Fatalf("the cached denial: %+v, %+v", d, g.Stats())
 	}
 	rec.err = errors.New("NOSCRIPT No matching script")
-	if d := guard.TakeKey(g, ctx, kc, z, "other", time.Now()); !d.Allowed || rec.evals != 1 {
+	if d := guard.TakeKey(ctx, g, kc, z, "other", time.Now()); !d.Allowed || rec.evals != 1 {
 		t.Fatalf("after NOSCRIPT: %+v, %d EVALs", d, rec.evals)
 	}
 	rec.err = nil
 	rec.reply = []int64{1, 3, 0, 42000000, redisNotCounted}
-	if d := guard.TakeKey(g, ctx, kc, z, "oom", time.Now()); d.Allowed || g.Stats().OutOfMemory != 1 {
+	if d := guard.TakeKey(ctx, g, kc, z, "oom", time.Now()); d.Allowed || g.Stats().OutOfMemory != 1 {
 		t.Fatalf("not counted: %+v under deny, %+v", d, g.Stats())
 	}
 	rec.reply = []int64{1, 3, 0}
-	if d := guard.TakeKey(g, ctx, kc, z, "short", time.Now()); d.Allowed || g.Stats().Failures != 1 {
+	if d := guard.TakeKey(ctx, g, kc, z, "short", time.Now()); d.Allowed || g.Stats().Failures != 1 {
 		t.Fatalf("short reply: %+v under deny, %+v", d, g.Stats())
 	}
 	if slow.KeyCall(z) != nil {

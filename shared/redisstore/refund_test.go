@@ -385,20 +385,20 @@ func TestRefundAfterForget(t *testing.T) {
 			now := epoch.Add(time.Second)
 			var before []ratelimit.Decision
 			for range 5 {
-				before = append(before, ratelimit.TakeReservedAt(z, "ip", now.UnixNano(), 0))
+				before = append(before, ratelimit.TakeReservedAt(z, "ip", now, 0))
 			}
 			if !z.Forget("ip") {
 				t.Fatal("the key was not tracked")
 			}
 			for i := range 5 {
-				if d := ratelimit.TakeReservedAt(z, "ip", now.UnixNano(), 0); !d.Allowed {
+				if d := ratelimit.TakeReservedAt(z, "ip", now, 0); !d.Allowed {
 					t.Fatalf("request %d after the reset denied: %+v", i+1, d)
 				}
 			}
 			for i := range before {
 				ratelimit.RefundAt(z, "ip", &before[i])
 			}
-			if d := ratelimit.TakeAt(z, "ip", now.UnixNano()); d.Allowed {
+			if d := ratelimit.TakeAt(z, "ip", now); d.Allowed {
 				t.Fatalf("after the refunds of before the reset, a sixth request was admitted: %+v", d)
 			}
 		})

@@ -91,9 +91,9 @@ func TestRedisFixedToSlidingFirstWindow(t *testing.T) {
 	// window weigh 59/60 of 10, so it denies.
 	mem := newZone(t, "f2s-memory", sliding.Rule())
 	for i := 0; i < 10; i++ {
-		ratelimit.TakeAt(mem, "k", start.Add(50*time.Second).UnixNano())
+		ratelimit.TakeAt(mem, "k", start.Add(50*time.Second))
 	}
-	if d := ratelimit.TakeAt(mem, "k", start.Add(61*time.Second).UnixNano()); d.Allowed {
+	if d := ratelimit.TakeAt(mem, "k", start.Add(61*time.Second)); d.Allowed {
 		t.Fatalf("memory: %+v, want denied", d)
 	}
 	m.FastForward(11 * time.Second)

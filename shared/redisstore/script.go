@@ -10,9 +10,9 @@ import (
 
 // redisScript (script_lua.go) is script.lua, the script that decides,
 // refunds and resets; its header is the table of modes, arguments and
-// replies. The Go string is generated from the file by go generate,
-// because yaegi does not run //go:embed, and TestScriptSource fails when
-// the two differ.
+// replies. The Go string is generated from the file by go generate (see
+// the package documentation), and TestScriptSource fails when the two
+// differ.
 
 // redisScript is script.lua without the lines from each "-- extra:begin"
 // to its "-- extra:end": the script of every call without a ban or a

@@ -45,9 +45,9 @@ const redisNotCounted = 1
 type Store struct {
 	run  ScriptRunner
 	prep preparedRunner // run, when it is one
-	// evalPrepared is prep's EvalShaPrepared as a func: under yaegi a
-	// call through a func value costs about half one through an
-	// interface (scripts/yaegitest, BenchmarkInterpretedCosts).
+	// evalPrepared is prep's EvalShaPrepared as a func value, half the
+	// cost of a call through an interface (see the package
+	// documentation).
 	evalPrepared func(ctx context.Context, head, key, tail string) ([]int64, error)
 	prefix       string
 	cluster      bool
@@ -91,26 +91,26 @@ func New(run ScriptRunner, opts Settings) (*Store, error) {
 
 // Take implements ratelimit.Store. The common request, one item at its
 // rule's limit through a runner that prepares calls, goes to takeOne, the
-// rest to takeMany, so that this frame stays small under yaegi.
+// rest to takeMany, so that this frame stays small.
 func (s *Store) Take(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error) {
 	if len(items) == 1 && items[0].Limit <= 0 && items[0].Lease <= 0 && s.prep != nil && !s.callerTime {
-		return takeOne(s, ctx, now, items, out)
+		return takeOne(ctx, s, now, items, out)
 	}
 	return s.takeMany(ctx, now, items, out)
 }
 
-// TakeFunc returns Take as a func value, which a guard calls under yaegi
-// for a fraction of what a method call costs.
+// TakeFunc returns Take as a func value, which a guard calls
+// interpreted for a fraction of what a method call costs.
 func (s *Store) TakeFunc() func(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error) {
 	return s.take
 }
 
 // takeFunc returns s's Take as a closure, which writes out Take's body
-// rather than call it: under yaegi the call would cost a frame.
+// rather than call it, sparing the frame.
 func takeFunc(s *Store) func(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error) {
 	return func(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error) {
 		if len(items) == 1 && items[0].Limit <= 0 && items[0].Lease <= 0 && s.prep != nil && !s.callerTime {
-			return takeOne(s, ctx, now, items, out)
+			return takeOne(ctx, s, now, items, out)
 		}
 		return s.takeMany(ctx, now, items, out)
 	}
@@ -294,7 +294,7 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 		p += 4
 		if items[i].Zone.Ban() > 0 {
 			if res[p] == 1 {
-				ratelimit.NoteBan(items[i].Zone)
+				items[i].Zone.NoteBan()
 			}
 			p++
 		}

@@ -64,7 +64,7 @@ func TestRedisMatchesMemory(t *testing.T) {
 						}
 						now = now.Add(time.Duration(gap) * time.Microsecond)
 						key := string(rune('a' + rng.Intn(3)))
-						want := ratelimit.TakeAt(mem, key, now.UnixNano())
+						want := ratelimit.TakeAt(mem, key, now)
 						got := take1(t, store, now, red, key)
 						if !want.Allowed {
 							denied++

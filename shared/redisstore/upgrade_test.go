@@ -129,7 +129,7 @@ func testUpgrade(t *testing.T, take func(t *testing.T, c *resp.Client, prefix st
 								}
 							}
 						}
-						want := ratelimit.TakeAt(mem, key, now.UnixNano())
+						want := ratelimit.TakeAt(mem, key, now)
 						var got ratelimit.Decision
 						if upgraded {
 							got = take1(t, store, now, red, key)

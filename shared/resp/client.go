@@ -62,25 +62,25 @@ func (c *Client) Close() error {
 // Do runs one command and returns its reply; an error reply is returned as
 // *Error. In a cluster, Do goes to any node: use DoKey for keyed commands.
 func (c *Client) Do(ctx context.Context, args ...string) (Reply, error) {
-	return exec(c, ctx, "", false, false, encodeCommand(args))
+	return exec(ctx, c, "", false, false, encodeCommand(args))
 }
 
 // DoKey runs a command on the server that holds key, following cluster
 // redirections.
 func (c *Client) DoKey(ctx context.Context, key string, args ...string) (Reply, error) {
-	return exec(c, ctx, key, true, false, encodeCommand(args))
+	return exec(ctx, c, key, true, false, encodeCommand(args))
 }
 
 // EvalSha runs the script cached under sha and returns its integer array.
 func (c *Client) EvalSha(ctx context.Context, sha string, keys, args []string) ([]int64, error) {
 	key, hasKey := firstKey(keys)
-	return evalInts(c, ctx, key, hasKey, encodeEval("EVALSHA", sha, keys, args))
+	return evalInts(ctx, c, key, hasKey, encodeEval("EVALSHA", sha, keys, args))
 }
 
 // Eval runs script, which the server caches for later EvalSha calls.
 func (c *Client) Eval(ctx context.Context, script string, keys, args []string) ([]int64, error) {
 	key, hasKey := firstKey(keys)
-	return evalInts(c, ctx, key, hasKey, encodeEval("EVAL", script, keys, args))
+	return evalInts(ctx, c, key, hasKey, encodeEval("EVAL", script, keys, args))
 }
 
 // PrepareEvalSha encodes an EVALSHA of the script cached under sha, on
@@ -94,7 +94,7 @@ func (c *Client) PrepareEvalSha(sha string, args []string) (head, tail string) {
 // EvalShaPrepared runs the EVALSHA that head and tail, from
 // PrepareEvalSha, enclose, on key, and returns its integer array.
 func (c *Client) EvalShaPrepared(ctx context.Context, head, key, tail string) ([]int64, error) {
-	// Three concatenations: under yaegi each allocates its string, so the
+	// Three concatenations, each allocating its string interpreted: the
 	// CRLFs are in the tables and in tail (see encodePrepared).
 	line := ""
 	if len(key) < len(bulkLines) {
@@ -107,7 +107,7 @@ func (c *Client) EvalShaPrepared(ctx context.Context, head, key, tail string) ([
 		// evalInts, inlined: one call less on every decision.
 		return sharedInts(ctx, c.single, cmd)
 	}
-	return evalInts(c, ctx, key, true, cmd)
+	return evalInts(ctx, c, key, true, cmd)
 }
 
 // firstKey returns the first of keys, which a cluster routes by.
@@ -123,7 +123,7 @@ func firstKey(keys []string) (string, bool) {
 func (c *Client) ScriptLoad(ctx context.Context, script string) (string, error) {
 	cmd := encodeCommand([]string{"SCRIPT", "LOAD", script})
 	if !c.opts.Cluster {
-		rep, err := exec(c, ctx, "", false, false, cmd)
+		rep, err := exec(ctx, c, "", false, false, cmd)
 		return rep.Str, err
 	}
 	if err := c.ensureSlots(ctx); err != nil {
@@ -131,7 +131,7 @@ func (c *Client) ScriptLoad(ctx context.Context, script string) (string, error) 
 	}
 	sha := ""
 	for _, p := range c.masters() {
-		rep, err := on(c, ctx, p, false, false, cmd)
+		rep, err := on(ctx, c, p, false, false, cmd)
 		if err != nil {
 			return "", err
 		}
@@ -140,20 +140,18 @@ func (c *Client) ScriptLoad(ctx context.Context, script string) (string, error) 
 	return sha, nil
 }
 
-// The functions below are the path of every command. They are functions
-// rather than methods, and few, because under yaegi (Traefik) a method
-// call costs several times a function call (scripts/yaegitest,
-// BenchmarkInterpretedCosts and BenchmarkRespInterpreted).
+// The functions below are the path of every command: functions rather
+// than methods, and few (see the package documentation).
 
 // evalInts runs cmd, an encoded EVAL or EVALSHA whose first key is key
 // (none when hasKey is false), and returns the script's integers. A
 // standalone server's pipelined connection, the plugin's case, takes the
 // short way (sharedInts).
-func evalInts(c *Client, ctx context.Context, key string, hasKey bool, cmd string) ([]int64, error) {
+func evalInts(ctx context.Context, c *Client, key string, hasKey bool, cmd string) ([]int64, error) {
 	if c.single != nil && c.opts.AutoPipeline {
 		return sharedInts(ctx, c.single, cmd)
 	}
-	rep, err := exec(c, ctx, key, hasKey, true, cmd)
+	rep, err := exec(ctx, c, key, hasKey, true, cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +164,7 @@ func evalInts(c *Client, ctx context.Context, key string, hasKey bool, cmd strin
 // exec sends cmd, an encoded command, to the server for key (any server
 // when hasKey is false) and follows cluster redirections. ints selects
 // the reader of integer arrays (see readInts).
-func exec(c *Client, ctx context.Context, key string, hasKey, ints bool, cmd string) (Reply, error) {
+func exec(ctx context.Context, c *Client, key string, hasKey, ints bool, cmd string) (Reply, error) {
 	p := c.single
 	if p == nil {
 		var err error
@@ -188,12 +186,12 @@ func exec(c *Client, ctx context.Context, key string, hasKey, ints bool, cmd str
 	if err == nil || !c.opts.Cluster {
 		return rep, err
 	}
-	return redirect(c, ctx, ints, cmd, rep, err)
+	return redirect(ctx, c, ints, cmd, rep, err)
 }
 
 // redirect follows the MOVED and ASK replies of a cluster, given the
 // first attempt's reply and error.
-func redirect(c *Client, ctx context.Context, ints bool, cmd string, rep Reply, err error) (Reply, error) {
+func redirect(ctx context.Context, c *Client, ints bool, cmd string, rep Reply, err error) (Reply, error) {
 	for i := 0; i < maxRedirects; i++ {
 		e, ok := err.(*Error)
 		if !ok {
@@ -212,7 +210,7 @@ func redirect(c *Client, ctx context.Context, ints bool, cmd string, rep Reply, 
 			c.setSlot(slot, p)
 			c.refreshLater()
 		}
-		if rep, err = on(c, ctx, p, !moved, ints, cmd); err == nil {
+		if rep, err = on(ctx, c, p, !moved, ints, cmd); err == nil {
 			return rep, nil
 		}
 	}
@@ -222,7 +220,7 @@ func redirect(c *Client, ctx context.Context, ints bool, cmd string, rep Reply, 
 // on runs cmd on one server. A command that failed on a reused
 // connection with a reset or EOF (the server closed it while idle, or
 // restarted) is retried once on a new connection; a timeout never is.
-func on(c *Client, ctx context.Context, p *pool, asking, ints bool, cmd string) (Reply, error) {
+func on(ctx context.Context, c *Client, p *pool, asking, ints bool, cmd string) (Reply, error) {
 	var rep Reply
 	var err error
 	var retry bool
@@ -246,7 +244,7 @@ func onShared(ctx context.Context, p *pool, asking, ints bool, cmd string, fresh
 		return Reply{}, err, false
 	}
 	wasServed := served(m)
-	rep, err := muxDo(m, ctx, asking, ints, cmd)
+	rep, err := muxDo(ctx, m, asking, ints, cmd)
 	// A connection closed for idleness had no command on it: this one was
 	// never sent.
 	return rep, err, err != nil && !fresh && muxBroken(m) && (err == errIdleClosed || wasServed && idleClosed(err))

@@ -10,8 +10,8 @@ import (
 )
 
 // clusterSlotsCmd is CLUSTER SLOTS, encoded. It is a constant rather than
-// a variable set by encodeCommand: yaegi initialises package variables in
-// the order of the files, before the header tables that would need.
+// a variable set by encodeCommand, which would run before the header
+// tables it needs (see the package documentation).
 const clusterSlotsCmd = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n"
 
 // ensureSlots loads the slot map if it was never loaded.
@@ -56,7 +56,7 @@ func (c *Client) refresh(ctx context.Context, force bool) error {
 		if err != nil {
 			return err
 		}
-		rep, err := on(c, ctx, p, false, false, clusterSlotsCmd)
+		rep, err := on(ctx, c, p, false, false, clusterSlotsCmd)
 		if err != nil {
 			lastErr = err
 			continue

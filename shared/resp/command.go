@@ -8,9 +8,8 @@ import (
 // A command is encoded once, into a string that every attempt (a retry on
 // a fresh connection, a cluster redirection) sends as it is. Encoding
 // lists the pieces between CRLFs, with the headers from tables, and joins
-// them in one call to strings.Join: under yaegi an interpreted statement
-// costs hundreds of nanoseconds and a method call microseconds, while the
-// join runs compiled (scripts/yaegitest, BenchmarkRespPieces).
+// them in one call to strings.Join, which runs compiled (see the package
+// documentation).
 
 // askingCmd is the ASKING command that precedes one redirected by ASK.
 const askingCmd = "*1\r\n$6\r\nASKING\r\n"

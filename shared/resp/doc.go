@@ -9,6 +9,32 @@
 // connection that saw an I/O or protocol error is closed, never reused,
 // and no reply, however malformed, makes it panic.
 //
+// # Under yaegi
+//
+// Traefik's yaegi interpreter runs the client on every request with a
+// redis block, so the path of a command is shaped by what the interpreter
+// charges (scripts/yaegitest: BenchmarkInterpretedCosts,
+// BenchmarkRespInterpreted, BenchmarkRespPieces); compiled Go pays nothing
+// for the shape:
+//
+//   - An interpreted statement costs hundreds of nanoseconds and a method
+//     call on an interpreted type microseconds, while a call into the
+//     standard library runs compiled: so the path of every command is a few
+//     functions (evalInts, exec, redirect, on), a command is encoded once
+//     and joined by one strings.Join, and a number is parsed by one strconv
+//     call.
+//   - A call allocates a slot for every local and temporary of the function
+//     called, branches taken or not, and a declaration allocates each time
+//     it runs: so the common reply (a small array of integers, buffered
+//     whole) costs readInts and bufferedInts alone, the pipeline's loops
+//     declare their variables once and do each reply's work inline, and
+//     each string concatenation counts.
+//   - Workarounds for the interpreter's bugs: a struct that holds the
+//     recursive Reply is mis-built, so a pipelined call keeps its Reply in
+//     an interface; package variables are initialised in the order of the
+//     files, so CLUSTER SLOTS is a constant rather than a variable that
+//     encodeCommand, with tables of another file, would set.
+//
 // Files:
 //
 //   - client.go: Client, Do and the script calls (EvalSha, Eval, prepared).

@@ -43,8 +43,7 @@ type call struct {
 	askErr error  // ASKING's error reply, if it got one
 	ints   bool   // the reply is an array of integers, read by readInts
 	// rep holds the Reply of a command other than ints. It is an
-	// interface rather than a Reply because yaegi mis-builds a struct
-	// that holds the recursive Reply.
+	// interface rather than a Reply (see the package documentation).
 	rep  interface{}
 	vals []int64 // the reply of an ints command
 	err  error
@@ -69,7 +68,7 @@ func newMux(c *conn, opts *Options) *muxConn {
 
 // muxDo queues cmd for the writer goroutine and waits for the reply (see
 // await).
-func muxDo(m *muxConn, ctx context.Context, asking, ints bool, cmd string) (Reply, error) {
+func muxDo(ctx context.Context, m *muxConn, asking, ints bool, cmd string) (Reply, error) {
 	cl := &call{cmd: cmd, asking: asking, ints: ints, done: make(chan struct{})}
 	m.mu.Lock()
 	if m.err != nil {
@@ -106,8 +105,8 @@ func muxDo(m *muxConn, ctx context.Context, asking, ints bool, cmd string) (Repl
 // itself; otherwise cmd joins the queue of the writer goroutine, which
 // gathers concurrent commands into shared writes. A missing or broken connection, and the one
 // retry on a new connection that onShared's callers make, go to
-// sharedIntsDial. Every temporary here is a slot allocated on every call
-// under yaegi, hence the terse body.
+// sharedIntsDial. Interpreted, every temporary here is a slot allocated
+// on every call, hence the terse body.
 func sharedInts(ctx context.Context, p *pool, cmd string) ([]int64, error) {
 	p.muxMu.Lock()
 	m := p.mux
@@ -165,8 +164,8 @@ func sharedIntsFailed(ctx context.Context, p *pool, m *muxConn, cl *call, served
 // queued meanwhile, else to the next caller. A write that fails breaks
 // the connection; one that blocks is the watchdog's. It is apart from
 // sharedInts, whose callers under load queue their commands instead,
-// because under yaegi a call allocates a slot for every local and
-// temporary of the function called, branches taken or not.
+// because, interpreted, a call allocates a slot for every local of the
+// function called, branches taken or not.
 func writeOwn(m *muxConn, cmd string) {
 	b := append(m.c.wbuf[:0], cmd...)
 	if _, err := m.c.nc.Write(b); err != nil {
@@ -218,7 +217,7 @@ func await(ctx context.Context, m *muxConn, cl *call) error {
 // empty, then gives the write side up. A caller hands it the write side
 // (wake).
 func (m *muxConn) writeLoop() {
-	// Every variable is declared once, out of the loop: under yaegi a
+	// Every variable is declared once, out of the loop: interpreted, a
 	// declaration allocates each time it runs.
 	var batch []*call
 	var b []byte
@@ -330,10 +329,10 @@ func (m *muxConn) watch() {
 // readLoop reads replies as they come (without a deadline: the watchdog
 // times them out) and completes the oldest pending call with each. A
 // closed connection ends it at once, so a restarted server is noticed
-// before the next command. Its work per reply is inline: under yaegi the
+// before the next command. Its work per reply is inline: interpreted, the
 // loop's locals are allocated once, a call's on every call.
 func (m *muxConn) readLoop() {
-	// Every variable is declared once, out of the loop: under yaegi a
+	// Every variable is declared once, out of the loop: interpreted, a
 	// declaration allocates each time it runs.
 	var asked *call // the call whose ASKING reply was read
 	var cl *call
@@ -361,7 +360,7 @@ func (m *muxConn) readLoop() {
 		m.mu.Unlock()
 		err = nil
 		if cl != nil && cl.ints && (!cl.asking || asked == cl) {
-			// readInts and bufferedInts, inlined: under yaegi the slots of
+			// readInts and bufferedInts, inlined: interpreted, the slots of
 			// a loop are allocated once, a call's on every call
 			// (FuzzPipelinedInts keeps the two in step).
 			line, rerr = m.c.br.ReadSlice('\n')

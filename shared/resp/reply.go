@@ -117,12 +117,12 @@ func readDepth(r *bufio.Reader, depth int) (Reply, error) {
 }
 
 // readInts reads a reply expected to be an array of integers, the
-// limiter script's, without a Reply per element: under yaegi that is many
-// times faster. An error reply is returned as *Error, which leaves the
+// limiter script's, without a Reply per element, which is many times
+// faster interpreted. An error reply is returned as *Error, which leaves the
 // connection usable; anything else but integers is a protocol error. It
 // accepts exactly what readReply accepts as such an array (FuzzReadInts).
 //
-// Under yaegi every call allocates a slot for each local and temporary of
+// Interpreted, every call allocates a slot for each local and temporary of
 // the callee, branches taken or not, so the common case stays small: an
 // array of one to nine elements, buffered whole, costs readInts and
 // bufferedInts (a few calls into the standard library); anything else
@@ -222,7 +222,7 @@ func bufferedInts(r *bufio.Reader, n int) []int64 {
 	if len(lines) <= n {
 		return nil
 	}
-	// Few temporaries: under yaegi this frame is allocated on every reply.
+	// Few temporaries: interpreted, this frame is allocated on every reply.
 	ints := make([]int64, n)
 	var err error
 	for i := range ints {
@@ -286,7 +286,7 @@ func readBulk(r *bufio.Reader, n int) ([]byte, error) {
 }
 
 // parseInt parses a decimal int64. One strconv call, rather than a loop
-// over the digits, is what the yaegi interpreter runs fastest.
+// over the digits, is what the interpreter runs fastest.
 func parseInt(b []byte) (int64, bool) {
 	if len(b) == 0 || len(b) > 20 || b[0] == '+' {
 		return 0, false

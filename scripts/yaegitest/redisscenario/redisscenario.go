@@ -338,7 +338,7 @@ func Layer(addr, layer string, pipelined bool, n int) (time.Duration, error) {
 		}
 	case "remote":
 		for k := 0; k < n; k++ {
-			if d := guard.TakeKey(g, ctx, kc, z, "203.0.113.7", time.Now()); !d.Allowed {
+			if d := guard.TakeKey(ctx, g, kc, z, "203.0.113.7", time.Now()); !d.Allowed {
 				return 0, errors.New("remote: denied")
 			}
 		}

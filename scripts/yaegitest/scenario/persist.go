@@ -13,7 +13,6 @@ import (
 // and those seen again, so that two restarts in a row keep both counts.
 func restoreTwice() error {
 	rule := ratelimit.Rule{Window: time.Minute, Limit: 3}
-	t := epoch.UnixNano()
 	zones := make([]*ratelimit.Zone, 3)
 	for i := range zones {
 		z, err := ratelimit.NewZone("scenario", rule, ratelimit.Options{SweepInterval: -1, Persist: true})
@@ -24,8 +23,8 @@ func restoreTwice() error {
 		zones[i] = z
 	}
 	for i := 0; i < 3; i++ {
-		ratelimit.TakeAt(zones[0], "a", t)
-		ratelimit.TakeAt(zones[0], "b", t)
+		ratelimit.TakeAt(zones[0], "a", epoch)
+		ratelimit.TakeAt(zones[0], "b", epoch)
 	}
 	for i := 1; i < 3; i++ {
 		var b bytes.Buffer
@@ -36,14 +35,14 @@ func restoreTwice() error {
 			return err
 		}
 		if i == 1 {
-			ratelimit.TakeAt(zones[1], "a", t) // claims a; b waits
+			ratelimit.TakeAt(zones[1], "a", epoch) // claims a; b waits
 			if n := zones[1].Stats().Pending; n != 1 {
 				return fmt.Errorf("%d restored keys pending after a came back, want 1", n)
 			}
 		}
 	}
 	for _, k := range []string{"a", "b"} {
-		if d := ratelimit.TakeAt(zones[2], k, t); d.Allowed {
+		if d := ratelimit.TakeAt(zones[2], k, epoch); d.Allowed {
 			return fmt.Errorf("%s admitted after two restarts: %+v", k, d)
 		}
 	}

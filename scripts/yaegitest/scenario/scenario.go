@@ -54,7 +54,7 @@ func limitEnforced() error {
 	}
 	defer z.Close()
 	for i := 0; i < 22; i++ {
-		d := ratelimit.TakeAt(z, "client", epoch.Add(time.Duration(i)*time.Millisecond).UnixNano())
+		d := ratelimit.TakeAt(z, "client", epoch.Add(time.Duration(i)*time.Millisecond))
 		if i < 20 {
 			if !d.Allowed || d.Remaining != int64(19-i) {
 				return fmt.Errorf("request %d: got %+v, want allowed with %d remaining", i+1, d, 19-i)
@@ -65,7 +65,7 @@ func limitEnforced() error {
 			return fmt.Errorf("request %d: got %+v, want denied with a retry-after", i+1, d)
 		}
 	}
-	if d := ratelimit.TakeAt(z, "other", epoch.UnixNano()); !d.Allowed {
+	if d := ratelimit.TakeAt(z, "other", epoch); !d.Allowed {
 		return errors.New("a second key was limited by the first key's requests")
 	}
 	return nil
@@ -83,19 +83,19 @@ func retryAfterExact() error {
 		}
 		at := epoch.Add(1300 * time.Millisecond)
 		for i := 0; i < 5; i++ {
-			ratelimit.TakeAt(z, "k", at.Add(time.Duration(i)*700*time.Millisecond).UnixNano())
+			ratelimit.TakeAt(z, "k", at.Add(time.Duration(i)*700*time.Millisecond))
 		}
 		now := at.Add(4 * time.Second)
-		d := ratelimit.TakeAt(z, "k", now.UnixNano())
+		d := ratelimit.TakeAt(z, "k", now)
 		if d.Allowed || d.RetryAfter <= 0 {
 			z.Close()
 			return fmt.Errorf("%v: 6th request got %+v, want denied", alg, d)
 		}
-		if early := ratelimit.TakeAt(z, "k", now.Add(d.RetryAfter-time.Nanosecond).UnixNano()); early.Allowed {
+		if early := ratelimit.TakeAt(z, "k", now.Add(d.RetryAfter-time.Nanosecond)); early.Allowed {
 			z.Close()
 			return fmt.Errorf("%v: allowed 1ns before RetryAfter %v", alg, d.RetryAfter)
 		}
-		if on := ratelimit.TakeAt(z, "k", now.Add(d.RetryAfter).UnixNano()); !on.Allowed {
+		if on := ratelimit.TakeAt(z, "k", now.Add(d.RetryAfter)); !on.Allowed {
 			z.Close()
 			return fmt.Errorf("%v: denied at RetryAfter %v: %+v", alg, d.RetryAfter, on)
 		}
@@ -130,7 +130,7 @@ func algorithms() error {
 			return err
 		}
 		for i, s := range tc.steps {
-			if d := ratelimit.TakeAt(z, "k", epoch.Add(s.at).UnixNano()); d.Allowed != s.allowed {
+			if d := ratelimit.TakeAt(z, "k", epoch.Add(s.at)); d.Allowed != s.allowed {
 				z.Close()
 				return fmt.Errorf("%v step %d at %v: allowed=%v, want %v (%+v)", tc.alg, i, s.at, d.Allowed, s.allowed, d)
 			}
@@ -214,7 +214,7 @@ func concurrency() error {
 func hammer(z *ratelimit.Zone, admitted *int64, wg *sync.WaitGroup) {
 	defer wg.Done()
 	for i := 0; i < 200; i++ {
-		if ratelimit.TakeAt(z, "hot", epoch.UnixNano()).Allowed {
+		if ratelimit.TakeAt(z, "hot", epoch).Allowed {
 			atomic.AddInt64(admitted, 1)
 		}
 	}
@@ -228,7 +228,7 @@ func maxKeys() error {
 	}
 	defer z.Close()
 	for i := 0; i < 5000; i++ {
-		ratelimit.TakeAt(z, fmt.Sprintf("flood-%d", i), epoch.UnixNano())
+		ratelimit.TakeAt(z, fmt.Sprintf("flood-%d", i), epoch)
 	}
 	if n := z.Len(); n > 1000 || n < 900 {
 		return fmt.Errorf("tracking %d keys after a flood of 5000, want at most 1000 (and close to it)", n)
@@ -286,8 +286,8 @@ func sameDecisions(a, b *ratelimit.Zone, limit int64, seed uint64) error {
 			t += int64(x>>8) % int64(300*time.Millisecond)
 		}
 		key := keys[(x>>32)%uint64(len(keys))]
-		da := ratelimit.TakeAt(a, key, t)
-		db := ratelimit.TakeLimitAt(b, key, t, limit)
+		da := ratelimit.TakeAt(a, key, time.Unix(0, t))
+		db := ratelimit.TakeLimitAt(b, key, time.Unix(0, t), limit)
 		if da != db {
 			return fmt.Errorf("request %d, key %s at %d: TakeAt %+v, take %+v", i, key, t, da, db)
 		}
@@ -303,11 +303,10 @@ func TakeLoop(n int) (time.Duration, error) {
 		return 0, err
 	}
 	defer z.Close()
-	t := epoch.UnixNano()
-	ratelimit.TakeAt(z, "203.0.113.7", t)
+	ratelimit.TakeAt(z, "203.0.113.7", epoch)
 	start := time.Now()
 	for i := 0; i < n; i++ {
-		ratelimit.TakeAt(z, "203.0.113.7", t)
+		ratelimit.TakeAt(z, "203.0.113.7", epoch)
 	}
 	return time.Since(start), nil
 }
@@ -319,13 +318,12 @@ func DeniedLoop(n int) (time.Duration, error) {
 		return 0, err
 	}
 	defer z.Close()
-	t := epoch.UnixNano()
 	for i := 0; i < 11; i++ {
-		ratelimit.TakeAt(z, "203.0.113.7", t)
+		ratelimit.TakeAt(z, "203.0.113.7", epoch)
 	}
 	start := time.Now()
 	for i := 0; i < n; i++ {
-		if ratelimit.TakeAt(z, "203.0.113.7", t).Allowed {
+		if ratelimit.TakeAt(z, "203.0.113.7", epoch).Allowed {
 			return 0, fmt.Errorf("request %d over the limit was allowed", i)
 		}
 	}
