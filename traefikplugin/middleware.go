@@ -28,8 +28,10 @@ type Middleware struct {
 
 	name string
 	next http.Handler
-	// path is the way ServeHTTP serves the requests (see choosePath).
-	path int
+	// path is the way ServeHTTP serves the requests (see choosePath),
+	// set with the flags ServeHTTP reads it by (see setPath).
+	path                        int
+	viaStore, viaRedis, inlined bool
 
 	// The key of a request. source is nil for the default source, the
 	// remote address, whose IPv6 addresses are grouped by v6Bits.
@@ -228,7 +230,7 @@ func build(next http.Handler, config *Config, name string) (*Middleware, error) 
 		useStore(m, store)
 		m.refunder, _ = store.(ratelimit.Refunder)
 	}
-	m.path = choosePath(m, s, table != nil)
+	setPath(m, choosePath(m, s, table != nil))
 	// A rate beside inFlight takes its slot and its decision in one call
 	// a request (see inFlight), which a lease would not spare.
 	m.lease = leaseTableFor(name, z, m.guard, m.keyCall, s.redis != nil && s.redis.lease && s.countStatus == nil && s.ban == 0 && config.InFlight == 0)

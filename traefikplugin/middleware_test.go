@@ -283,7 +283,7 @@ func TestStoreSeam(t *testing.T) {
 	h := newMiddleware(t, c, "store@file")
 	m := h.(*Middleware)
 	useStore(m, ratelimit.Memory{})
-	m.path = pathAny // as New chooses for a store (see choosePath)
+	setPath(m, pathAny) // as New chooses for a store (see choosePath)
 	codes := []int{}
 	for i := 0; i < 3; i++ {
 		codes = append(codes, serve(h, "203.0.113.7:1", nil).Code)

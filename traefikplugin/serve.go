@@ -27,10 +27,8 @@ import (
 // take: other headers, dry run, or a limit or window past the table.
 
 // The paths ServeHTTP takes, the values of Middleware.path: the table's
-// first three rows, the first split by its headers. They are untyped and
-// the field a plain int: with a named type, ServeHTTP costs one
-// interpreted allocation more (160 against 159 a request on
-// PluginConfigs/default; see Performance under yaegi).
+// first three rows, the first split by its headers. ServeHTTP reads them
+// through the flags setPath sets.
 const (
 	// pathMemory is ServeHTTP's own body with legacy headers from the
 	// table, written inline.
@@ -66,6 +64,18 @@ func choosePath(m *Middleware, s settings, tabled bool) int {
 	return pathMemoryHeaders
 }
 
+// setPath sets m's path to p, and the flags ServeHTTP dispatches on:
+// viaStore (serveRedis or serveAny), viaRedis (serveRedis) and inlined
+// (legacy headers from the table). Under yaegi a bool field tested costs
+// nothing where a comparison of path costs an allocation or two a request
+// (PluginConfigs/default 160 against 161 to 162).
+func setPath(m *Middleware, p int) {
+	m.path = p
+	m.viaStore = p >= pathRedis
+	m.viaRedis = p == pathRedis
+	m.inlined = p == pathMemory
+}
+
 // ServeHTTP limits the request: it passes it on or rejects it.
 //
 // Its own body is the memory path, yaegi-shaped (see Performance under
@@ -74,11 +84,11 @@ func choosePath(m *Middleware, s settings, tabled bool) int {
 // (sourceKey); legacy headers within the table are written inline, other
 // headers in one call (decidedModeHeaders), a rejection in one (reject).
 func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch m.path {
-	case pathRedis:
-		serveRedis(m, w, r)
-		return
-	case pathAny:
+	if m.viaStore {
+		if m.viaRedis {
+			serveRedis(m, w, r)
+			return
+		}
 		serveAny(m, w, r)
 		return
 	}
@@ -95,7 +105,7 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d := ratelimit.TakeAt(m.zone, key, time.Now())
-	if m.path != pathMemory {
+	if !m.inlined {
 		decidedModeHeaders(m, w, r, key, d)
 		return
 	}

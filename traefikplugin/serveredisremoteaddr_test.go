@@ -23,7 +23,7 @@ func TestServeRedisRemoteAddrMatchesServeAny(t *testing.T) {
 	if direct.path != pathRedis || viaAny.path != pathRedis {
 		t.Fatal("ServeHTTP does not send a Redis middleware with the memory path's settings to serveRedis")
 	}
-	viaAny.path = pathAny
+	setPath(viaAny, pathAny)
 	// The middleware serveRedis is for: the memory path's but for
 	// its store.
 	if direct.guard == nil || direct.source != nil || direct.decimals == nil || direct.dryRun || direct.countStatus != nil || direct.overrides != nil {
@@ -87,7 +87,7 @@ func TestServeRedisSourceMatchesServeAny(t *testing.T) {
 			if direct.path != pathRedis || viaAny.path != pathRedis {
 				t.Fatal("ServeHTTP does not send a Redis middleware with a sourceCriterion to serveRedis")
 			}
-			viaAny.path = pathAny
+			setPath(viaAny, pathAny)
 			values := []string{"a", "b", "", "a", long, "\x00x", "b", long, "", "\x00x", "a", "203.0.113.9, 10.1.2.3", "203.0.113.9, 10.1.2.3", "203.0.113.9, 10.1.2.3"}
 			for i, v := range values {
 				req := func() *http.Request {
