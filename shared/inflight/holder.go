@@ -2,15 +2,22 @@ package inflight
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// releaseQueue is how many releases may wait for Redis. A release that
-// finds the queue full is sent by its request itself: under a release
-// rate Redis cannot keep up with, requests slow down rather than leave
-// their slots taken until the TTL.
+// releaseQueue is how many releases may wait for Redis in the queue the
+// workers read. A release that finds it full waits in the overflow.
 const releaseQueue = 4096
+
+// overflowMax bounds the releases waiting in the overflow, so that a Redis
+// that cannot keep up costs bounded memory. A release past it is dropped:
+// its slot stays taken until the TTL, which refuses more, never admits
+// more (a variable for the tests).
+var overflowMax = 65536
 
 // releaseWorkers send the releases: several, so that a pipelining client
 // sends them together.
@@ -34,7 +41,18 @@ type holder struct {
 	closing bool
 	stopped bool
 
+	// overflow holds, by set, the releases that found the queue full,
+	// overflowN of them; the workers take them with their next batch,
+	// woken by kick.
+	overflow  map[string][]string
+	overflowN int64  // written under mu, read atomically
+	dropped   uint64 // releases past overflowMax, under mu
+	// dropping is set from the first drop until the overflow drains,
+	// so that an episode of drops is logged once.
+	dropping bool
+
 	releases chan release
+	kick     chan struct{}
 	stop     chan struct{}
 }
 
@@ -46,7 +64,9 @@ func newHolder(remote Remote, ttl time.Duration, log func(error)) *holder {
 		ttl:      ttl,
 		log:      log,
 		sets:     make(map[string]map[string]struct{}),
+		overflow: make(map[string][]string),
 		releases: make(chan release, releaseQueue),
+		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
 	go h.renewLoop()
@@ -94,21 +114,60 @@ func (h *holder) release(set, member string) {
 	}
 	select {
 	case h.releases <- r:
+		return
 	default:
-		// Redis is slower than the release rate: this request waits for
-		// its own release rather than leave the slot taken until the TTL.
-		h.send(r)
+	}
+	// Redis is slower than the release rate. The release waits in the
+	// overflow rather than hold the response, or is dropped past its
+	// bound and the slot freed by its TTL.
+	h.mu.Lock()
+	if h.overflowN >= int64(overflowMax) {
+		h.dropped++
+		first := !h.dropping
+		h.dropping = true
+		h.mu.Unlock()
+		if first && h.log != nil {
+			h.log(errReleasesDropped)
+		}
+		return
+	}
+	h.overflow[set] = append(h.overflow[set], member)
+	atomic.AddInt64(&h.overflowN, 1)
+	h.mu.Unlock()
+	select {
+	case h.kick <- struct{}{}:
+	default:
 	}
 }
 
+// errReleasesDropped is logged when releases begin to be dropped.
+var errReleasesDropped = errors.New("in-flight slots: Redis is too slow for the releases; more than " + strconv.Itoa(overflowMax) + " wait, so later ones are dropped and their slots freed by their TTL")
+
+// takeOverflow moves the releases of the overflow into batch.
+func (h *holder) takeOverflow(batch map[string][]string) {
+	if atomic.LoadInt64(&h.overflowN) == 0 {
+		return
+	}
+	h.mu.Lock()
+	for set, members := range h.overflow {
+		batch[set] = append(batch[set], members...)
+		delete(h.overflow, set)
+	}
+	atomic.StoreInt64(&h.overflowN, 0)
+	h.dropping = false
+	h.mu.Unlock()
+}
+
 // releaseLoop sends the queued releases, a batch at a time: each set's
-// members waiting in the queue go in one call.
+// members waiting in the queue go in one call, and with them those of the
+// overflow, whatever their number.
 func (h *holder) releaseLoop() {
 	batch := make(map[string][]string)
 	for {
 		select {
 		case r := <-h.releases:
 			batch[r.set] = append(batch[r.set], r.member)
+		case <-h.kick:
 		case <-h.stop:
 			return
 		}
@@ -121,8 +180,13 @@ func (h *holder) releaseLoop() {
 				break more
 			}
 		}
+		h.takeOverflow(batch)
 		for set, members := range batch {
-			h.sendAll(set, members)
+			for len(members) > 0 {
+				n := min(len(members), releaseBatch)
+				h.sendAll(set, members[:n])
+				members = members[n:]
+			}
 			delete(batch, set)
 		}
 	}
@@ -161,7 +225,7 @@ func (h *holder) renewLoop() {
 // nothing left to renew or release).
 func (h *holder) renew() bool {
 	h.mu.Lock()
-	if h.closing && len(h.sets) == 0 && len(h.releases) == 0 {
+	if h.closing && len(h.sets) == 0 && len(h.releases) == 0 && h.overflowN == 0 {
 		h.stopped = true
 		close(h.stop)
 		h.mu.Unlock()

@@ -152,9 +152,10 @@ func TestLimiterFailurePolicy(t *testing.T) {
 // blocked is a Remote whose Release waits for unblock.
 type blocked struct {
 	Remote
-	unblock chan struct{}
-	mu      sync.Mutex
-	n       int
+	unblock  chan struct{}
+	mu       sync.Mutex
+	n        int
+	released int
 }
 
 func (b *blocked) Key(zone, key string) string { return zone + ":" + key }
@@ -168,35 +169,87 @@ func (b *blocked) Release(ctx context.Context, set string, members ...string) er
 	select {
 	case <-b.unblock:
 	case <-ctx.Done():
+		return ctx.Err()
 	}
+	b.mu.Lock()
+	b.released += len(members)
+	b.mu.Unlock()
 	return nil
 }
 
-// TestLimiterReleaseNeverWaits: a release returns at once while Redis
-// hangs; the response is never held by it.
+func (b *blocked) releasedN() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.released
+}
+
+// TestLimiterReleaseNeverWaits: releases return at once while Redis hangs,
+// past the queue too (they wait in the overflow), so the response is
+// never held by one; once Redis answers, every one is sent. Past the
+// overflow's bound they are dropped, logged once, and left to the TTL.
 func TestLimiterReleaseNeverWaits(t *testing.T) {
-	r := &blocked{unblock: make(chan struct{})}
-	defer close(r.unblock)
-	l, err := New(Options{Zone: "api", Remote: r})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	start := time.Now()
-	for i := 0; i < 20; i++ {
-		s, _, ok := l.Take(context.Background(), "k", 100, time.Now())
-		if !ok {
-			t.Fatal("refused")
-		}
-		l.Release(s)
-	}
-	if d := time.Since(start); d > 500*time.Millisecond {
-		t.Fatalf("20 releases with Redis hanging took %v", d)
-	}
-	if l.Held() != 0 {
-		t.Fatalf("held %d after every release", l.Held())
+	for _, c := range []struct {
+		name     string
+		overflow int
+		dropped  int
+	}{
+		{"within the overflow", 65536, 0},
+		{"past the overflow", 100, hungReleases - releaseQueue - releaseWorkers - 100},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer func(max int) { overflowMax = max }(overflowMax)
+			overflowMax = c.overflow
+			r := &blocked{unblock: make(chan struct{})}
+			var logged []error
+			var logMu sync.Mutex
+			l, err := New(Options{Zone: "api", Remote: r, LogError: func(err error) {
+				logMu.Lock()
+				logged = append(logged, err)
+				logMu.Unlock()
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			// Every worker holds a batch of one in the hung call before
+			// the queue fills: the rest wait in the queue and past it.
+			start := time.Now()
+			for i := 0; i < hungReleases; i++ {
+				s, _, ok := l.Take(context.Background(), "k", hungReleases, time.Now())
+				if !ok {
+					t.Fatal("refused")
+				}
+				l.Release(s)
+				if i < releaseWorkers {
+					time.Sleep(20 * time.Millisecond) // a worker takes it alone
+				}
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Fatalf("%d releases with Redis hanging took %v", hungReleases, d)
+			}
+			if l.Held() != 0 {
+				t.Fatalf("held %d after every release", l.Held())
+			}
+			l.hold.mu.Lock()
+			dropped := l.hold.dropped
+			l.hold.mu.Unlock()
+			if int(dropped) != c.dropped {
+				t.Fatalf("%d releases dropped, want %d", dropped, c.dropped)
+			}
+			close(r.unblock)
+			waitFor(t, 5*time.Second, func() bool { return r.releasedN() == hungReleases-c.dropped })
+			logMu.Lock()
+			defer logMu.Unlock()
+			if want := min(c.dropped, 1); len(logged) != want {
+				t.Fatalf("logged %d errors (%v), want %d", len(logged), logged, want)
+			}
+		})
 	}
 }
+
+// hungReleases is how many releases TestLimiterReleaseNeverWaits sends: past the
+// queue.
+const hungReleases = releaseQueue + 1000
 
 // waitFor polls cond until it holds or within passes.
 func waitFor(t *testing.T, within time.Duration, cond func() bool) {
