@@ -15,12 +15,24 @@ import (
 // TestInFlightRedisCluster: two handlers (two instances) on one Redis
 // Cluster, through go-redis: 12 clients on each of 6 keys (spread over
 // the cluster's slots) leave exactly 3 of a key at the backend at most,
-// and no slot is left in the cluster afterwards.
+// and no slot is left in the cluster afterwards; alone, and beside a rate
+// (the slot taken in the rate's call).
 func TestInFlightRedisCluster(t *testing.T) {
 	addrs := redistest.Cluster(t)
 	list, _ := json.Marshal(addrs)
-	config := `{"rate_limits":{"clu":{"key":"{http.request.header.X-Key}","in_flight":3}},` +
-		`"redis":{"addresses":` + string(list) + `,"key_prefix":"ifc:"}}`
+	for _, c := range []struct{ name, zone string }{
+		{"alone", `"in_flight":3`},
+		{"with_rate", `"in_flight":3,"window":"1m","limit":100000`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			config := `{"rate_limits":{"clu` + c.name + `":{"key":"{http.request.header.X-Key}",` + c.zone + `}},` +
+				`"redis":{"addresses":` + string(list) + `,"key_prefix":"ifc:"}}`
+			testInFlightCluster(t, config)
+		})
+	}
+}
+
+func testInFlightCluster(t *testing.T, config string) {
 	a, _ := newHandler(t, config)
 	b, _ := newHandler(t, config)
 	be := newBackend(func(*http.Request) { time.Sleep(20 * time.Millisecond) })

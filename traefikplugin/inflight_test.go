@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -298,12 +299,25 @@ func TestInFlightRedisClusterTraefik(t *testing.T) {
 	for i, a := range addrs {
 		endpoints[i] = a
 	}
+	for _, rate := range []bool{false, true} {
+		t.Run("rate "+strconv.FormatBool(rate), func(t *testing.T) {
+			options := map[string]any{
+				"inFlight":        3,
+				"sourceCriterion": map[string]any{"requestHeaderName": "X-Key"},
+				"redis":           map[string]any{"endpoints": endpoints, "keyPrefix": "tc:"},
+			}
+			if rate {
+				// The slot is taken in the rate's call.
+				options["window"], options["limit"] = "1m", 100000
+			}
+			testInFlightCluster(t, "cslots-"+strconv.FormatBool(rate)+"@file", options)
+		})
+	}
+}
+
+func testInFlightCluster(t *testing.T, name string, options map[string]any) {
 	svc := newSlowService(func() { time.Sleep(20 * time.Millisecond) })
-	h := newInFlight(t, "cslots@file", map[string]any{
-		"inFlight":        3,
-		"sourceCriterion": map[string]any{"requestHeaderName": "X-Key"},
-		"redis":           map[string]any{"endpoints": endpoints, "keyPrefix": "tc:"},
-	}, svc)
+	h := newInFlight(t, name, options, svc)
 	var wg sync.WaitGroup
 	for k := 0; k < 4; k++ {
 		for c := 0; c < 12; c++ {
