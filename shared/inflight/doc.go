@@ -12,6 +12,12 @@
 // whose holder stops renewing it (killed, partitioned) is free after the
 // TTL; nothing else frees a slot early but an operator's reset.
 //
+// TakeWith takes a request's slot and decides its rate together: with the
+// slots in Redis, in the rate's own script call (ratelimit.SlotTaker), so
+// that a request of a zone with a rate and in_flight costs two calls, the
+// take and the release; a request refused a slot counts nothing, and one
+// the rate refuses holds no slot.
+//
 // The package is loaded by Traefik's yaegi interpreter as well as compiled
 // into Caddy. Under yaegi every call and method call costs allocations,
 // so the plugin's memory path is two plain functions with the table's work
@@ -24,7 +30,7 @@
 // # Files
 //
 //   - table.go: Table, the memory slots of one zone.
-//   - limiter.go: Limiter, Slot, Take and Release, the failure policy,
-//     TakeMemory and ReleaseMemory.
-//   - holder.go: the renewal loop and the release queue of Redis slots.
+//   - limiter.go: Limiter, Slot, Take, TakeWith and Release, the failure
+//     policy, TakeMemory and ReleaseMemory.
+//   - holder.go: the renewal loop, the release queue and its overflow.
 package inflight
