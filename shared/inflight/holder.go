@@ -183,7 +183,10 @@ func (h *holder) releaseLoop() {
 		h.takeOverflow(batch)
 		for set, members := range batch {
 			for len(members) > 0 {
-				n := min(len(members), releaseBatch)
+				n := len(members)
+				if n > releaseBatch {
+					n = releaseBatch // no min: yaegi lacks Go 1.21's builtins
+				}
 				h.sendAll(set, members[:n])
 				members = members[n:]
 			}
