@@ -75,6 +75,19 @@ func costModes(t *testing.T, store *Store, n int) []costMode {
 	bantight := newZone(t, "bantight", ratelimit.Rule{Window: 10 * time.Hour, SubWindow: time.Hour, Limit: 1}, ratelimit.Options{Ban: time.Hour})
 	banBusy := ratelimit.Item{Zone: banz, Key: "203.0.113.80"}
 	banned := ratelimit.Item{Zone: bantight, Key: "203.0.113.81"}
+	// A zone with in_flight beside its rate: the slot taken in the
+	// decision's call (the full script's SLOT), its set holding every
+	// slot taken before it (nothing releases them here).
+	slotz := newZone(t, "slotz", ratelimit.Rule{Window: 10 * time.Hour, SubWindow: time.Hour, Limit: 1 << 30})
+	takeSlot := func(key string, n int64, member string) *ratelimit.Slot {
+		t.Helper()
+		slot := &ratelimit.Slot{Set: SlotsKey(store.prefix, "slotz", key), N: n, TTL: time.Hour, Member: member}
+		out := make([]ratelimit.Decision, 1)
+		if _, err := store.TakeSlot(ctx, now, []ratelimit.Item{{Zone: slotz, Key: key}}, out, slot); err != nil {
+			t.Fatal(err)
+		}
+		return slot
+	}
 	return []costMode{
 		{"take admitted, busy key", func() { take(busy) }, func(int) bool { return take(busy).Allowed }, nil},
 		{"take admitted, fresh key", func() {}, func(i int) bool {
@@ -104,6 +117,12 @@ func costModes(t *testing.T, store *Store, n int) []costMode {
 		}, func(i int) bool {
 			had, err := store.Forget(ctx, z, "reset-"+strconv.Itoa(i), now, 0)
 			return err == nil && had
+		}, nil},
+		{"slot with the decision, take admitted, busy key", func() { takeSlot("203.0.113.82", 1<<30, "warm") }, func(i int) bool {
+			return takeSlot("203.0.113.82", 1<<30, "m"+strconv.Itoa(i)).State == ratelimit.SlotTaken
+		}, nil},
+		{"slot with the decision, set full", func() { takeSlot("203.0.113.83", 1, "held") }, func(i int) bool {
+			return takeSlot("203.0.113.83", 1, "m"+strconv.Itoa(i)).State == ratelimit.SlotFull
 		}, nil},
 		{"ban zone, take admitted, busy key", func() { take(banBusy) }, func(int) bool { return take(banBusy).Allowed }, nil},
 		{"ban zone, take denied, starts the ban", func() {
