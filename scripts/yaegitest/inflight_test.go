@@ -30,7 +30,8 @@ func (c *concurrency) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // TestPluginInFlight runs inFlight interpreted, as labels: 12 clients of
 // one key leave 3 at the service at most, alone and in front of a rate,
-// in memory and in Redis; a refusal has Retry-After 1.
+// in memory and in Redis (where the rate's call takes the slot); a refusal
+// has Retry-After 1.
 func TestPluginInFlight(t *testing.T) {
 	b, _ := loadPlugin(t)
 	rds := redistest.Start(t)
@@ -41,6 +42,10 @@ func TestPluginInFlight(t *testing.T) {
 		{"alone@docker", map[string]any{"inFlight": "3"}},
 		{"rated@docker", map[string]any{"inFlight": "3", "window": "1m", "limit": "1000"}},
 		{"redis@docker", map[string]any{"inFlight": "3", "inFlightTTL": "5s",
+			"redis": map[string]any{"endpoints": rds.Addr(), "keyPrefix": "y:"}}},
+		// The slot taken in the rate's call, through the client's call
+		// prepared on two keys.
+		{"redis-rated@docker", map[string]any{"inFlight": "3", "inFlightTTL": "5s", "window": "1m", "limit": "1000",
 			"redis": map[string]any{"endpoints": rds.Addr(), "keyPrefix": "y:"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

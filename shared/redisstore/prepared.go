@@ -32,6 +32,17 @@ type preparedCall struct {
 	keyHead       string // prefix, zone name and ":{" (see Key)
 	head          string
 	take, reserve string
+	// slotHead and slotMid enclose the call that takes an in-flight slot
+	// with the decision (see takeSlotPrepared), when the runner prepares
+	// calls on two keys.
+	slotHead, slotMid string
+}
+
+// slotRunner is a preparedRunner that also prepares a call on two keys
+// with a last argument of the request's own: shared/resp's Client.
+type slotRunner interface {
+	PrepareEvalSha2(sha string, args []string) (head, mid string)
+	EvalShaPrepared2(ctx context.Context, head, key, key2, mid, last string) ([]int64, error)
 }
 
 // KeyCall returns z's script call on one key, prepared once for every
@@ -180,5 +191,60 @@ func prepareCall(s *Store, z *ratelimit.Zone) *preparedCall {
 	pc.head, pc.take = s.prep.PrepareEvalSha(redisScriptSHA, args)
 	args[1] = modeReserve
 	_, pc.reserve = s.prep.PrepareEvalSha(redisScriptSHA, args)
+	if s.slotRun != nil {
+		args[1] = modeTake
+		pc.slotHead, pc.slotMid = s.slotRun.PrepareEvalSha2(redisFullScriptSHA, args)
+	}
 	return pc
+}
+
+// takeSlotPrepared is TakeSlot of one item of z on key at its rule's
+// limit, a take, through the call prepareCall encoded: the Traefik
+// plugin's request of a rate beside inFlight, whose general path (call)
+// costs the interpreter several times as much. ok is false when z has no
+// such call, and the caller takes the general path.
+func takeSlotPrepared(ctx context.Context, s *Store, z *ratelimit.Zone, key string, out []ratelimit.Decision, slot *ratelimit.Slot) (allowed, ok bool, err error) {
+	pc := preparedFor(s, z)
+	if pc == nil || pc.slotHead == "" {
+		return false, false, nil
+	}
+	res, err := s.slotRun.EvalShaPrepared2(ctx, pc.slotHead, Key(s.prefix, z.Name(), key), slot.Set, pc.slotMid, slotArg(slot))
+	if err != nil {
+		if isNoScript(err) {
+			// The server lost the full script: the general path sends it.
+			return false, false, nil
+		}
+		return false, true, fmt.Errorf("redis limiter script: %w", err)
+	}
+	allowed, err = slotReply(res, pc.limit, out, slot)
+	return allowed, true, err
+}
+
+// slotReply reads the reply res of a call of one take with slot at limit:
+// the set full ({-1, held}), or take's four integers, redisNotCounted
+// when Redis could not count the request, and the slots held with this
+// one (0 when it took none).
+func slotReply(res []int64, limit int64, out []ratelimit.Decision, slot *ratelimit.Slot) (bool, error) {
+	if len(res) == 2 && res[0] == -1 {
+		slot.State, slot.Held = ratelimit.SlotFull, res[1]
+		out[0] = ratelimit.Decision{Limit: limit}
+		return false, nil
+	}
+	if len(res) != 5 && !(len(res) == 6 && res[4] == redisNotCounted) {
+		return false, fmt.Errorf("redis limiter script: got %d integers for a key with a slot", len(res))
+	}
+	out[0] = ratelimit.Decision{
+		Allowed:    res[0] == 1,
+		Limit:      limit,
+		Remaining:  res[1],
+		RetryAfter: time.Duration(res[2]) * time.Microsecond,
+		ResetAfter: time.Duration(res[3]) * time.Microsecond,
+	}
+	if held := res[len(res)-1]; held > 0 {
+		slot.State, slot.Held = ratelimit.SlotTaken, held
+	}
+	if len(res) == 6 {
+		return out[0].Allowed, ErrOutOfMemory
+	}
+	return out[0].Allowed, nil
 }

@@ -45,6 +45,8 @@ const redisNotCounted = 1
 type Store struct {
 	run  ScriptRunner
 	prep preparedRunner // run, when it is one
+	// slotRun is run when it prepares calls on two keys (TakeSlot).
+	slotRun slotRunner
 	// evalPrepared is prep's EvalShaPrepared as a func value, half the
 	// cost of a call through an interface (see the package
 	// documentation).
@@ -82,6 +84,7 @@ func New(run ScriptRunner, opts Settings) (*Store, error) {
 	s := &Store{run: run, prefix: opts.KeyPrefix, cluster: opts.Cluster, callerTime: opts.CallerTime}
 	if s.prep, _ = run.(preparedRunner); s.prep != nil {
 		s.evalPrepared = s.prep.EvalShaPrepared
+		s.slotRun, _ = run.(slotRunner)
 	}
 	s.args.Store(new(sync.Map))
 	s.calls.Store(new(sync.Map))
@@ -124,6 +127,11 @@ func (s *Store) TakeSlot(ctx context.Context, now time.Time, items []ratelimit.I
 	}
 	if len(items) != 1 {
 		return false, errors.New("redis store: a slot goes with one item")
+	}
+	if it := &items[0]; it.Limit <= 0 && it.Lease <= 0 && !it.Refundable && s.slotRun != nil && !s.callerTime {
+		if allowed, ok, err := takeSlotPrepared(ctx, s, it.Zone, it.Key, out, slot); ok {
+			return allowed, err
+		}
 	}
 	return s.call(ctx, now, items, []string{Key(s.prefix, items[0].Zone.Name(), items[0].Key)}, nil, out, slot)
 }

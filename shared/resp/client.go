@@ -110,6 +110,33 @@ func (c *Client) EvalShaPrepared(ctx context.Context, head, key, tail string) ([
 	return evalInts(ctx, c, key, true, cmd)
 }
 
+// PrepareEvalSha2 encodes an EVALSHA of sha on two keys, with args and
+// then one argument more, in the parts around the keys: the call of a
+// request that names a second key and an argument of its own (an
+// in-flight slot), made with EvalShaPrepared2.
+func (c *Client) PrepareEvalSha2(sha string, args []string) (head, mid string) {
+	return encodePrepared2(sha, args)
+}
+
+// EvalShaPrepared2 runs the EVALSHA that head and mid, from
+// PrepareEvalSha2, enclose, on key and key2 (in key's cluster slot), with
+// last as its last argument, and returns its integer array.
+func (c *Client) EvalShaPrepared2(ctx context.Context, head, key, key2, mid, last string) ([]int64, error) {
+	cmd := head + bulkLine(key) + key + "\r\n" + bulkLine(key2) + key2 + "\r\n" + mid + bulkLine(last) + last + "\r\n"
+	if c.single != nil && c.opts.AutoPipeline {
+		return sharedInts(ctx, c.single, cmd)
+	}
+	return evalInts(ctx, c, key, true, cmd)
+}
+
+// bulkLine returns the line that begins a bulk string of s: "$n\r\n".
+func bulkLine(s string) string {
+	if len(s) < len(bulkLines) {
+		return bulkLines[len(s)]
+	}
+	return "$" + strconv.Itoa(len(s)) + "\r\n"
+}
+
 // firstKey returns the first of keys, which a cluster routes by.
 func firstKey(keys []string) (string, bool) {
 	if len(keys) == 0 {

@@ -88,3 +88,13 @@ func encodePrepared(sha string, args []string) (head, tail string) {
 	tail = strings.Join(append(appendBulks([]string{""}, args), ""), "\r\n")
 	return head, tail
 }
+
+// encodePrepared2 encodes an EVALSHA of sha on two keys, with args and a
+// last argument after them, in the parts before the first key's bulk
+// string and between the second key's CRLF and the last argument's bulk
+// string (see Client.PrepareEvalSha2).
+func encodePrepared2(sha string, args []string) (head, mid string) {
+	head = strings.Join([]string{arrayHead(6 + len(args)), "$7", "EVALSHA", "$" + strconv.Itoa(len(sha)), sha, "$1", "2", ""}, "\r\n")
+	mid = strings.Join(append(appendBulks(nil, args), ""), "\r\n")
+	return head, mid
+}
