@@ -100,7 +100,7 @@ type slot struct {
 	confirmed int64
 	left      int64
 	resetAt   int64
-	gen       uint64
+	timers    uint64 // expiry timers set, so that an earlier lease's timer does nothing
 	stop      func() bool
 
 	// period starts the current sub-window-long period of demand; seen

@@ -340,8 +340,8 @@ func install(t *Table, s *slot, key string, limit int64, mono int64, d ratelimit
 	s.units, s.expires, s.grant, s.granted, s.left = d.Leased, expires, d, granted, d.Remaining
 	s.resetAt = mono + int64(d.ResetAfter)
 	s.size, s.early, s.edge, s.low = d.Leased, false, expires, d.Leased/4
-	s.gen++
-	gen := s.gen
-	s.stop = t.after(time.Duration(expires-current), func() { expire(t, s, gen) })
+	s.timers++
+	timer := s.timers
+	s.stop = t.after(time.Duration(expires-current), func() { expire(t, s, timer) })
 	return back
 }
