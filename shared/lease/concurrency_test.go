@@ -205,8 +205,8 @@ func scriptCalls(t *testing.T, srv *redistest.Server) int64 {
 // TestRedisRestartMidLease: Redis restarts (no persistence: every count is
 // gone, and the script too) while an instance holds a lease: a key Redis
 // lost, which is a reset. The units in hand are spent until the next
-// lease call, which finds the key in another life: the lease ends, and
-// what it spent is counted in the new life. So the window after the
+// lease call, which finds the key in another generation: the lease ends, and
+// what it spent is counted in the new generation. So the window after the
 // restart admits at most the limit (one fresh budget, never more), less
 // at most what the lease spent before the restart (the safe side).
 func TestRedisRestartMidLease(t *testing.T) {
@@ -246,7 +246,7 @@ func TestRedisRestartMidLease(t *testing.T) {
 		t.Fatalf("after the restart admitted %d, want from %d to %d (the limit, less the %d units the lease spent before it)", admitted, r.Limit-spentBefore, r.Limit, spentBefore)
 	}
 	if n := tb.Stats().Relived; n == 0 {
-		t.Fatalf("no lease was ended for its key's new life (Stats.Relived = 0)")
+		t.Fatalf("no lease was ended for its key's new generation (Stats.Relived = 0)")
 	}
 	tb.Close()
 	if d := Take(context.Background(), tb, "hot", 0, time.Now()); d.Allowed {

@@ -44,18 +44,18 @@ func ended(t *Table, s *slot) giveBack {
 
 // relived ends the lease s (locked) holds on key if the key was reset.
 // That is when d, Redis's reply to a lease call on key, names another
-// life of the key than the lease was granted in (see lifeOf): an operator
+// generation of the key than the lease was granted in (see generationOf): an operator
 // reset the key or Redis lost it, so the units in hand are counted
 // nowhere and must not be spent. It returns the lease, to be given back: the script then
-// counts what the lease spent in the key's new life, the units spent
+// counts what the lease spent in the key's new generation, the units spent
 // after the reset among them. A lease spent to the last unit is returned
 // too, for that count.
 func relived(t *Table, s *slot, key string, limit int64, d *ratelimit.Decision) giveBack {
-	life := lifeOf(&s.grant)
-	if life == 0 || lifeOf(d) == 0 || s.key != key || s.limit != limit {
+	generation := generationOf(&s.grant)
+	if generation == 0 || generationOf(d) == 0 || s.key != key || s.limit != limit {
 		return giveBack{}
 	}
-	if lifeOf(d) == life {
+	if generationOf(d) == generation {
 		// Still the same count: what was spent so far came before any
 		// reset.
 		s.confirmed = s.granted - s.units
@@ -114,14 +114,14 @@ func expire(t *Table, s *slot, timer uint64) {
 	back.send(t)
 }
 
-// lifeOf names the key's count that Redis decided d in (see
+// generationOf names the key's count that Redis decided d in (see
 // ratelimit.Receipt), or 0 when unknown: a decision in memory (the local
 // failure policy) or of a failed store.
-func lifeOf(d *ratelimit.Decision) int64 {
+func generationOf(d *ratelimit.Decision) int64 {
 	if !d.Receipt.Remote {
 		return 0
 	}
-	return int64(d.Receipt.Life)
+	return int64(d.Receipt.Generation)
 }
 
 // leasedAt is the store's time, in microseconds, at which the units d

@@ -86,12 +86,12 @@ type slot struct {
 
 	// The lease in hand: units unspent, until expires; grant is the
 	// decision that granted them (its receipt names their sub-window and
-	// the key's life), granted the units granted in that sub-window in
+	// the key's generation), granted the units granted in that sub-window in
 	// all, left what Redis had left after it, resetAt when the window
 	// empties. grant and granted outlive a lease spent to the last unit,
 	// until the next one: they say what it spent (see relived).
 	// confirmed is how many of the granted units were spent before the
-	// last reply that found the key still in the lease's life: a reset
+	// last reply that found the key still in the lease's generation: a reset
 	// came after those.
 	units     int64
 	expires   int64

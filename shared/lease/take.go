@@ -58,7 +58,7 @@ func renew(ctx context.Context, t *Table, s *slot, key string, limit int64, now 
 	s.mu.Unlock()
 	d := decide(ctx, t, key, limit, now, b)
 	s.mu.Lock()
-	// A lease of another life ends; what it spent goes to the new count
+	// A lease of another generation ends; what it spent goes to the new count
 	// at once, before this request returns (gone.send below).
 	gone := relived(t, s, key, limit, &d)
 	if d.Leased == 0 && s.key == key && s.limit == limit {
@@ -310,10 +310,10 @@ func install(t *Table, s *slot, key string, limit int64, mono int64, d ratelimit
 			use: ratelimit.LeaseUse{Granted: d.Leased, Unspent: d.Leased}}
 	}
 	var back giveBack
-	// A grant in the same sub-window and life adds to the slot's account.
+	// A grant in the same sub-window and generation adds to the slot's account.
 	// So a reset's give-back returns every unit spent before the last
-	// reply that found the key in that life, not only the last lease's.
-	same := s.granted > 0 && lifeOf(&s.grant) == lifeOf(&d) && leasedAt(&s.grant)/t.spanMicros == leasedAt(&d)/t.spanMicros
+	// reply that found the key in that generation, not only the last lease's.
+	same := s.granted > 0 && generationOf(&s.grant) == generationOf(&d) && leasedAt(&s.grant)/t.spanMicros == leasedAt(&d)/t.spanMicros
 	if s.units > 0 {
 		if current < s.expires && same {
 			// A renewal counted in the sub-window of the lease in hand:

@@ -158,7 +158,7 @@ func inspectRedisBuckets(r ratelimit.Rule, t int64, fields []int64) ratelimit.Ke
 // cell's index and count. It reports false for a value the script would
 // not read as r's. Today's layout has the shape negated, and after the
 // cells the leased units (an integer as wide as the cells) and the key's
-// life (4 bytes); the previous one, which the script still reads, has
+// generation (4 bytes); the previous one, which the script still reads, has
 // neither.
 func unpackBuckets(r ratelimit.Rule, b []int64) ([]int64, bool) {
 	m := int64(r.Window/r.SubWindow) + 1

@@ -100,7 +100,7 @@ func takeOne(ctx context.Context, s *Store, now time.Time, items []ratelimit.Ite
 
 // takeOneDone finishes takeOne of pc given the reply res and error err of
 // its script call: four integers, two more for a reserved item (its receipt
-// and the key's life), and one more if Redis could not count the request.
+// and the key's generation), and one more if Redis could not count the request.
 func takeOneDone(ctx context.Context, s *Store, pc *preparedCall, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, res []int64, err error) (bool, error) {
 	it := &items[0]
 	want := 4
@@ -118,7 +118,7 @@ func takeOneDone(ctx context.Context, s *Store, pc *preparedCall, now time.Time,
 		ResetAfter: time.Duration(res[3]) * time.Microsecond,
 	}
 	if it.Refundable && res[4] != 0 {
-		out[0].Receipt = ratelimit.Receipt{At: res[4], Life: uint64(res[5]), Remote: true}
+		out[0].Receipt = ratelimit.Receipt{At: res[4], Generation: uint64(res[5]), Remote: true}
 	}
 	if len(res) > want {
 		return out[0].Allowed, ErrOutOfMemory

@@ -301,13 +301,13 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 		switch {
 		case items[i].Refundable:
 			if res[p] != 0 {
-				out[i].Receipt = ratelimit.Receipt{At: res[p], Life: uint64(res[p+1]), Remote: true}
+				out[i].Receipt = ratelimit.Receipt{At: res[p], Generation: uint64(res[p+1]), Remote: true}
 			}
 			p += 2
 		case items[i].Lease > 0:
-			// The key's life comes with a denial too: a lease held on
+			// The key's generation comes with a denial too: a lease held on
 			// another is no longer counted (see ratelimit.Receipt).
-			out[i].Receipt = ratelimit.Receipt{Life: uint64(res[p+2]), Remote: true}
+			out[i].Receipt = ratelimit.Receipt{Generation: uint64(res[p+2]), Remote: true}
 			if res[p] > 0 && res[p+1] > 0 {
 				out[i].Leased = res[p]
 				out[i].LeaseFor = leaseFor(items[i].Zone.Rule(), res[p+1])
