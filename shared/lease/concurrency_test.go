@@ -245,8 +245,8 @@ func TestRedisRestartMidLease(t *testing.T) {
 	if admitted > r.Limit || admitted < r.Limit-spentBefore {
 		t.Fatalf("after the restart admitted %d, want from %d to %d (the limit, less the %d units the lease spent before it)", admitted, r.Limit-spentBefore, r.Limit, spentBefore)
 	}
-	if n := tb.Stats().Relived; n == 0 {
-		t.Fatalf("no lease was ended for its key's new generation (Stats.Relived = 0)")
+	if n := tb.Stats().EndedByReset; n == 0 {
+		t.Fatalf("no lease was ended for its key's new generation (Stats.EndedByReset = 0)")
 	}
 	tb.Close()
 	if d := Take(context.Background(), tb, "hot", 0, time.Now()); d.Allowed {
@@ -375,8 +375,8 @@ func TestResetMidLeaseTwoInstances(t *testing.T) {
 				}
 				wg.Wait()
 			}
-			relived := tables[0].Stats().Relived + tables[1].Stats().Relived
-			t.Logf("%s reset with %d units in leases: the window after it admitted %d of 8000 requests at a limit of %d (%d over); %d leases ended for the new count", name, held, admitted, r.Limit, max(admitted-r.Limit, 0), relived)
+			ended := tables[0].Stats().EndedByReset + tables[1].Stats().EndedByReset
+			t.Logf("%s reset with %d units in leases: the window after it admitted %d of 8000 requests at a limit of %d (%d over); %d leases ended for the new count", name, held, admitted, r.Limit, max(admitted-r.Limit, 0), ended)
 			bound := r.Limit
 			if !admin {
 				bound += held

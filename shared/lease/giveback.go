@@ -42,15 +42,15 @@ func ended(t *Table, s *slot) giveBack {
 	return b
 }
 
-// relived ends the lease s (locked) holds on key if the key was reset.
+// endIfReset ends the lease s (locked) holds on key if the key was reset.
 // That is when d, Redis's reply to a lease call on key, names another
-// generation of the key than the lease was granted in (see generationOf): an operator
-// reset the key or Redis lost it, so the units in hand are counted
-// nowhere and must not be spent. It returns the lease, to be given back: the script then
-// counts what the lease spent in the key's new generation, the units spent
-// after the reset among them. A lease spent to the last unit is returned
-// too, for that count.
-func relived(t *Table, s *slot, key string, limit int64, d *ratelimit.Decision) giveBack {
+// generation of the key than the lease was granted in (see generationOf):
+// an operator reset the key or Redis lost it, so the units in hand are
+// counted nowhere and must not be spent. It returns the lease, to be given
+// back: the script then counts what the lease spent in the key's new
+// generation, the units spent after the reset among them. A lease spent to
+// the last unit is returned too, for that count.
+func endIfReset(t *Table, s *slot, key string, limit int64, d *ratelimit.Decision) giveBack {
 	generation := generationOf(&s.grant)
 	if generation == 0 || generationOf(d) == 0 || s.key != key || s.limit != limit {
 		return giveBack{}
@@ -68,7 +68,7 @@ func relived(t *Table, s *slot, key string, limit int64, d *ratelimit.Decision) 
 	b := ended(t, s)
 	s.units, s.granted, s.confirmed, s.low = 0, 0, 0, -1
 	s.grant = ratelimit.Decision{}
-	atomic.AddUint64(&t.relived, 1)
+	atomic.AddUint64(&t.endedByReset, 1)
 	return b
 }
 

@@ -71,10 +71,10 @@ type Table struct {
 	async  func(f func())
 	closed int32
 
-	leases   uint64
-	granted  uint64
-	returned uint64
-	relived  uint64
+	leases       uint64
+	granted      uint64
+	returned     uint64
+	endedByReset uint64
 }
 
 // slot is the lease of one key, and that key's demand. Its mutex is never
@@ -89,7 +89,7 @@ type slot struct {
 	// the key's generation), granted the units granted in that sub-window in
 	// all, left what Redis had left after it, resetAt when the window
 	// empties. grant and granted outlive a lease spent to the last unit,
-	// until the next one: they say what it spent (see relived).
+	// until the next one: they say what it spent (see endIfReset).
 	// confirmed is how many of the granted units were spent before the
 	// last reply that found the key still in the lease's generation: a reset
 	// came after those.
@@ -186,19 +186,19 @@ type Stats struct {
 	// Saved counts the requests admitted from a lease: Redis calls not
 	// made.
 	Saved uint64
-	// Relived counts the leases ended because their key was reset or
+	// EndedByReset counts the leases ended because their key was reset or
 	// lost in Redis while they ran.
-	Relived uint64
+	EndedByReset uint64
 }
 
 // Stats returns t's counters.
 func (t *Table) Stats() Stats {
 	return Stats{
-		Leases:   atomic.LoadUint64(&t.leases),
-		Granted:  atomic.LoadUint64(&t.granted),
-		Returned: atomic.LoadUint64(&t.returned),
-		Saved:    t.saved(),
-		Relived:  atomic.LoadUint64(&t.relived),
+		Leases:       atomic.LoadUint64(&t.leases),
+		Granted:      atomic.LoadUint64(&t.granted),
+		Returned:     atomic.LoadUint64(&t.returned),
+		Saved:        t.saved(),
+		EndedByReset: atomic.LoadUint64(&t.endedByReset),
 	}
 }
 

@@ -60,7 +60,7 @@ func renew(ctx context.Context, t *Table, s *slot, key string, limit int64, now 
 	s.mu.Lock()
 	// A lease of another generation ends; what it spent goes to the new count
 	// at once, before this request returns (gone.send below).
-	gone := relived(t, s, key, limit, &d)
+	gone := endIfReset(t, s, key, limit, &d)
 	if d.Leased == 0 && s.key == key && s.limit == limit {
 		// What Redis has left now, for the Remaining of the requests that
 		// spend the units in hand.
@@ -181,7 +181,7 @@ func miss(ctx context.Context, t *Table, s *slot, key string, limit int64, now t
 		s.mu.Lock()
 		s.pending = nil
 		close(ch)
-		gone := relived(t, s, key, limit, &d)
+		gone := endIfReset(t, s, key, limit, &d)
 		back = install(t, s, key, limit, mono, d)
 		d.Remaining = held(s, key, limit, d)
 		s.mu.Unlock()

@@ -127,7 +127,7 @@ func TestRedisExpiryAfterClockBack(t *testing.T) {
 // TestRedisLeaseReplyOnLeanKey: a lease call denied on a key that only
 // plain takes counted (a key re-made after the one a lease counted in was
 // reset or lost) names a generation no lease holds, 2^32, so that the holder
-// ends its lease as for a reset (lease's relived); a key with no generation is
+// ends its lease as for a reset (lease's endIfReset); a key with no generation is
 // never reported as unknown (0), which would let the lease go on.
 func TestRedisLeaseReplyOnLeanKey(t *testing.T) {
 	s := redistest.Start(t)
