@@ -352,8 +352,8 @@ func forgetKey(ctx context.Context, uses []*zoneUse, key string) ([]keyState, er
 			}
 			for _, r := range u.redis {
 				// This instance's leases first: they end unspent, and the
-				// reset does not carry them into the fresh count (it does
-				// carry what other instances' leases may still spend).
+				// reset does not keep them in the fresh count (it does keep
+				// what other instances' leases may still spend).
 				var own int64
 				for _, t := range r.leases {
 					own += t.Forget(k)

@@ -59,7 +59,7 @@ func givenBack(ctx context.Context, g *Guard, err error) {
 // became of the units the store counted for it. They come off that
 // sub-window, if the key still holds them there in d's generation; with the
 // breaker open they stay counted (the safe side). If an operator reset
-// the key since, they come off the fresh count that carried them. If
+// the key since, they come off the fresh count that kept them. If
 // the store lost the key (another generation, see ratelimit.Receipt), the units spent
 // since the generation was last confirmed are counted in the new generation instead,
 // if their sub-window still counts at now, so that a loss adds to a fresh

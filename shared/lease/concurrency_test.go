@@ -319,8 +319,8 @@ func TestLeaseOutlivesClient(t *testing.T) {
 
 // TestResetMidLeaseTwoInstances: a hot key on two instances, each holding
 // a lease, is reset, as Caddy's admin API does (the instance that serves
-// the DELETE forgets its lease, and the store resets the key, carrying
-// the units the other's lease still holds into the fresh count), or lost
+// the DELETE forgets its lease, and the store resets the key, keeping
+// the units the other's lease still holds counted in the fresh count), or lost
 // by Redis (no instance knows). Then the first instance uses the fresh
 // count up, 8 goroutines at once, and only then does the second spend
 // what its lease of before holds: the worst order for a reset. After an

@@ -250,8 +250,8 @@ var simBackends = []struct {
 
 // reset plays the reset step s at server time. An operator's reset
 // (forget) is Caddy's admin DELETE through instance s.instance: it forgets
-// its lease, and the store resets the key, carrying the units of leases
-// still out into the fresh count, which then admits no more than the
+// its lease, and the store resets the key, keeping the units of leases
+// still out counted in the fresh count, which then admits no more than the
 // limit. Otherwise Redis loses the key: what the instances hold of its
 // leases then bounds what it may admit over its fresh budget (see
 // exact.reset).

@@ -262,8 +262,8 @@ func (t *Table) Close() {
 // Forget ends this instance's lease on key without giving its units back,
 // before the caller resets the key (an operator's reset: see
 // redisstore.Store.Forget), and returns the units the lease was
-// granted in its sub-window, which the reset must not carry into the
-// fresh count; 0 when there was no live lease.
+// granted in its sub-window, which the reset must not keep counted in
+// the fresh count; 0 when there was no live lease.
 func (t *Table) Forget(key string) int64 {
 	mono := int64(t.now().Sub(t.base))
 	s := &t.slots[maphash.String(t.seed, key)&t.mask]

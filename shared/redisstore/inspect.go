@@ -233,7 +233,7 @@ func inspectRedisLog(r ratelimit.Rule, t int64, scores []int64) ratelimit.KeySta
 // with them counted, so that the reset never admits more than the limit.
 // own is the units granted to the caller's own lease of the key, which it
 // ended without spending more (see lease.Table.Forget): they are not
-// carried. A receipt of before (a count_status reservation) gives nothing
+// kept. A receipt of before (a count_status reservation) gives nothing
 // back to the fresh count.
 func (s *Store) Forget(ctx context.Context, z *ratelimit.Zone, key string, now time.Time, own int64) (bool, error) {
 	if err := CheckRule(z.Name(), z.Rule()); err != nil {

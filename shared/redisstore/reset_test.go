@@ -41,7 +41,7 @@ func TestRedisResetLeases(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := remaining(z, now); got != 80 {
-			t.Fatalf("after an operator's reset %d remaining, want 80: the 20 units of the other lease carried, not the resetting one's 10", got)
+			t.Fatalf("after an operator's reset %d remaining, want 80: the 20 units of the other lease kept across the reset, not the resetting one's 10", got)
 		}
 		if err := g.Refund(ctx, []ratelimit.Item{{Zone: z, Key: "k", Refundable: true}}, []ratelimit.Decision{res}); err != nil {
 			t.Fatal(err)

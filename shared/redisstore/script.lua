@@ -967,15 +967,15 @@ local function refundBuckets(key, alg, W, T, cost, shape, at, generation, grante
   if alg == 1 then reach = 1 end
   local own = GENERATION -- the generation a receipt of this key names
   if granted == 0 and GENERATION then own = stamp(GENERATION) end -- a reservation's
-  local carried = granted > 0 and GENERATION and GENERATION ~= generation and GENERATION == nextGeneration(generation)
-  if not V or REWRITE or own ~= generation and not carried then
+  local keptAcrossReset = granted > 0 and GENERATION and GENERATION ~= generation and GENERATION == nextGeneration(generation)
+  if not V or REWRITE or own ~= generation and not keptAcrossReset then
     local spent = granted - confirmed - cost
     if granted > 0 and spent > 0 and not FOREIGN then return charge(key, T, spent, shape, m, reach, at) end
     return 0
   end
-  if carried then
-    -- An operator's reset carried the lease's units into this generation (see
-    -- reset): those spent before it, as far as the holder knows, come
+  if keptAcrossReset then
+    -- An operator's reset kept the lease's units counted in this
+    -- generation (see reset): those spent before it, as far as the holder knows, come
     -- back with the unspent ones.
     cost = cost + confirmed
   end
@@ -1013,7 +1013,7 @@ end
 -- generation counts them from its start, so that it admits one fresh budget
 -- and never more, and a lease that gives them back gives them back to it
 -- (see refundBuckets). Those of the resetting instance's own lease, which
--- it ended (ARGV[3]'s last eight bytes), are not carried. It returns 1 if
+-- it ended (ARGV[3]'s last eight bytes), are not kept. It returns 1 if
 -- there was a key.
 local function reset()
   local key = KEYS[1]
