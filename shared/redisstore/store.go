@@ -57,7 +57,7 @@ type Store struct {
 	// maxCachedRules (reloads with ever new rules cannot grow it).
 	args     atomic.Value
 	argsSize int64
-	// calls caches the prepared call of each zone by its serial number, a
+	// calls caches the prepared call of each zone by its number, a
 	// *sync.Map
 	// bounded in the same way (see preparedFor).
 	calls     atomic.Value
