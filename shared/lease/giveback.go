@@ -99,9 +99,10 @@ func (b giveBack) spawn(t *Table) {
 	t.async(func() { b.send(t) })
 }
 
-// expire ends the lease in s when its time is up, unless a later lease
-// set another timer (see slot.timers), giving back what it left: a key that went quiet does not keep its
-// units from the other instances until they leave the window.
+// expire ends the lease in s when its time is up, unless a later lease set
+// another timer (see slot.timers), giving back what it left: a key that
+// went quiet does not keep its units from the other instances until they
+// leave the window.
 func expire(t *Table, s *slot, timer uint64) {
 	s.mu.Lock()
 	if s.timers != timer {

@@ -87,9 +87,9 @@ func renew(ctx context.Context, t *Table, s *slot, key string, limit int64, now 
 	return d
 }
 
-// held returns the Remaining of the request d decided with a lease. It
-// is what a per-request decision reports, and what the requests that
-// spend the lease will: what Redis has left, plus the units this instance holds for
+// held returns the Remaining of the request d decided with a lease. It is
+// what a per-request decision reports, and what the requests that spend the
+// lease will: what Redis has left, plus the units this instance holds for
 // the key in s (locked), the new ones and any it held before.
 func held(s *slot, key string, limit int64, d ratelimit.Decision) int64 {
 	if s.key == key && s.limit == limit && s.units > 0 {

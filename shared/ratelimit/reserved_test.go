@@ -85,9 +85,9 @@ func refundGeneral(z *Zone, key string, d *Decision) {
 	d.Receipt.At = 0
 }
 
-// withoutGeneration returns d with its receipt's generation cleared: two zones number
-// their keys' generations each on its own (TakeAll may make a slot, and so a
-// generation, for a request that a Log zone then denies).
+// withoutGeneration returns d with its receipt's generation cleared: two
+// zones number their keys' generations each on its own (TakeAll may make a
+// slot, and so a generation, for a request that a Log zone then denies).
 func withoutGeneration(d Decision) Decision {
 	d.Receipt.Generation = 0
 	return d

@@ -33,12 +33,13 @@ type shard struct {
 	counts []uint32
 	// logs is, per slot, the admitted timestamps (Log only).
 	logs []logRing
-	// generations holds, per slot, the generation of the key in it: a number new for
-	// each key the shard creates, which a receipt carries, so that a
-	// count reserved before a key was forgotten or evicted is never given
-	// back from the count of the key that replaced it. 64 bits, so that it
-	// never wraps: at 32, a shard's 2^32nd key took the generation of its first,
-	// and a receipt of the first gave back the other's count.
+	// generations holds, per slot, the generation of the key in it: a
+	// number new for each key the shard creates, which a receipt carries,
+	// so that a count reserved before a key was forgotten or evicted is
+	// never given back from the count of the key that replaced it. 64 bits,
+	// so that it never wraps: at 32, a shard's 2^32nd key took the
+	// generation of its first, and a receipt of the first gave back the
+	// other's count.
 	generations []uint64
 	// born is the last generation the shard gave.
 	born uint64

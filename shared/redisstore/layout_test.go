@@ -32,7 +32,8 @@ func TestRedisLeanAndFullKeys(t *testing.T) {
 		}
 		return n.Int
 	}
-	// both takes item at now from Redis and from memory and wants the same decision.
+	// both takes item at now from Redis and from memory and wants the same
+	// decision.
 	var memLast ratelimit.Decision // memory's decision of the last call of both
 	both := func(now time.Time, it ratelimit.Item) ratelimit.Decision {
 		t.Helper()
@@ -126,9 +127,10 @@ func TestRedisExpiryAfterClockBack(t *testing.T) {
 
 // TestRedisLeaseReplyOnLeanKey: a lease call denied on a key that only
 // plain takes counted (a key re-made after the one a lease counted in was
-// reset or lost) names a generation no lease holds, 2^32, so that the holder
-// ends its lease as for a reset (lease's endIfReset); a key with no generation is
-// never reported as unknown (0), which would let the lease go on.
+// reset or lost) names a generation no lease holds, 2^32, so that the
+// holder ends its lease as for a reset (lease's endIfReset); a key with no
+// generation is never reported as unknown (0), which would let the lease go
+// on.
 func TestRedisLeaseReplyOnLeanKey(t *testing.T) {
 	s := redistest.Start(t)
 	store, _ := newStore(t, s.Addr())

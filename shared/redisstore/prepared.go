@@ -142,8 +142,8 @@ func takeOneOther(ctx context.Context, s *Store, now time.Time, items []ratelimi
 
 // preparedFor returns z's prepared call, or nil when z's rule cannot be
 // kept in Redis. It is made once per zone and kept by the zone's number
-// (ratelimit.ZoneNumber), which no other zone of the process has, so that the cache
-// holds no zone alive. The cache is bounded as ruleArgs's is.
+// (ratelimit.ZoneNumber), which no other zone of the process has, so that
+// the cache holds no zone alive. The cache is bounded as ruleArgs's is.
 func preparedFor(s *Store, z *ratelimit.Zone) *preparedCall {
 	key := ratelimit.ZoneNumber(z)
 	calls := s.calls.Load().(*sync.Map)

@@ -71,12 +71,12 @@ func withReceipt(rule string, n int64, r ratelimit.Receipt, use ratelimit.LeaseU
 
 // GiveBack returns the unspent units of the lease d granted on it's key,
 // use telling what became of them: a refund of them from the sub-window
-// they were counted in, if the key still holds them there in d's generation. In
-// the generation an operator's reset kept them counted in (see Forget), the units
-// spent before the reset come back too. In another generation (Redis lost the
-// key), the script counts the units spent since the last confirmation
-// instead, if their sub-window still counts at now (the server's time,
-// but with CallerTime).
+// they were counted in, if the key still holds them there in d's
+// generation. In the generation an operator's reset kept them counted in
+// (see Forget), the units spent before the reset come back too. In another
+// generation (Redis lost the key), the script counts the units spent since
+// the last confirmation instead, if their sub-window still counts at now
+// (the server's time, but with CallerTime).
 func (s *Store) GiveBack(ctx context.Context, now time.Time, it ratelimit.Item, d ratelimit.Decision, use ratelimit.LeaseUse) error {
 	if use.Unspent < 0 || use.Granted <= 0 || d.Receipt.At == 0 || !d.Receipt.Remote {
 		return nil

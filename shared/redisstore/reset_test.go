@@ -10,11 +10,11 @@ import (
 )
 
 // TestRedisResetLeases: an operator's reset (Forget) starts a key's next
-// generation with the units other instances still hold in leases counted, but
-// not the resetting instance's own; a lease of before gives its units
-// back to that generation, with the ones it spent before its generation was last
-// confirmed. After a loss (the key deleted in Redis), a give-back counts
-// what the lease spent since instead; a reservation of before gets
+// generation with the units other instances still hold in leases counted,
+// but not the resetting instance's own; a lease of before gives its units
+// back to that generation, with the ones it spent before its generation was
+// last confirmed. After a loss (the key deleted in Redis), a give-back
+// counts what the lease spent since instead; a reservation of before gets
 // nothing back from either.
 func TestRedisResetLeases(t *testing.T) {
 	leaseStores(t, func(t *testing.T, s *Store, g *guard.Guard, zone func(ratelimit.Rule) *ratelimit.Zone) {
