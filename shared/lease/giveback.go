@@ -125,7 +125,7 @@ func generationOf(d *ratelimit.Decision) int64 {
 	return int64(d.Receipt.Generation)
 }
 
-// leasedAt is the store's time, in microseconds, at which the units d
+// leasedAt is the store's time, in Unix nanoseconds, at which the units d
 // leased were counted, which names their sub-window; 0 when d leased
 // nothing.
 func leasedAt(d *ratelimit.Decision) int64 {

@@ -54,16 +54,13 @@ type Table struct {
 	keyCall *ratelimit.KeyCall
 	limit   int64 // the rule's
 	cost    int64
-	span    int64 // the sub-window, in nanoseconds: demand is counted per span
-	// spanMicros is the sub-window in microseconds, the store's unit: two
-	// grants whose times it divides alike count in one sub-window.
-	spanMicros int64
-	max        int64
-	base       time.Time // monotonic times are nanoseconds since base
-	now        func() time.Time
-	seed       maphash.Seed
-	mask       uint64
-	slots      []slot
+	span    int64 // the sub-window, in nanoseconds: demand is counted per span; two grants whose receipts it divides alike share one
+	max     int64
+	base    time.Time // monotonic times are nanoseconds since base
+	now     func() time.Time
+	seed    maphash.Seed
+	mask    uint64
+	slots   []slot
 	// after starts a timer that gives back what a lease left; tests
 	// replace it to run on a simulated clock. async runs a give-back
 	// off the request's path; simulations run it at once.
@@ -150,21 +147,20 @@ func NewTable(z *ratelimit.Zone, g *guard.Guard, opts Options) (*Table, error) {
 	}
 	r := z.Rule()
 	t := &Table{
-		zone:       z,
-		guard:      g,
-		keyCall:    opts.KeyCall,
-		limit:      r.Limit,
-		cost:       r.Cost,
-		span:       int64(r.SubWindow),
-		spanMicros: r.SubWindow.Microseconds(),
-		max:        opts.MaxUnits,
-		base:       time.Now(),
-		now:        opts.Now,
-		seed:       maphash.MakeSeed(),
-		mask:       uint64(n - 1),
-		slots:      make([]slot, n),
-		after:      func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
-		async:      func(f func()) { go f() },
+		zone:    z,
+		guard:   g,
+		keyCall: opts.KeyCall,
+		limit:   r.Limit,
+		cost:    r.Cost,
+		span:    int64(r.SubWindow),
+		max:     opts.MaxUnits,
+		base:    time.Now(),
+		now:     opts.Now,
+		seed:    maphash.MakeSeed(),
+		mask:    uint64(n - 1),
+		slots:   make([]slot, n),
+		after:   func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
+		async:   func(f func()) { go f() },
 	}
 	if r.Algorithm == ratelimit.Log {
 		t.max = 0 // Redis grants a log rule nothing: never ask

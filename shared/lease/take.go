@@ -313,7 +313,7 @@ func install(t *Table, s *slot, key string, limit int64, mono int64, d ratelimit
 	// A grant in the same sub-window and generation adds to the slot's account.
 	// So a reset's give-back returns every unit spent before the last
 	// reply that found the key in that generation, not only the last lease's.
-	same := s.granted > 0 && generationOf(&s.grant) == generationOf(&d) && leasedAt(&s.grant)/t.spanMicros == leasedAt(&d)/t.spanMicros
+	same := s.granted > 0 && generationOf(&s.grant) == generationOf(&d) && leasedAt(&s.grant)/t.span == leasedAt(&d)/t.span
 	if s.units > 0 {
 		if current < s.expires && same {
 			// A renewal counted in the sub-window of the lease in hand:

@@ -33,13 +33,13 @@ type Decision struct {
 // Receipt is where a store counted a request.
 //
 // At fixes the sub-window (or the log entry) a refund takes the count back
-// from: the time the store counted the request at, after its clock
-// clamps, in Unix nanoseconds in memory or microseconds on a remote
-// store's clock; 0 when nothing was counted. Generation names the key's count
-// the request went into: a slot's generation in memory, the key's birth time on
-// a remote store. A key that was reset, evicted or lost since is another
-// generation, and a refund into it gives nothing back. Remote reports a remote
-// store's receipt rather than one of the in-memory zones.
+// from: the time the store counted the request at, after its clock clamps,
+// in Unix nanoseconds on that store's clock; 0 when nothing was counted.
+// Generation names the key's count the request went into: a slot's
+// generation in memory, the key's birth time on a remote store. A key that
+// was reset, evicted or lost since is another generation, and a refund into
+// it gives nothing back. Remote reports a remote store's receipt rather
+// than one of the in-memory zones.
 type Receipt struct {
 	At         int64
 	Generation uint64

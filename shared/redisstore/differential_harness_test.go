@@ -508,7 +508,7 @@ func (r *diffRun) checkReceipts(s diffStep, allowed bool) *diffFailure {
 		reserving = true
 		mem, red := r.want[j].Receipt, r.got[j].Receipt
 		rule := r.zones[s.items[j].zone].rule
-		span := int64(rule.SubWindow / time.Microsecond)
+		span := int64(rule.SubWindow)
 		bad := ""
 		switch {
 		case !allowed:
@@ -517,11 +517,11 @@ func (r *diffRun) checkReceipts(s diffStep, allowed bool) *diffFailure {
 			}
 		case mem.At == 0 || mem.Remote || red.At == 0 || !red.Remote:
 			bad = "want one from each store"
-		case rule.Algorithm == ratelimit.Log && mem.At != red.At*1000:
+		case rule.Algorithm == ratelimit.Log && mem.At != red.At:
 			bad = "not the same time"
-		case rule.Algorithm != ratelimit.Log && mem.At/int64(rule.SubWindow) != red.At/span:
+		case rule.Algorithm != ratelimit.Log && mem.At/span != red.At/span:
 			bad = "not the same sub-window"
-		case r.forward && red.At != s.at:
+		case r.forward && red.At != s.at*int64(time.Microsecond): // the trace's times are µs
 			bad = "not the request's time"
 		}
 		if bad != "" {
@@ -610,7 +610,8 @@ func (r *diffRun) refund(s diffStep) *diffFailure {
 			r.stats.refused++
 		}
 		rule := r.zones[di.zone].rule
-		at, span, window := held.got[j].Receipt.At, int64(rule.SubWindow/time.Microsecond), int64(rule.Window/time.Microsecond)
+		// The trace's times are µs; a receipt's, nanoseconds.
+		at, span, window := held.got[j].Receipt.At/int64(time.Microsecond), int64(rule.SubWindow/time.Microsecond), int64(rule.Window/time.Microsecond)
 		log := rule.Algorithm == ratelimit.Log
 		if log && at <= r.now-window || !log && at/span < r.now/span {
 			r.stats.moved++

@@ -118,7 +118,9 @@ func takeOneDone(ctx context.Context, s *Store, pc *preparedCall, now time.Time,
 		ResetAfter: time.Duration(res[3]) * time.Microsecond,
 	}
 	if it.Refundable && res[4] != 0 {
-		out[0].Receipt = ratelimit.Receipt{At: res[4], Generation: uint64(res[5]), Remote: true}
+		// At from the script's µs to nanoseconds: a literal costs the
+		// interpreter less than a time.Microsecond conversion.
+		out[0].Receipt = ratelimit.Receipt{At: res[4] * 1000, Generation: uint64(res[5]), Remote: true}
 	}
 	if len(res) > want {
 		return out[0].Allowed, ErrOutOfMemory

@@ -62,11 +62,12 @@ func (s *Store) refund(ctx context.Context, keys, args []string) error {
 }
 
 // withReceipt returns a refund's rule argument: the packed rule with the
-// limit n and, after it, the receipt's time and generation, and for a lease the
-// units it was granted and the ones it spent before its generation was last
-// confirmed (zero for a reservation).
+// limit n and, after it, the receipt's time (in µs, the script's unit: the
+// store made At from it, so the division is exact) and generation, and for
+// a lease the units it was granted and the ones it spent before its
+// generation was last confirmed (zero for a reservation).
 func withReceipt(rule string, n int64, r ratelimit.Receipt, use ratelimit.LeaseUse) string {
-	return withInt(withInt(withInt(withInt(withLimit(rule, n), r.At), int64(r.Generation)), use.Granted), use.Confirmed)
+	return withInt(withInt(withInt(withInt(withLimit(rule, n), r.At/1000), int64(r.Generation)), use.Granted), use.Confirmed)
 }
 
 // GiveBack returns the unspent units of the lease d granted on it's key,

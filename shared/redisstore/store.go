@@ -301,7 +301,8 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 		switch {
 		case items[i].Refundable:
 			if res[p] != 0 {
-				out[i].Receipt = ratelimit.Receipt{At: res[p], Generation: uint64(res[p+1]), Remote: true}
+				// At from the script's µs to nanoseconds, as in takeOneDone.
+				out[i].Receipt = ratelimit.Receipt{At: res[p] * 1000, Generation: uint64(res[p+1]), Remote: true}
 			}
 			p += 2
 		case items[i].Lease > 0:
@@ -311,7 +312,7 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 			if res[p] > 0 && res[p+1] > 0 {
 				out[i].Leased = res[p]
 				out[i].LeaseFor = leaseFor(items[i].Zone.Rule(), res[p+1])
-				out[i].Receipt.At = res[p+1]
+				out[i].Receipt.At = res[p+1] * 1000
 			}
 			p += 3
 		}
