@@ -126,7 +126,7 @@ type listing struct {
 // zoneInfo describes one zone state.
 type zoneInfo struct {
 	Name          string      `json:"name"`
-	ID            uint64      `json:"id"`
+	ID            uint64      `json:"id"` // ratelimit.ZoneNumber
 	Algorithm     string      `json:"algorithm"`
 	Window        string      `json:"window"`
 	SubWindow     string      `json:"sub_window,omitempty"`
@@ -162,7 +162,7 @@ func describeZones(uses []*zoneUse) []zoneInfo {
 		rule := u.zone.Rule()
 		info := zoneInfo{
 			Name:      u.name,
-			ID:        ratelimit.Serial(u.zone),
+			ID:        ratelimit.ZoneNumber(u.zone),
 			Algorithm: rule.Algorithm.String(),
 			Window:    rule.Window.String(),
 			Limit:     rule.Limit,
@@ -217,7 +217,7 @@ type keyReport struct {
 
 // keyState is a key in one zone state and store.
 type keyState struct {
-	ID        uint64 `json:"id"`
+	ID        uint64 `json:"id"` // ratelimit.ZoneNumber
 	Store     string `json:"store"`
 	KeyPrefix string `json:"key_prefix,omitempty"`
 	// Key is the key as the zone holds it.
@@ -293,7 +293,7 @@ func leaseOf(tables []*lease.Table, key string) *leaseState {
 func newKeyState(u *zoneUse, store, prefix string, l lookup) keyState {
 	kl := u.limitOf(l)
 	return keyState{
-		ID: ratelimit.Serial(u.zone), Store: store, KeyPrefix: prefix, Key: l.key, Fallback: l.fallback,
+		ID: ratelimit.ZoneNumber(u.zone), Store: store, KeyPrefix: prefix, Key: l.key, Fallback: l.fallback,
 		Limit: kl.limit, ZoneLimit: u.zone.Rule().Limit, LimitSource: kl.source, Unlimited: kl.unlimited, Note: kl.note,
 	}
 }
@@ -352,8 +352,8 @@ func forgetKey(ctx context.Context, uses []*zoneUse, key string) ([]keyState, er
 			}
 			for _, r := range u.redis {
 				// This instance's leases first: they end unspent, and the
-				// reset does not carry them into the fresh count (it does
-				// carry what other instances' leases may still spend).
+				// reset does not keep them in the fresh count (it does keep
+				// what other instances' leases may still spend).
 				var own int64
 				for _, t := range r.leases {
 					own += t.Forget(k)

@@ -115,7 +115,7 @@ func zoneUses(name string) []*zoneUse {
 		}
 	}
 	slices.SortFunc(out, func(a, b *zoneUse) int {
-		return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(ratelimit.Serial(a.zone), ratelimit.Serial(b.zone)))
+		return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(ratelimit.ZoneNumber(a.zone), ratelimit.ZoneNumber(b.zone)))
 	})
 	return out
 }

@@ -176,7 +176,7 @@ func resetCountStatus(t *testing.T, url, from string, reset func(key string), ur
 }
 
 // TestE2EReset checks that a reset is a reset, on two instances sharing a
-// redis-server: what was taken from a key's old life is neither spent nor
+// redis-server: what was taken from a key's old generation is neither spent nor
 // given back in the new one.
 func TestE2EReset(t *testing.T) {
 	t.Parallel() // it mostly waits: sub-windows, slow answers, intervals

@@ -90,7 +90,7 @@ type Reset struct {
 // reserve the whole budget; once r.Counted holds, r.Do resets the key;
 // five 401s to r.URL2 each get 401 (a fresh budget, Remaining 4..0); the
 // slow five end in 200; and five more 401s to r.URL2 each get 429: the
-// slow ones' refunds are of the old life and give nothing back to the new
+// slow ones' refunds are of the old generation and give nothing back to the new
 // one. It starts early in a sub-window, so that the slow ones and the
 // fresh 401s are counted in the same one.
 func ResetCountStatus(tb testing.TB, r Reset) {

@@ -11,7 +11,7 @@ import (
 // the shape (an int64, negative in the lean layout, positive in the full
 // one), the newest sub-window's index (7 bytes), then the total in w
 // bytes, the k+1 cells, and in the full layout the leased units (w bytes)
-// and the life (4 bytes). The end-to-end tests of both hosts read the
+// and the generation (4 bytes). The end-to-end tests of both hosts read the
 // counts Redis holds with it.
 func (s *Server) StoredCount(tb testing.TB, key string) int64 {
 	tb.Helper()

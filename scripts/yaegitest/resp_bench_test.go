@@ -52,13 +52,13 @@ func Loop(addr string, pipelined bool, n int) (time.Duration, error) {
 
 // fakeRedis answers every command it reads as the limiter script would a
 // one-item decision that admits, at compiled speed, so that a benchmark
-// against it measures the client alone rather than redis-server sharing
-// the machine: four integers for a take, with the receipt and the key's
-// life for a reserve, and with no lease granted and the life for a lease
-// (the mode is the sixth word of an EVALSHA on one key). The decision is
-// one a limit of 60000 could take (the plugin's benchmark), so that the
-// plugin writes its headers from its table rather than formatting them.
-// calls counts the commands it answered.
+// against it measures the client alone rather than redis-server sharing the
+// machine: four integers for a take, with the receipt and the key's
+// generation for a reserve, and with no lease granted and the generation
+// for a lease (the mode is the sixth word of an EVALSHA on one key). The
+// decision is one a limit of 60000 could take (the plugin's benchmark), so
+// that the plugin writes its headers from its table rather than formatting
+// them. calls counts the commands it answered.
 func fakeRedis(tb testing.TB) (addr string, calls *atomic.Int64) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

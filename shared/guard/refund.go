@@ -57,14 +57,14 @@ func givenBack(ctx context.Context, g *Guard, err error) {
 // GiveBack returns the unspent units of a lease to the store. d is a
 // decision Take returned for an Item with Lease set, and use tells what
 // became of the units the store counted for it. They come off that
-// sub-window, if the key still holds them there in d's life; with the
-// breaker open they stay counted (the safe side). If an operator reset
-// the key since, they come off the fresh count that carried them. If
-// the store lost the key (another life, see ratelimit.Receipt), the units spent
-// since the life was last confirmed are counted in the new life instead,
-// if their sub-window still counts at now, so that a loss adds to a fresh
-// budget as little of what a lease spent after it as can be known. A
-// failure is logged and trips the breaker as a failed take does. The
+// sub-window, if the key still holds them there in d's generation; with the
+// breaker open they stay counted (the safe side). If an operator reset the
+// key since, they come off the fresh count that kept them. If the store
+// lost the key (another generation, see ratelimit.Receipt), the units spent
+// since the generation was last confirmed are counted in the new generation
+// instead, if their sub-window still counts at now, so that a loss adds to
+// a fresh budget as little of what a lease spent after it as can be known.
+// A failure is logged and trips the breaker as a failed take does. The
 // key's cached denial goes, since its count may have fallen.
 func (g *Guard) GiveBack(ctx context.Context, now time.Time, it ratelimit.Item, d ratelimit.Decision, use ratelimit.LeaseUse) {
 	gb, ok := g.remote.(giveBacker)

@@ -205,8 +205,8 @@ func scriptCalls(t *testing.T, srv *redistest.Server) int64 {
 // TestRedisRestartMidLease: Redis restarts (no persistence: every count is
 // gone, and the script too) while an instance holds a lease: a key Redis
 // lost, which is a reset. The units in hand are spent until the next
-// lease call, which finds the key in another life: the lease ends, and
-// what it spent is counted in the new life. So the window after the
+// lease call, which finds the key in another generation: the lease ends, and
+// what it spent is counted in the new generation. So the window after the
 // restart admits at most the limit (one fresh budget, never more), less
 // at most what the lease spent before the restart (the safe side).
 func TestRedisRestartMidLease(t *testing.T) {
@@ -245,8 +245,8 @@ func TestRedisRestartMidLease(t *testing.T) {
 	if admitted > r.Limit || admitted < r.Limit-spentBefore {
 		t.Fatalf("after the restart admitted %d, want from %d to %d (the limit, less the %d units the lease spent before it)", admitted, r.Limit-spentBefore, r.Limit, spentBefore)
 	}
-	if n := tb.Stats().Relived; n == 0 {
-		t.Fatalf("no lease was ended for its key's new life (Stats.Relived = 0)")
+	if n := tb.Stats().EndedByReset; n == 0 {
+		t.Fatalf("no lease was ended for its key's new generation (Stats.EndedByReset = 0)")
 	}
 	tb.Close()
 	if d := Take(context.Background(), tb, "hot", 0, time.Now()); d.Allowed {
@@ -319,8 +319,8 @@ func TestLeaseOutlivesClient(t *testing.T) {
 
 // TestResetMidLeaseTwoInstances: a hot key on two instances, each holding
 // a lease, is reset, as Caddy's admin API does (the instance that serves
-// the DELETE forgets its lease, and the store resets the key, carrying
-// the units the other's lease still holds into the fresh count), or lost
+// the DELETE forgets its lease, and the store resets the key, keeping
+// the units the other's lease still holds counted in the fresh count), or lost
 // by Redis (no instance knows). Then the first instance uses the fresh
 // count up, 8 goroutines at once, and only then does the second spend
 // what its lease of before holds: the worst order for a reset. After an
@@ -375,8 +375,8 @@ func TestResetMidLeaseTwoInstances(t *testing.T) {
 				}
 				wg.Wait()
 			}
-			relived := tables[0].Stats().Relived + tables[1].Stats().Relived
-			t.Logf("%s reset with %d units in leases: the window after it admitted %d of 8000 requests at a limit of %d (%d over); %d leases ended for the new count", name, held, admitted, r.Limit, max(admitted-r.Limit, 0), relived)
+			ended := tables[0].Stats().EndedByReset + tables[1].Stats().EndedByReset
+			t.Logf("%s reset with %d units in leases: the window after it admitted %d of 8000 requests at a limit of %d (%d over); %d leases ended for the new count", name, held, admitted, r.Limit, max(admitted-r.Limit, 0), ended)
 			bound := r.Limit
 			if !admin {
 				bound += held

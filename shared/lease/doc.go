@@ -48,5 +48,5 @@
 //   - take.go: Take, a request decided from a lease or through the guard,
 //     and the renewal, sizing and install of leases.
 //   - giveback.go: what a lease gives back when it ends, and a lease ended
-//     because its key was reset or lost (relived).
+//     because its key was reset or lost (endIfReset).
 package lease

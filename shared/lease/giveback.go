@@ -42,20 +42,20 @@ func ended(t *Table, s *slot) giveBack {
 	return b
 }
 
-// relived ends the lease s (locked) holds on key if the key was reset.
+// endIfReset ends the lease s (locked) holds on key if the key was reset.
 // That is when d, Redis's reply to a lease call on key, names another
-// life of the key than the lease was granted in (see lifeOf): an operator
-// reset the key or Redis lost it, so the units in hand are counted
-// nowhere and must not be spent. It returns the lease, to be given back: the script then
-// counts what the lease spent in the key's new life, the units spent
-// after the reset among them. A lease spent to the last unit is returned
-// too, for that count.
-func relived(t *Table, s *slot, key string, limit int64, d *ratelimit.Decision) giveBack {
-	life := lifeOf(&s.grant)
-	if life == 0 || lifeOf(d) == 0 || s.key != key || s.limit != limit {
+// generation of the key than the lease was granted in (see generationOf):
+// an operator reset the key or Redis lost it, so the units in hand are
+// counted nowhere and must not be spent. It returns the lease, to be given
+// back: the script then counts what the lease spent in the key's new
+// generation, the units spent after the reset among them. A lease spent to
+// the last unit is returned too, for that count.
+func endIfReset(t *Table, s *slot, key string, limit int64, d *ratelimit.Decision) giveBack {
+	generation := generationOf(&s.grant)
+	if generation == 0 || generationOf(d) == 0 || s.key != key || s.limit != limit {
 		return giveBack{}
 	}
-	if lifeOf(d) == life {
+	if generationOf(d) == generation {
 		// Still the same count: what was spent so far came before any
 		// reset.
 		s.confirmed = s.granted - s.units
@@ -68,7 +68,7 @@ func relived(t *Table, s *slot, key string, limit int64, d *ratelimit.Decision) 
 	b := ended(t, s)
 	s.units, s.granted, s.confirmed, s.low = 0, 0, 0, -1
 	s.grant = ratelimit.Decision{}
-	atomic.AddUint64(&t.relived, 1)
+	atomic.AddUint64(&t.endedByReset, 1)
 	return b
 }
 
@@ -99,12 +99,13 @@ func (b giveBack) spawn(t *Table) {
 	t.async(func() { b.send(t) })
 }
 
-// expire ends the lease of generation gen in s when its time is up,
-// giving back what it left: a key that went quiet does not keep its
-// units from the other instances until they leave the window.
-func expire(t *Table, s *slot, gen uint64) {
+// expire ends the lease in s when its time is up, unless a later lease set
+// another timer (see slot.timers), giving back what it left: a key that
+// went quiet does not keep its units from the other instances until they
+// leave the window.
+func expire(t *Table, s *slot, timer uint64) {
 	s.mu.Lock()
-	if s.gen != gen {
+	if s.timers != timer {
 		s.mu.Unlock()
 		return
 	}
@@ -114,17 +115,17 @@ func expire(t *Table, s *slot, gen uint64) {
 	back.send(t)
 }
 
-// lifeOf names the key's count that Redis decided d in (see
+// generationOf names the key's count that Redis decided d in (see
 // ratelimit.Receipt), or 0 when unknown: a decision in memory (the local
 // failure policy) or of a failed store.
-func lifeOf(d *ratelimit.Decision) int64 {
+func generationOf(d *ratelimit.Decision) int64 {
 	if !d.Receipt.Remote {
 		return 0
 	}
-	return int64(d.Receipt.Life)
+	return int64(d.Receipt.Generation)
 }
 
-// leasedAt is the store's time, in microseconds, at which the units d
+// leasedAt is the store's time, in Unix nanoseconds, at which the units d
 // leased were counted, which names their sub-window; 0 when d leased
 // nothing.
 func leasedAt(d *ratelimit.Decision) int64 {

@@ -171,7 +171,7 @@ func (f *fleet) take(i int, key string) ratelimit.Decision {
 // bucket reads key's bucket value in Redis (see the script's layout: the
 // shape in 8 bytes, the newest sub-window in 7, then the total and the m
 // cells, w bytes each; a full key, whose shape is stored negated, then has
-// its leased units in w bytes and its life in 4):
+// its leased units in w bytes and its generation in 4):
 // the newest sub-window, and the count Redis holds for sub-window b (-1
 // when its cell is no longer kept). Keys due by the server's simulated
 // time are expired first, as Redis would on reading them.
@@ -250,8 +250,8 @@ var simBackends = []struct {
 
 // reset plays the reset step s at server time. An operator's reset
 // (forget) is Caddy's admin DELETE through instance s.instance: it forgets
-// its lease, and the store resets the key, carrying the units of leases
-// still out into the fresh count, which then admits no more than the
+// its lease, and the store resets the key, keeping the units of leases
+// still out counted in the fresh count, which then admits no more than the
 // limit. Otherwise Redis loses the key: what the instances hold of its
 // leases then bounds what it may admit over its fresh budget (see
 // exact.reset).

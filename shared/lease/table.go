@@ -54,16 +54,13 @@ type Table struct {
 	keyCall *ratelimit.KeyCall
 	limit   int64 // the rule's
 	cost    int64
-	span    int64 // the sub-window, in nanoseconds: demand is counted per span
-	// spanMicros is the sub-window in microseconds, the store's unit: two
-	// grants whose times it divides alike count in one sub-window.
-	spanMicros int64
-	max        int64
-	base       time.Time // monotonic times are nanoseconds since base
-	now        func() time.Time
-	seed       maphash.Seed
-	mask       uint64
-	slots      []slot
+	span    int64 // the sub-window, in nanoseconds: demand is counted per span; two grants whose receipts it divides alike share one
+	max     int64
+	base    time.Time // monotonic times are nanoseconds since base
+	now     func() time.Time
+	seed    maphash.Seed
+	mask    uint64
+	slots   []slot
 	// after starts a timer that gives back what a lease left; tests
 	// replace it to run on a simulated clock. async runs a give-back
 	// off the request's path; simulations run it at once.
@@ -71,10 +68,10 @@ type Table struct {
 	async  func(f func())
 	closed int32
 
-	leases   uint64
-	granted  uint64
-	returned uint64
-	relived  uint64
+	leases       uint64
+	granted      uint64
+	returned     uint64
+	endedByReset uint64
 }
 
 // slot is the lease of one key, and that key's demand. Its mutex is never
@@ -86,12 +83,12 @@ type slot struct {
 
 	// The lease in hand: units unspent, until expires; grant is the
 	// decision that granted them (its receipt names their sub-window and
-	// the key's life), granted the units granted in that sub-window in
+	// the key's generation), granted the units granted in that sub-window in
 	// all, left what Redis had left after it, resetAt when the window
 	// empties. grant and granted outlive a lease spent to the last unit,
-	// until the next one: they say what it spent (see relived).
+	// until the next one: they say what it spent (see endIfReset).
 	// confirmed is how many of the granted units were spent before the
-	// last reply that found the key still in the lease's life: a reset
+	// last reply that found the key still in the lease's generation: a reset
 	// came after those.
 	units     int64
 	expires   int64
@@ -100,7 +97,7 @@ type slot struct {
 	confirmed int64
 	left      int64
 	resetAt   int64
-	gen       uint64
+	timers    uint64 // expiry timers set, so that an earlier lease's timer does nothing
 	stop      func() bool
 
 	// period starts the current sub-window-long period of demand; seen
@@ -150,21 +147,20 @@ func NewTable(z *ratelimit.Zone, g *guard.Guard, opts Options) (*Table, error) {
 	}
 	r := z.Rule()
 	t := &Table{
-		zone:       z,
-		guard:      g,
-		keyCall:    opts.KeyCall,
-		limit:      r.Limit,
-		cost:       r.Cost,
-		span:       int64(r.SubWindow),
-		spanMicros: r.SubWindow.Microseconds(),
-		max:        opts.MaxUnits,
-		base:       time.Now(),
-		now:        opts.Now,
-		seed:       maphash.MakeSeed(),
-		mask:       uint64(n - 1),
-		slots:      make([]slot, n),
-		after:      func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
-		async:      func(f func()) { go f() },
+		zone:    z,
+		guard:   g,
+		keyCall: opts.KeyCall,
+		limit:   r.Limit,
+		cost:    r.Cost,
+		span:    int64(r.SubWindow),
+		max:     opts.MaxUnits,
+		base:    time.Now(),
+		now:     opts.Now,
+		seed:    maphash.MakeSeed(),
+		mask:    uint64(n - 1),
+		slots:   make([]slot, n),
+		after:   func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
+		async:   func(f func()) { go f() },
 	}
 	if r.Algorithm == ratelimit.Log {
 		t.max = 0 // Redis grants a log rule nothing: never ask
@@ -186,19 +182,19 @@ type Stats struct {
 	// Saved counts the requests admitted from a lease: Redis calls not
 	// made.
 	Saved uint64
-	// Relived counts the leases ended because their key was reset or
+	// EndedByReset counts the leases ended because their key was reset or
 	// lost in Redis while they ran.
-	Relived uint64
+	EndedByReset uint64
 }
 
 // Stats returns t's counters.
 func (t *Table) Stats() Stats {
 	return Stats{
-		Leases:   atomic.LoadUint64(&t.leases),
-		Granted:  atomic.LoadUint64(&t.granted),
-		Returned: atomic.LoadUint64(&t.returned),
-		Saved:    t.saved(),
-		Relived:  atomic.LoadUint64(&t.relived),
+		Leases:       atomic.LoadUint64(&t.leases),
+		Granted:      atomic.LoadUint64(&t.granted),
+		Returned:     atomic.LoadUint64(&t.returned),
+		Saved:        t.saved(),
+		EndedByReset: atomic.LoadUint64(&t.endedByReset),
 	}
 }
 
@@ -262,8 +258,8 @@ func (t *Table) Close() {
 // Forget ends this instance's lease on key without giving its units back,
 // before the caller resets the key (an operator's reset: see
 // redisstore.Store.Forget), and returns the units the lease was
-// granted in its sub-window, which the reset must not carry into the
-// fresh count; 0 when there was no live lease.
+// granted in its sub-window, which the reset must not keep counted in
+// the fresh count; 0 when there was no live lease.
 func (t *Table) Forget(key string) int64 {
 	mono := int64(t.now().Sub(t.base))
 	s := &t.slots[maphash.String(t.seed, key)&t.mask]

@@ -58,9 +58,9 @@ func renew(ctx context.Context, t *Table, s *slot, key string, limit int64, now 
 	s.mu.Unlock()
 	d := decide(ctx, t, key, limit, now, b)
 	s.mu.Lock()
-	// A lease of another life ends; what it spent goes to the new count
+	// A lease of another generation ends; what it spent goes to the new count
 	// at once, before this request returns (gone.send below).
-	gone := relived(t, s, key, limit, &d)
+	gone := endIfReset(t, s, key, limit, &d)
 	if d.Leased == 0 && s.key == key && s.limit == limit {
 		// What Redis has left now, for the Remaining of the requests that
 		// spend the units in hand.
@@ -87,9 +87,9 @@ func renew(ctx context.Context, t *Table, s *slot, key string, limit int64, now 
 	return d
 }
 
-// held returns the Remaining of the request d decided with a lease. It
-// is what a per-request decision reports, and what the requests that
-// spend the lease will: what Redis has left, plus the units this instance holds for
+// held returns the Remaining of the request d decided with a lease. It is
+// what a per-request decision reports, and what the requests that spend the
+// lease will: what Redis has left, plus the units this instance holds for
 // the key in s (locked), the new ones and any it held before.
 func held(s *slot, key string, limit int64, d ratelimit.Decision) int64 {
 	if s.key == key && s.limit == limit && s.units > 0 {
@@ -181,7 +181,7 @@ func miss(ctx context.Context, t *Table, s *slot, key string, limit int64, now t
 		s.mu.Lock()
 		s.pending = nil
 		close(ch)
-		gone := relived(t, s, key, limit, &d)
+		gone := endIfReset(t, s, key, limit, &d)
 		back = install(t, s, key, limit, mono, d)
 		d.Remaining = held(s, key, limit, d)
 		s.mu.Unlock()
@@ -310,10 +310,10 @@ func install(t *Table, s *slot, key string, limit int64, mono int64, d ratelimit
 			use: ratelimit.LeaseUse{Granted: d.Leased, Unspent: d.Leased}}
 	}
 	var back giveBack
-	// A grant in the same sub-window and life adds to the slot's account.
+	// A grant in the same sub-window and generation adds to the slot's account.
 	// So a reset's give-back returns every unit spent before the last
-	// reply that found the key in that life, not only the last lease's.
-	same := s.granted > 0 && lifeOf(&s.grant) == lifeOf(&d) && leasedAt(&s.grant)/t.spanMicros == leasedAt(&d)/t.spanMicros
+	// reply that found the key in that generation, not only the last lease's.
+	same := s.granted > 0 && generationOf(&s.grant) == generationOf(&d) && leasedAt(&s.grant)/t.span == leasedAt(&d)/t.span
 	if s.units > 0 {
 		if current < s.expires && same {
 			// A renewal counted in the sub-window of the lease in hand:
@@ -340,8 +340,8 @@ func install(t *Table, s *slot, key string, limit int64, mono int64, d ratelimit
 	s.units, s.expires, s.grant, s.granted, s.left = d.Leased, expires, d, granted, d.Remaining
 	s.resetAt = mono + int64(d.ResetAfter)
 	s.size, s.early, s.edge, s.low = d.Leased, false, expires, d.Leased/4
-	s.gen++
-	gen := s.gen
-	s.stop = t.after(time.Duration(expires-current), func() { expire(t, s, gen) })
+	s.timers++
+	timer := s.timers
+	s.stop = t.after(time.Duration(expires-current), func() { expire(t, s, timer) })
 	return back
 }

@@ -33,22 +33,22 @@ type Decision struct {
 // Receipt is where a store counted a request.
 //
 // At fixes the sub-window (or the log entry) a refund takes the count back
-// from: the time the store counted the request at, after its clock
-// clamps, in Unix nanoseconds in memory or microseconds on a remote
-// store's clock; 0 when nothing was counted. Life names the key's count
-// the request went into: a slot's life in memory, the key's birth time on
-// a remote store. A key that was reset, evicted or lost since is another
-// life, and a refund into it gives nothing back. Remote reports a remote
-// store's receipt rather than one of the in-memory zones.
+// from: the time the store counted the request at, after its clock clamps,
+// in Unix nanoseconds on that store's clock; 0 when nothing was counted.
+// Generation names the key's count the request went into: a slot's
+// generation in memory, the key's birth time on a remote store. A key that
+// was reset, evicted or lost since is another generation, and a refund into
+// it gives nothing back. Remote reports a remote store's receipt rather
+// than one of the in-memory zones.
 type Receipt struct {
-	At     int64
-	Life   uint64
-	Remote bool
+	At         int64
+	Generation uint64
+	Remote     bool
 }
 
 // LeaseUse is what became of the units of a lease: Granted were granted
 // in its sub-window, Unspent are left, and Confirmed were spent before a
-// reply of the store last found the key in the lease's life (so before
+// reply of the store last found the key in the lease's generation (so before
 // any reset of it).
 type LeaseUse struct {
 	Granted, Unspent, Confirmed int64

@@ -27,7 +27,7 @@
 //     than a function call (scripts/yaegitest: BenchmarkPluginConfigs and
 //     BenchmarkRedisLayersInterpreted, tried as methods). So the calls a
 //     request makes (TakeAt, TakeLimitAt, TakeBanAt, TakeReservedAt,
-//     RefundAt, Serial) are functions taking the zone first; every other
+//     RefundAt, ZoneNumber) are functions taking the zone first; every other
 //     call on a zone is a method. A shard embeds its mutex, which saves
 //     TakeAt a selector.
 //   - A time.Time passed to TakeAt costs 2 allocations a request more than
@@ -55,7 +55,7 @@
 //   - log.go: the exact log algorithm.
 //   - sketch.go: the summary of evicted keys.
 //   - refund.go: Refunder, reservations (TakeReservedAt) and RefundAt.
-//   - inspect.go: KeyState, Zone.Inspect and Zone.Forget, and Serial.
+//   - inspect.go: KeyState, Zone.Inspect and Zone.Forget, and ZoneNumber.
 //   - override.go: per-key limits (Overrides) and ValidLimit.
 //   - status.go: StatusSet, the response codes a zone counts.
 //   - zoneid.go: ZoneID, what makes two zones the same across reloads.

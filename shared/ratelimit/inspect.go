@@ -24,13 +24,15 @@ type KeyState struct {
 	BannedFor time.Duration
 }
 
-// Serial returns z's serial number, unique among the zones of this
-// process: a zone rebuilt by a changed config gets a new one, so stores
-// keep what they prepared for a zone by it.
+// ZoneNumber returns the number of the Zone value z, unique among the
+// zones of this process: a zone rebuilt by a changed config gets a new
+// one, so stores keep what they prepared for a zone by it, and TakeAll
+// locks zones in its order. ZoneID is another thing: the description
+// that makes two zones the same state across reloads.
 //
 // A function, not a method: interpreted, the method costs 14 allocations a
 // Redis request more (see the package documentation).
-func Serial(z *Zone) uint64 { return z.id }
+func ZoneNumber(z *Zone) uint64 { return z.number }
 
 // Inspect returns the state of key at now without changing the zone: no
 // count, no new key, no cached denial. An untracked key reports the count

@@ -19,7 +19,7 @@ func takeN(t *testing.T, s Store, now time.Time, z *Zone, key string, limit int6
 }
 
 // checkTiers takes key under the rule's limit 2 until denied, then under
-// 5: the count carries over (3 more, not 5), the decisions show the limit
+// 5: the count is kept (3 more, not 5), the decisions show the limit
 // that applied, and the denial under 2 does not answer for 5.
 func checkTiers(t *testing.T, s Store, z *Zone, now time.Time) {
 	t.Helper()
@@ -42,7 +42,7 @@ func checkTiers(t *testing.T, s Store, z *Zone, now time.Time) {
 		}
 	}
 	if d := takeN(t, s, now, z, "k", 5); d.Allowed || d.Limit != 5 {
-		t.Fatalf("sixth request under limit 5: %+v, want denied (the count carried over)", d)
+		t.Fatalf("sixth request under limit 5: %+v, want denied (the count kept)", d)
 	}
 	if d := takeN(t, s, now, z, "k", 0); d.Allowed || d.Limit != 2 || d.Remaining != 0 {
 		t.Fatalf("back under limit 2: %+v, want denied with limit 2", d)

@@ -54,7 +54,7 @@ func TakeReservedAt(z *Zone, key string, now time.Time, limit int64) Decision {
 	if left := h.end - t; left > 0 && left <= z.span && limit <= 0 {
 		if count := h.inside + h.leaving*float64(left)/z.spanF + z.cost; count <= z.limit {
 			h.inside += z.cost
-			r := Receipt{At: h.end - z.span, Life: s.lives[slot]}
+			r := Receipt{At: h.end - z.span, Generation: s.generations[slot]}
 			s.Unlock()
 			return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(left + z.resetTail), Receipt: r}
 		}
@@ -85,7 +85,7 @@ func takeReserved(z *Zone, s *shard, key string, k uint64, t int64, limit int64)
 // read (see settle), and an unspent receipt of it stands for a count
 // there. A head left counting nothing there counts nothing anywhere, and
 // its ring must be empty (see headTime): the cell is cleared. A key
-// forgotten or evicted since d was counted is another life: its count
+// forgotten or evicted since d was counted is another generation: its count
 // gets nothing back.
 //
 // A function, not a method: interpreted, the method costs more (see the
@@ -100,7 +100,7 @@ func RefundAt(z *Zone, key string, d *Decision) {
 	s := &z.shards[k&z.mask]
 	s.Lock()
 	slot := s.index[k]
-	if h := &s.heads[slot]; h.end-z.span == at && h.inside >= z.cost && s.lives[slot] == d.Receipt.Life {
+	if h := &s.heads[slot]; h.end-z.span == at && h.inside >= z.cost && s.generations[slot] == d.Receipt.Generation {
 		if h.inside -= z.cost; h.inside == 0 {
 			s.counts[int64(slot)*z.m+at/z.span%z.m] = 0
 		}
@@ -108,30 +108,30 @@ func RefundAt(z *Zone, key string, d *Decision) {
 		s.Unlock()
 		return
 	}
-	refund(z, s, k, at, d.Receipt.Life)
+	refund(z, s, k, at, d.Receipt.Generation)
 	s.Unlock()
 }
 
 // countedAt returns the receipt of the request just counted on the key
 // hashed to key in the locked shard s: a time in the sub-window its head
-// is in, or the newest timestamp of its log, and the key's life.
+// is in, or the newest timestamp of its log, and the key's generation.
 func countedAt(z *Zone, s *shard, key uint64) Receipt {
 	i := s.index[key]
 	if z.log {
-		return Receipt{At: s.logs[i].newest, Life: s.lives[i]}
+		return Receipt{At: s.logs[i].newest, Generation: s.generations[i]}
 	}
-	return Receipt{At: s.heads[i].end - z.span, Life: s.lives[i]}
+	return Receipt{At: s.heads[i].end - z.span, Generation: s.generations[i]}
 }
 
 // refund takes the zone's cost back from the sub-window of time at (the
 // log entry at at, for Log) of the key hashed to key in the locked shard
-// s, if the key is still in the life the receipt names and holds it
+// s, if the key is still in the generation the receipt names and holds it
 // there. The key's cached denial then goes: its count fell. A key left
 // counting nothing is then as a new one (see headTime), as in a remote
 // store, whose script deletes it.
-func refund(z *Zone, s *shard, key uint64, at int64, life uint64) {
+func refund(z *Zone, s *shard, key uint64, at int64, generation uint64) {
 	slot, ok := s.index[key]
-	if !ok || s.lives[slot] != life {
+	if !ok || s.generations[slot] != generation {
 		return // swept, evicted or forgotten: what it counted is gone or summarized
 	}
 	if z.log {

@@ -61,7 +61,7 @@ func TestTakeReservedMatchesTakeAll(t *testing.T) {
 				one := TakeReservedAt(single, key, now, limit)
 				many := make([]Decision, 1)
 				TakeAll(now, []Item{{Zone: all, Key: key, Refundable: true, Limit: limit}}, many)
-				if withoutLife(one) != withoutLife(many[0]) {
+				if withoutGeneration(one) != withoutGeneration(many[0]) {
 					t.Fatalf("step %d, key %q at +%v: TakeReservedAt %+v, TakeAll %+v", i, key, now.Sub(epoch), one, many[0])
 				}
 				if one.Allowed {
@@ -80,16 +80,16 @@ func refundGeneral(z *Zone, key string, d *Decision) {
 	k := z.hash(key)
 	s := &z.shards[k&z.mask]
 	s.Lock()
-	refund(z, s, k, d.Receipt.At, d.Receipt.Life)
+	refund(z, s, k, d.Receipt.At, d.Receipt.Generation)
 	s.Unlock()
 	d.Receipt.At = 0
 }
 
-// withoutLife returns d with its receipt's life cleared: two zones number
-// their keys' lives each on its own (TakeAll may make a slot, and so a
-// life, for a request that a Log zone then denies).
-func withoutLife(d Decision) Decision {
-	d.Receipt.Life = 0
+// withoutGeneration returns d with its receipt's generation cleared: two
+// zones number their keys' generations each on its own (TakeAll may make a
+// slot, and so a generation, for a request that a Log zone then denies).
+func withoutGeneration(d Decision) Decision {
+	d.Receipt.Generation = 0
 	return d
 }
 

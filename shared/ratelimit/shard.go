@@ -33,14 +33,15 @@ type shard struct {
 	counts []uint32
 	// logs is, per slot, the admitted timestamps (Log only).
 	logs []logRing
-	// lives holds, per slot, the life of the key in it: a number new for
-	// each key the shard creates, which a receipt carries, so that a
-	// count reserved before a key was forgotten or evicted is never given
-	// back from the count of the key that replaced it. 64 bits, so that it
-	// never wraps: at 32, a shard's 2^32nd key took the life of its first,
-	// and a receipt of the first gave back the other's count.
-	lives []uint64
-	// born is the last life the shard gave.
+	// generations holds, per slot, the generation of the key in it: a
+	// number new for each key the shard creates, which a receipt carries,
+	// so that a count reserved before a key was forgotten or evicted is
+	// never given back from the count of the key that replaced it. 64 bits,
+	// so that it never wraps: at 32, a shard's 2^32nd key took the
+	// generation of its first, and a receipt of the first gave back the
+	// other's count.
+	generations []uint64
+	// born is the last generation the shard gave.
 	born uint64
 	// denied holds, for keys of cost-1 bucket zones last denied, until when
 	// they stay denied: with no admission in between a count only falls, so
@@ -115,9 +116,9 @@ func newSlot(z *Zone, s *shard, name string, key uint64, t int64, limit int64) u
 	}
 	s.index[key] = i
 	if s.born++; s.born == 0 {
-		s.born = 1 // 0 is the life of no key (slot 0)
+		s.born = 1 // 0 is the generation of no key (slot 0)
 	}
-	s.lives[i] = s.born
+	s.generations[i] = s.born
 	sk := key // the key's index in the sketch
 	if z.persist != nil {
 		sk = z.persist.id(name)
@@ -160,7 +161,7 @@ func (s *shard) makeRoom(z *Zone, t int64) {
 func (s *shard) grow(z *Zone) uint32 {
 	i := uint32(len(s.heads))
 	s.heads = append(s.heads, head{inside: math.Inf(1)})
-	s.lives = append(s.lives, 0)
+	s.generations = append(s.generations, 0)
 	if z.persist != nil {
 		s.ids = append(s.ids, 0)
 	}

@@ -86,8 +86,8 @@ func (z *Zone) Restore(r io.Reader, now time.Time) (int, error) {
 // sub-window counters of its ring, by absolute sub-window index (Unix
 // nanoseconds divided by the sub-window); for Log its admitted
 // timestamps. It also holds the zone's summary of evicted keys, every
-// shard's folded into one. A key's life, its cached denial and its
-// receipts do not survive: a restored key starts a new life.
+// shard's folded into one. A key's generation, its cached denial and its
+// receipts do not survive: a restored key starts a new generation.
 type snapshot struct {
 	name      string
 	scope     string

@@ -65,7 +65,7 @@ const maxStackItems = 8
 
 // TakeAll decides items together in memory and counts the request in every
 // zone only if all allow it; a Refundable item's decision then holds its
-// receipt. The shards involved are locked in one global order (zone id,
+// receipt. The shards involved are locked in one global order (zone number,
 // then shard), so concurrent requests over the same zones cannot deadlock
 // or slip between another request's check and count.
 func TakeAll(now time.Time, items []Item, out []Decision) bool {
@@ -89,7 +89,7 @@ func TakeAll(now time.Time, items []Item, out []Decision) bool {
 		z := items[i].Zone
 		h := z.hash(items[i].Key)
 		hashes = append(hashes, h)
-		rank = append(rank, z.id<<6|h&z.mask) // at most 64 shards
+		rank = append(rank, z.number<<6|h&z.mask) // at most 64 shards
 		order = append(order, i)
 	}
 	// Insertion sort: a request has a handful of items.

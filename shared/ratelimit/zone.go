@@ -95,15 +95,15 @@ type Options struct {
 // the log while a flood is.
 const DefaultEvictingEvery = time.Minute
 
-// zoneIDs orders zones for lock acquisition when one request takes several.
-var zoneIDs uint64
+// zoneNumbers numbers the zones of the process (see ZoneNumber).
+var zoneNumbers uint64
 
 // Zone is one named rule with the in-memory state of every key it limits.
 // It is safe for concurrent use.
 type Zone struct {
-	name string
-	rule Rule
-	id   uint64
+	name   string
+	rule   Rule
+	number uint64
 
 	// Derived from the rule once, so the per-request path only reads.
 	log    bool
@@ -186,7 +186,7 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 	z := &Zone{
 		name:     name,
 		rule:     rule,
-		id:       atomic.AddUint64(&zoneIDs, 1),
+		number:   atomic.AddUint64(&zoneNumbers, 1),
 		log:      rule.Algorithm == Log,
 		k:        int64(rule.buckets()),
 		span:     int64(rule.SubWindow),

@@ -272,8 +272,8 @@ type diffRun struct {
 	// held is, by its index in the trace, every request with Refundable
 	// items not yet refunded.
 	held map[int]*diffHeld
-	// lives counts the resets of each key.
-	lives map[diffItem]int
+	// generations counts the resets of each key.
+	generations map[diffItem]int
 	// bans holds, in forward time, when each key's ban ends (µs), in the
 	// exact reference.
 	bans map[diffItem]int64
@@ -289,9 +289,9 @@ type diffHeld struct {
 	items     []ratelimit.Item
 	want, got []ratelimit.Decision
 	allowed   bool
-	// lives are the resets of each item's key before the request: a
+	// generations are the resets of each item's key before the request: a
 	// refund after another reset finds nothing in the exact reference.
-	lives []int
+	generations []int
 }
 
 func (h *diffHarness) start(tb testing.TB, zones []diffZone, forward bool, stats *diffStats) *diffRun {
@@ -299,7 +299,7 @@ func (h *diffHarness) start(tb testing.TB, zones []diffZone, forward bool, stats
 	h.runs++
 	r := &diffRun{h: h, zones: zones, prefix: "d" + strconv.Itoa(h.runs) + ":", forward: forward,
 		expiry: make(map[string]int64), admitted: make(map[diffItem][]int64), held: make(map[int]*diffHeld), stats: stats,
-		lives: make(map[diffItem]int), bans: make(map[diffItem]int64)}
+		generations: make(map[diffItem]int), bans: make(map[diffItem]int64)}
 	for _, dz := range zones {
 		z, err := ratelimit.NewZone(dz.name, dz.rule, ratelimit.Options{SweepInterval: -1, MaxKeys: 1024, Ban: dz.ban})
 		if err != nil {
@@ -508,7 +508,7 @@ func (r *diffRun) checkReceipts(s diffStep, allowed bool) *diffFailure {
 		reserving = true
 		mem, red := r.want[j].Receipt, r.got[j].Receipt
 		rule := r.zones[s.items[j].zone].rule
-		span := int64(rule.SubWindow / time.Microsecond)
+		span := int64(rule.SubWindow)
 		bad := ""
 		switch {
 		case !allowed:
@@ -517,11 +517,11 @@ func (r *diffRun) checkReceipts(s diffStep, allowed bool) *diffFailure {
 			}
 		case mem.At == 0 || mem.Remote || red.At == 0 || !red.Remote:
 			bad = "want one from each store"
-		case rule.Algorithm == ratelimit.Log && mem.At != red.At*1000:
+		case rule.Algorithm == ratelimit.Log && mem.At != red.At:
 			bad = "not the same time"
-		case rule.Algorithm != ratelimit.Log && mem.At/int64(rule.SubWindow) != red.At/span:
+		case rule.Algorithm != ratelimit.Log && mem.At/span != red.At/span:
 			bad = "not the same sub-window"
-		case r.forward && red.At != s.at:
+		case r.forward && red.At != s.at*int64(time.Microsecond): // the trace's times are µs
 			bad = "not the request's time"
 		}
 		if bad != "" {
@@ -537,12 +537,12 @@ func (r *diffRun) checkReceipts(s diffStep, allowed bool) *diffFailure {
 		}
 	}
 	if reserving {
-		lives := make([]int, len(s.items))
+		generations := make([]int, len(s.items))
 		for j, it := range s.items {
-			lives[j] = r.lives[it]
+			generations[j] = r.generations[it]
 		}
 		r.held[r.step-1] = &diffHeld{step: s, items: append([]ratelimit.Item(nil), r.items...),
-			want: append([]ratelimit.Decision(nil), r.want...), got: append([]ratelimit.Decision(nil), r.got...), allowed: allowed, lives: lives}
+			want: append([]ratelimit.Decision(nil), r.want...), got: append([]ratelimit.Decision(nil), r.got...), allowed: allowed, generations: generations}
 	}
 	return nil
 }
@@ -550,7 +550,7 @@ func (r *diffRun) checkReceipts(s diffStep, allowed bool) *diffFailure {
 // reset resets key it in both stores, as an operator's DELETE does (the
 // Caddy admin API: the zone forgets the key, the Redis store deletes it),
 // and as Redis losing the key does to the Redis store. The exact
-// reference starts the key afresh, in a new life.
+// reference starts the key afresh, in a new generation.
 func (r *diffRun) reset(it diffItem) *diffFailure {
 	z := r.zs[it.zone]
 	z.Forget(it.key)
@@ -564,7 +564,7 @@ func (r *diffRun) reset(it diffItem) *diffFailure {
 	}
 	delete(r.bans, it)
 	r.admitted[it] = nil
-	r.lives[it]++
+	r.generations[it]++
 	r.stats.resets++
 	return nil
 }
@@ -603,14 +603,15 @@ func (r *diffRun) refund(s diffStep) *diffFailure {
 			r.stats.empty++
 		}
 		di := held.step.items[j]
-		if held.lives[j] != r.lives[di] {
+		if held.generations[j] != r.generations[di] {
 			if found {
-				return r.refundFailure(s, held, "refund (redis gave a count reserved before a reset back to the key's new life)", "", j)
+				return r.refundFailure(s, held, "refund (redis gave a count reserved before a reset back to the key's new generation)", "", j)
 			}
 			r.stats.refused++
 		}
 		rule := r.zones[di.zone].rule
-		at, span, window := held.got[j].Receipt.At, int64(rule.SubWindow/time.Microsecond), int64(rule.Window/time.Microsecond)
+		// The trace's times are µs; a receipt's, nanoseconds.
+		at, span, window := held.got[j].Receipt.At/int64(time.Microsecond), int64(rule.SubWindow/time.Microsecond), int64(rule.Window/time.Microsecond)
 		log := rule.Algorithm == ratelimit.Log
 		if log && at <= r.now-window || !log && at/span < r.now/span {
 			r.stats.moved++
@@ -619,7 +620,7 @@ func (r *diffRun) refund(s diffStep) *diffFailure {
 			continue
 		}
 		adm, i := r.admitted[di], len(r.admitted[di])-1
-		if held.lives[j] != r.lives[di] {
+		if held.generations[j] != r.generations[di] {
 			i = -1 // reserved before a reset: the reference holds nothing of it
 		}
 		for ; i >= 0; i-- {

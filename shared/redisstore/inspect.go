@@ -158,7 +158,7 @@ func inspectRedisBuckets(r ratelimit.Rule, t int64, fields []int64) ratelimit.Ke
 // cell's index and count. It reports false for a value the script would
 // not read as r's. Today's layout has the shape negated, and after the
 // cells the leased units (an integer as wide as the cells) and the key's
-// life (4 bytes); the previous one, which the script still reads, has
+// generation (4 bytes); the previous one, which the script still reads, has
 // neither.
 func unpackBuckets(r ratelimit.Rule, b []int64) ([]int64, bool) {
 	m := int64(r.Window/r.SubWindow) + 1
@@ -233,7 +233,7 @@ func inspectRedisLog(r ratelimit.Rule, t int64, scores []int64) ratelimit.KeySta
 // with them counted, so that the reset never admits more than the limit.
 // own is the units granted to the caller's own lease of the key, which it
 // ended without spending more (see lease.Table.Forget): they are not
-// carried. A receipt of before (a count_status reservation) gives nothing
+// kept. A receipt of before (a count_status reservation) gives nothing
 // back to the fresh count.
 func (s *Store) Forget(ctx context.Context, z *ratelimit.Zone, key string, now time.Time, own int64) (bool, error) {
 	if err := CheckRule(z.Name(), z.Rule()); err != nil {

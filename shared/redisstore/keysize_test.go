@@ -44,7 +44,7 @@ func TestShapeField(t *testing.T) {
 // 2 bytes per integer. Plain takes keep the lean layout, the head, the
 // total and 11 cells, 15 + 12*2 = 39 bytes: within 120 bytes for an IPv4
 // key and 136 for an IPv6 /64 key. Reservations (count_status) make it
-// full, with the leased units and the 4-byte life, 45 bytes: within 136
+// full, with the leased units and the 4-byte generation, 45 bytes: within 136
 // and 152.
 func TestRedisBytesPerKey(t *testing.T) {
 	s := redistest.Start(t)

@@ -9,7 +9,7 @@ import (
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 )
 
-// TestRedisLeanAndFullKeys: plain takes keep a key lean (no life, no
+// TestRedisLeanAndFullKeys: plain takes keep a key lean (no generation, no
 // leased units), across new sub-windows and a total that outgrows its
 // width; the first reservation or lease makes it full with every count
 // kept, its refund gives the count back, and plain takes then keep it
@@ -32,7 +32,8 @@ func TestRedisLeanAndFullKeys(t *testing.T) {
 		}
 		return n.Int
 	}
-	// both takes item at now from Redis and from memory and wants the same decision.
+	// both takes item at now from Redis and from memory and wants the same
+	// decision.
 	var memLast ratelimit.Decision // memory's decision of the last call of both
 	both := func(now time.Time, it ratelimit.Item) ratelimit.Decision {
 		t.Helper()
@@ -65,8 +66,8 @@ func TestRedisLeanAndFullKeys(t *testing.T) {
 		t.Fatalf("after a total of 290: %d bytes, want a lean key of %d", n, 15+2*(m+1))
 	}
 	d := both(now, ratelimit.Item{Zone: z, Key: "k", Refundable: true})
-	if d.Receipt.At == 0 || d.Receipt.Life == 0 {
-		t.Fatalf("a reservation on a lean key: %+v, want a receipt with a life", d)
+	if d.Receipt.At == 0 || d.Receipt.Generation == 0 {
+		t.Fatalf("a reservation on a lean key: %+v, want a receipt with a generation", d)
 	}
 	if n := strlen(); n != 19+2*(m+2) {
 		t.Fatalf("after a reservation: %d bytes, want a full key of %d", n, 19+2*(m+2))
@@ -87,8 +88,8 @@ func TestRedisLeanAndFullKeys(t *testing.T) {
 	// A lease on another lean key makes it full too.
 	both(now, ratelimit.Item{Zone: z, Key: "l"})
 	out := make([]ratelimit.Decision, 1)
-	if _, err := store.Take(ctx, now, []ratelimit.Item{{Zone: z, Key: "l", Lease: 50}}, out); err != nil || out[0].Leased == 0 || out[0].Receipt.Life == 0 {
-		t.Fatalf("a lease on a lean key: %+v, %v; want units and a life", out[0], err)
+	if _, err := store.Take(ctx, now, []ratelimit.Item{{Zone: z, Key: "l", Lease: 50}}, out); err != nil || out[0].Leased == 0 || out[0].Receipt.Generation == 0 {
+		t.Fatalf("a lease on a lean key: %+v, %v; want units and a generation", out[0], err)
 	}
 	n, err := client.Do(ctx, "STRLEN", Key(store.prefix, z.Name(), "l"))
 	if err != nil || n.Int != 19+m+2 {
@@ -126,9 +127,10 @@ func TestRedisExpiryAfterClockBack(t *testing.T) {
 
 // TestRedisLeaseReplyOnLeanKey: a lease call denied on a key that only
 // plain takes counted (a key re-made after the one a lease counted in was
-// reset or lost) names a life no lease holds, 2^32, so that the holder
-// ends its lease as for a reset (lease's relived); a key with no life is
-// never reported as unknown (0), which would let the lease go on.
+// reset or lost) names a generation no lease holds, 2^32, so that the
+// holder ends its lease as for a reset (lease's endIfReset); a key with no
+// generation is never reported as unknown (0), which would let the lease go
+// on.
 func TestRedisLeaseReplyOnLeanKey(t *testing.T) {
 	s := redistest.Start(t)
 	store, _ := newStore(t, s.Addr())
@@ -141,7 +143,7 @@ func TestRedisLeaseReplyOnLeanKey(t *testing.T) {
 	if _, err := store.Take(context.Background(), epoch, []ratelimit.Item{{Zone: z, Key: "k", Lease: 10}}, out); err != nil {
 		t.Fatal(err)
 	}
-	if out[0].Allowed || out[0].Receipt.Life != 1<<32 {
-		t.Fatalf("a lease call on a lean key at its limit: %+v, want a denial naming life 2^32", out[0])
+	if out[0].Allowed || out[0].Receipt.Generation != 1<<32 {
+		t.Fatalf("a lease call on a lean key at its limit: %+v, want a denial naming generation 2^32", out[0])
 	}
 }

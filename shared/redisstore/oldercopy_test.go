@@ -12,7 +12,7 @@ import (
 
 // TestRefundAfterOlderCopy: a Redis that comes back with an older copy of
 // a key (here a real redis-server killed and restarted from its last
-// SAVE) keeps the key's life, but not the reservations counted after the
+// SAVE) keeps the key's generation, but not the reservations counted after the
 // copy: their refunds must not come off the older count. Three wrong
 // passwords are counted and saved; two logins are reserved, then Redis
 // crashes and restarts from the save; the logins succeed and settle.

@@ -27,7 +27,7 @@ type preparedRunner interface {
 // mode, and the key's beginning.
 type preparedCall struct {
 	store         *Store
-	serial        uint64 // the zone's (ratelimit.Serial)
+	zoneNumber    uint64 // the zone's (ratelimit.ZoneNumber)
 	limit         int64  // the zone's rule's
 	keyHead       string // prefix, zone name and ":{" (see Key)
 	head          string
@@ -85,7 +85,7 @@ func (s *Store) KeyCall(z *ratelimit.Zone) *ratelimit.KeyCall {
 func takeOne(ctx context.Context, s *Store, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error) {
 	it := &items[0]
 	pc, _ := s.last.Load().(*preparedCall)
-	if pc == nil || pc.serial != ratelimit.Serial(it.Zone) {
+	if pc == nil || pc.zoneNumber != ratelimit.ZoneNumber(it.Zone) {
 		if pc = preparedFor(s, it.Zone); pc != nil {
 			s.last.Store(pc)
 		}
@@ -111,7 +111,7 @@ func takeOne(ctx context.Context, s *Store, now time.Time, items []ratelimit.Ite
 
 // takeOneDone finishes takeOne of pc given the reply res and error err of
 // its script call: four integers, two more for a reserved item (its receipt
-// and the key's life), and one more if Redis could not count the request.
+// and the key's generation), and one more if Redis could not count the request.
 func takeOneDone(ctx context.Context, s *Store, pc *preparedCall, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, res []int64, err error) (bool, error) {
 	it := &items[0]
 	want := 4
@@ -129,7 +129,9 @@ func takeOneDone(ctx context.Context, s *Store, pc *preparedCall, now time.Time,
 		ResetAfter: time.Duration(res[3]) * time.Microsecond,
 	}
 	if it.Refundable && res[4] != 0 {
-		out[0].Receipt = ratelimit.Receipt{At: res[4], Life: uint64(res[5]), Remote: true}
+		// At from the script's µs to nanoseconds: a literal costs the
+		// interpreter less than a time.Microsecond conversion.
+		out[0].Receipt = ratelimit.Receipt{At: res[4] * 1000, Generation: uint64(res[5]), Remote: true}
 	}
 	if len(res) > want {
 		return out[0].Allowed, ErrOutOfMemory
@@ -152,11 +154,11 @@ func takeOneOther(ctx context.Context, s *Store, now time.Time, items []ratelimi
 }
 
 // preparedFor returns z's prepared call, or nil when z's rule cannot be
-// kept in Redis. It is made once per zone and kept by the zone's serial
-// number, which no other zone of the process has, so that the cache
-// holds no zone alive. The cache is bounded as ruleArgs's is.
+// kept in Redis. It is made once per zone and kept by the zone's number
+// (ratelimit.ZoneNumber), which no other zone of the process has, so that
+// the cache holds no zone alive. The cache is bounded as ruleArgs's is.
 func preparedFor(s *Store, z *ratelimit.Zone) *preparedCall {
-	key := ratelimit.Serial(z)
+	key := ratelimit.ZoneNumber(z)
 	calls := s.calls.Load().(*sync.Map)
 	if v, ok := calls.Load(key); ok {
 		return v.(*preparedCall)
@@ -187,7 +189,7 @@ func prepareCall(s *Store, z *ratelimit.Zone) *preparedCall {
 		return nil
 	}
 	args := append([]string{"0", modeTake}, spec...)
-	pc := &preparedCall{store: s, serial: ratelimit.Serial(z), limit: z.Rule().Limit, keyHead: s.prefix + z.Name() + ":{"}
+	pc := &preparedCall{store: s, zoneNumber: ratelimit.ZoneNumber(z), limit: z.Rule().Limit, keyHead: s.prefix + z.Name() + ":{"}
 	pc.head, pc.take = s.prep.PrepareEvalSha(redisScriptSHA, args)
 	args[1] = modeReserve
 	_, pc.reserve = s.prep.PrepareEvalSha(redisScriptSHA, args)

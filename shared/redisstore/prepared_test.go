@@ -93,7 +93,7 @@ func TestRedisPreparedCall(t *testing.T) {
 			for _, deferred := range []bool{false, true} {
 				items := []ratelimit.Item{{Zone: z, Key: key, Refundable: deferred}}
 				rec.reply, gen.reply = reply, reply
-				if deferred { // a reservation's reply ends with its receipt and life
+				if deferred { // a reservation's reply ends with its receipt and generation
 					rec.reply = append(reply[:4:4], 0, 0)
 					gen.reply = rec.reply
 				}

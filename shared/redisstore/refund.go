@@ -62,21 +62,22 @@ func (s *Store) refund(ctx context.Context, keys, args []string) error {
 }
 
 // withReceipt returns a refund's rule argument: the packed rule with the
-// limit n and, after it, the receipt's time and life, and for a lease the
-// units it was granted and the ones it spent before its life was last
-// confirmed (zero for a reservation).
+// limit n and, after it, the receipt's time (in µs, the script's unit: the
+// store made At from it, so the division is exact) and generation, and for
+// a lease the units it was granted and the ones it spent before its
+// generation was last confirmed (zero for a reservation).
 func withReceipt(rule string, n int64, r ratelimit.Receipt, use ratelimit.LeaseUse) string {
-	return withInt(withInt(withInt(withInt(withLimit(rule, n), r.At), int64(r.Life)), use.Granted), use.Confirmed)
+	return withInt(withInt(withInt(withInt(withLimit(rule, n), r.At/1000), int64(r.Generation)), use.Granted), use.Confirmed)
 }
 
 // GiveBack returns the unspent units of the lease d granted on it's key,
 // use telling what became of them: a refund of them from the sub-window
-// they were counted in, if the key still holds them there in d's life. In
-// the life an operator's reset carried them into (see Forget), the units
-// spent before the reset come back too. In another life (Redis lost the
-// key), the script counts the units spent since the last confirmation
-// instead, if their sub-window still counts at now (the server's time,
-// but with CallerTime).
+// they were counted in, if the key still holds them there in d's
+// generation. In the generation an operator's reset kept them counted in
+// (see Forget), the units spent before the reset come back too. In another
+// generation (Redis lost the key), the script counts the units spent since
+// the last confirmation instead, if their sub-window still counts at now
+// (the server's time, but with CallerTime).
 func (s *Store) GiveBack(ctx context.Context, now time.Time, it ratelimit.Item, d ratelimit.Decision, use ratelimit.LeaseUse) error {
 	if use.Unspent < 0 || use.Granted <= 0 || d.Receipt.At == 0 || !d.Receipt.Remote {
 		return nil

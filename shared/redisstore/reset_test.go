@@ -10,11 +10,11 @@ import (
 )
 
 // TestRedisResetLeases: an operator's reset (Forget) starts a key's next
-// life with the units other instances still hold in leases counted, but
-// not the resetting instance's own; a lease of before gives its units
-// back to that life, with the ones it spent before its life was last
-// confirmed. After a loss (the key deleted in Redis), a give-back counts
-// what the lease spent since instead; a reservation of before gets
+// generation with the units other instances still hold in leases counted,
+// but not the resetting instance's own; a lease of before gives its units
+// back to that generation, with the ones it spent before its generation was
+// last confirmed. After a loss (the key deleted in Redis), a give-back
+// counts what the lease spent since instead; a reservation of before gets
 // nothing back from either.
 func TestRedisResetLeases(t *testing.T) {
 	leaseStores(t, func(t *testing.T, s *Store, g *guard.Guard, zone func(ratelimit.Rule) *ratelimit.Zone) {
@@ -41,7 +41,7 @@ func TestRedisResetLeases(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := remaining(z, now); got != 80 {
-			t.Fatalf("after an operator's reset %d remaining, want 80: the 20 units of the other lease carried, not the resetting one's 10", got)
+			t.Fatalf("after an operator's reset %d remaining, want 80: the 20 units of the other lease kept across the reset, not the resetting one's 10", got)
 		}
 		if err := g.Refund(ctx, []ratelimit.Item{{Zone: z, Key: "k", Refundable: true}}, []ratelimit.Decision{res}); err != nil {
 			t.Fatal(err)
@@ -49,7 +49,7 @@ func TestRedisResetLeases(t *testing.T) {
 		if got := remaining(z, now); got != 80 {
 			t.Fatalf("a reservation of before refunded into the reset count: %d remaining, want 80", got)
 		}
-		// The other lease spent 5 units before a reply confirmed its life,
+		// The other lease spent 5 units before a reply confirmed its generation,
 		// 3 after the reset, and gives back 12.
 		g.GiveBack(ctx, now, ratelimit.Item{Zone: z, Key: "k"}, b, ratelimit.LeaseUse{Granted: 20, Unspent: 12, Confirmed: 5})
 		if got := remaining(z, now); got != 97 {
@@ -61,7 +61,7 @@ func TestRedisResetLeases(t *testing.T) {
 		s.run.(interface {
 			Eval(context.Context, string, []string, []string) ([]int64, error)
 		}).Eval(ctx, "redis.call('DEL', KEYS[1]) return {}", []string{Key(s.prefix, z.Name(), "k")}, nil)
-		take1(t, g, now, z, "k") // the key's next life: 1
+		take1(t, g, now, z, "k") // the key's next generation: 1
 		g.GiveBack(ctx, now, ratelimit.Item{Zone: z, Key: "k"}, b, ratelimit.LeaseUse{Granted: 20, Unspent: 12, Confirmed: 5})
 		if got := remaining(z, now); got != 96 {
 			t.Fatalf("after a loss and the give-back %d remaining, want 96: the 3 units spent since the last confirmation counted", got)

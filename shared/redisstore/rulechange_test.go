@@ -59,12 +59,12 @@ func TestRedisAlgorithmChange(t *testing.T) {
 			d := take1(t, store, epoch, after, "k")
 			r := after.Rule()
 			fresh := r.Limit - r.Cost
-			carried := r.Limit - 3*before.Rule().Cost - r.Cost
+			keptLeft := r.Limit - 3*before.Rule().Cost - r.Cost
 			switch want := kept[[2]string{from.name, to.name}]; {
 			case !d.Allowed:
 				t.Errorf("%s -> %s: %+v, want allowed", from.name, to.name, d)
-			case want && d.Remaining != carried:
-				t.Errorf("%s -> %s: remaining %d, want %d (counters kept)", from.name, to.name, d.Remaining, carried)
+			case want && d.Remaining != keptLeft:
+				t.Errorf("%s -> %s: remaining %d, want %d (counters kept)", from.name, to.name, d.Remaining, keptLeft)
 			case !want && d.Remaining != fresh:
 				t.Errorf("%s -> %s: remaining %d, want %d (a fresh count)", from.name, to.name, d.Remaining, fresh)
 			}

@@ -3,81 +3,108 @@
 package redisstore
 
 // redisScriptSource is script.lua (see script.go).
-const redisScriptSource = `-- windowlimit's decision script: one request against every rule of it in
--- one atomic call, with the semantics of the in-memory zone (take and
--- takeLog in shared/ratelimit). This file is the source; script.go holds
--- it as a Go string (yaegi cannot embed files), and TestScriptSource
--- fails when the two differ (go generate ./shared/redisstore copies it).
+const redisScriptSource = `-- windowlimit's decision script. One call decides one request against
+-- every rule of it, atomically, with the semantics of the in-memory zone
+-- (take and takeLog in shared/ratelimit).
 --
--- Every call: KEYS[i] is the Redis key of item i; ARGV[1] is the time in
--- microseconds, or 0 for the server's TIME (production passes 0; tests
--- pass a fixed time); ARGV[2i] is item i's mode and ARGV[2i+1] its rule,
--- packed by packRule in rule.go: struct '<i1i8i8i8i8i8' (algorithm 0
--- sliding, 1 fixed, 2 strict, 3 log; window and sub-window in µs; limit;
--- cost; shape, see shapeField), then the mode's own int64s. A call
--- decides (items of modes 0 to 2, mixed), refunds (mode 3) or resets
--- (mode 4, one item).
+-- This file is the source. yaegi cannot embed files, so script_lua.go
+-- holds it as a Go string: go generate ./shared/redisstore copies it, and
+-- TestScriptSource fails when the two differ.
 --
--- | mode | ARGV[2i+1] after the rule | reply per item                     |
--- |------|---------------------------|------------------------------------|
--- | 0 take    | -                    | allowed, remaining, retry-after µs, reset-after µs |
--- | 1 reserve | -                    | take's four, then the receipt: the time counted at (0 if not counted) and the key's life stamped with LASTSAVE (see stamp) |
--- | 2 lease   | B, the most units to lease | take's four, then units granted, the time they count at, and the key's life, denied or not (0 for no key, NOLIFE for a lean one) |
--- | 3 refund  | the receipt's time and life, units granted, units spent before the life was last confirmed (0 and 0 for a reservation; cost: the units to give back) | 1 given back, 2 counted in the key's next life instead (see charge), 0 not |
--- | 4 reset   | the resetting instance's own leased units | one integer: 1 if there was a key |
+-- # Arguments
 --
--- An item of a zone with a ban (the full script, see BANS below) has one
--- more integer after take's four: 1 if this request started the key's
--- ban, else 0.
+-- | argument   | holds                                                     |
+-- |------------|-----------------------------------------------------------|
+-- | KEYS[i]    | the Redis key of item i                                   |
+-- | ARGV[1]    | the time in µs, or 0 for the server's TIME (production passes 0, tests a fixed time) |
+-- | ARGV[2i]   | item i's mode (see Modes)                                 |
+-- | ARGV[2i+1] | item i's rule, packed by packRule in rule.go, then the mode's own int64s (see Modes) |
 --
--- A call of one item with an in-flight slot (the full script, see SLOT
--- below) takes the slot in the same call: when the key's set of slots
--- is full, the reply is {-1, slots held} and nothing is decided or
--- counted; else the reply is the item's, then one more integer: the
--- slots held with this one once it took it, or 0 when it took none (the
--- request refused, or not counted).
+-- A packed rule is struct '<i1i8i8i8i8i8':
 --
--- A take, reserve or lease counts only when every item admits; when every
--- item admits but Redis over its maxmemory (noeviction) refuses the first
--- write, one more integer follows the items, redisNotCounted, and nothing
--- was written. A refund gives back all its items or none.
+-- | field      | holds                                 |
+-- |------------|---------------------------------------|
+-- | algorithm  | 0 sliding, 1 fixed, 2 strict, 3 log   |
+-- | window     | µs                                    |
+-- | sub-window | µs                                    |
+-- | limit      | N                                     |
+-- | cost       | units a request counts                |
+-- | shape      | the key's layout (see shapeField)     |
 --
--- The paths, cheapest first:
---   - the lean decision: one bucket item, take, reserve or lease, admitted
---     or denied, on a key absent or of this rule: a straight line with no
---     function made but a denial's cell reader, and two commands besides
---     TIME (GET, then SETRANGE in place or SET of the whole value);
---   - the lean refund: one reservation of a bucket key, in place;
---   - the general path below them: several items, logs, leases given
---     back, resets, keys of another rule, type or layout, totals that
---     outgrow their width, and Redis without the struct library
---     (miniredis, the tests' in-process Redis).
+-- # Modes
 --
--- Bucket keys (sliding, strict, fixed) are strings, little-endian:
---   shape i8 | newest sub-window index i7 | total | cells... | [leased | life u32]
--- The total and the m = k+1 cells (cell j holds sub-window b with b mod
--- m = j, for the m newest) are integers of w bytes, the fewest (1 to 6)
--- that hold the total. Two layouts: the lean one stores the shape as it
--- is and ends after the cells; the full one stores the shape negated and
--- ends with the units leases took of the newest sub-window and did not
--- give back (w bytes) and the key's life (4 bytes). A life names one
--- count of the key, so that a receipt of a count that was reset or lost
--- is never given back from the next one; only receipts need it, so a key
--- is full once a reservation, a lease or the general path writes it, and
--- lean while plain takes keep it. A hash (testdata/script-hash.lua) from
+-- A call decides (items of modes 0 to 2, mixed), refunds (items of mode
+-- 3) or resets (one item of mode 4). "Take's four" are the four integers
+-- of a take's reply.
+--
+-- | mode      | ARGV[2i+1] after the rule       | reply per item                  |
+-- |-----------|---------------------------------|---------------------------------|
+-- | 0 take    | nothing                         | allowed, remaining, retry-after in µs, reset-after in µs |
+-- | 1 reserve | nothing                         | take's four; the time counted at (0 if not counted); the key's generation stamped with LASTSAVE (see stamp) |
+-- | 2 lease   | B, the most units to lease      | take's four; the units granted; the time they count at; the key's generation, denied or not (0 for no key, NOGENERATION for a lean one) |
+-- | 3 refund  | the receipt's time; its generation; the units granted; the units spent before the generation was last confirmed | 1 given back; 2 counted in the key's next generation instead (see charge); 0 neither |
+-- | 4 reset   | the resetting instance's own leased units | 1 if there was a key, else 0 |
+--
+-- A reservation's refund passes 0 and 0 for the units granted and spent;
+-- its rule's cost is the units to give back.
+--
+-- A take, reserve or lease counts only when every item admits. A refund
+-- gives back all its items or none. The reply grows in these cases:
+--
+-- | case                                         | reply                     |
+-- |----------------------------------------------|---------------------------|
+-- | every item admits, but Redis over its maxmemory (noeviction) refuses the first write | the items' replies, then one more integer, redisNotCounted; nothing was written |
+-- | an item of a zone with a ban (the full script, see the extra blocks below) | one more integer after take's four: 1 if this request started the key's ban, else 0 |
+-- | one item with an in-flight slot (the full script), its key's set of slots full | {-1, slots held}; nothing decided or counted |
+-- | one item with an in-flight slot, any other case | the item's reply, then one more integer: the slots held with this one once it took it, or 0 when it took none (the request refused, or not counted) |
+--
+-- # Paths, cheapest first
+--
+-- | path          | taken by                          | costs               |
+-- |---------------|-----------------------------------|---------------------|
+-- | lean decision | one bucket item; take, reserve or lease; admitted or denied; a key absent or of this rule | a straight line with no function made but a denial's cell reader; two commands besides TIME (GET, then SETRANGE in place or SET of the whole value) |
+-- | lean refund   | one reservation of a bucket key   | in place            |
+-- | general path  | all the rest: several items, logs, leases given back, resets, keys of another rule, type or layout, totals that outgrow their width, Redis without the struct library (miniredis, the tests' in-process Redis) | |
+--
+-- # Keys
+--
+-- | rule                   | Redis type | value                         |
+-- |------------------------|------------|-------------------------------|
+-- | sliding, strict, fixed | string     | little-endian: shape i8, newest sub-window index i7, total, cells..., then in the full layout only leased and generation u32 |
+-- | log                    | sorted set | the admitted timestamps       |
+--
+-- A bucket key has m = k+1 cells: cell j holds sub-window b with b mod
+-- m = j, for the m newest. The total and the cells are integers of w
+-- bytes, the fewest (1 to 6) that hold the total. It has two layouts:
+--
+-- | layout | stored shape | ends with                          | kept while |
+-- |--------|--------------|------------------------------------|------------|
+-- | lean   | as it is     | the cells                          | plain takes write the key |
+-- | full   | negated      | leased (w bytes): the units leases took of the newest sub-window and did not give back; the key's generation (4 bytes) | from the first write by a reservation, a lease or the general path |
+--
+-- A generation names one count of the key. A receipt of a count that was
+-- reset or lost is then never given back from the next one. Only receipts
+-- need it, hence the two layouts. A hash (testdata/script-hash.lua) from
 -- an earlier version is read as a lean string and rewritten full.
--- Log rules keep a sorted set of admitted timestamps; member "<t>.<n>" is
--- unique because n is above the count in the window and above every n
--- already at t (after a refund the count may be below them).
 --
--- Keys are written only when the whole request is admitted, and decisions
--- write nothing, so that Redis over its maxmemory refuses the first write
--- and the request is not counted at all. A bucket key's TTL is set when a
--- new sub-window is written, to the moment that sub-window stops counting
--- (at most W+T ahead); a sorted set's to W on every write. Both get one
--- millisecond more than the count needs: Redis 7.0 sometimes deletes a key
--- at once on PEXPIRE 1 inside a script. Neither uses PEXPIRE NX, which
--- would expire a busy key while it still counts.
+-- A log's member "<t>.<n>" is unique: n is above the count in the window
+-- and above every n already at t (after a refund the count may be below
+-- them).
+--
+-- # Writes and expiry
+--
+-- Keys are written only when the whole request is admitted; deciding
+-- writes nothing. So Redis over its maxmemory refuses the first write, and
+-- the request is not counted at all.
+--
+-- | key        | TTL set                          | to                      |
+-- |------------|----------------------------------|-------------------------|
+-- | bucket     | when a new sub-window is written | the moment that sub-window stops counting (at most W+T ahead) |
+-- | sorted set | on every write                   | W                       |
+--
+-- Both get one millisecond more than the count needs: Redis 7.0 sometimes
+-- deletes a key at once on PEXPIRE 1 inside a script. Neither uses
+-- PEXPIRE NX, which would expire a busy key while it still counts.
 local floor, ceil = math.floor, math.ceil
 local mode = ARGV[2]
 local now
@@ -89,22 +116,27 @@ elseif mode ~= '3' then -- a refund reads the clock only to charge a lease (see 
 end
 local lib = rawget(_G, 'struct')
 local out = nil
--- NOLIFE is the life a lease reply names for a lean key: above every
--- life (lives fit in 32 bits), so that it is never a lease's, which then
--- ends as for a key that was reset (a lean key is one that plain takes
--- made after the key the lease counted in was gone).
-local NOLIFE = 4294967296
+-- NOGENERATION is the generation a lease reply names for a lean key:
+-- above every generation (generations fit in 32 bits), so that it is
+-- never a lease's, which then ends as for a key that was reset (a lean key
+-- is one that plain takes made after the key the lease counted in was
+-- gone).
+local NOGENERATION = 4294967296
 
 -- Bans and in-flight slots (see ban.go and slots.go). The lines from
--- each 'extra:begin' to its 'extra:end' are the full script's only: the
+-- each 'extra:begin' to its 'extra:end' are the full script's only. The
 -- script without them, which every other call runs, is the script as it
 -- was before bans and slots, and costs what it did. A call on items of
--- zones with a ban, or of one item with a slot, runs the whole text: it
+-- zones with a ban, or of one item with a slot, runs the whole text. It
 -- ends KEYS with the extra keys, each in its item's hash slot, and ARGV
--- with one argument per extra key: for a ban key (the item's key and
--- ':ban') '<item>:<ban in µs>', for a set of slots (the item's key and
--- ':slots', see slots.lua) 's:<n>:<ttl in ms>:<member>'. They come off
--- here, so that the rest reads KEYS and ARGV as in any call.
+-- with one argument per extra key:
+--
+-- | extra key    | its KEYS entry              | its ARGV entry             |
+-- |--------------|-----------------------------|----------------------------|
+-- | a ban        | the item's key and ':ban'   | '<item>:<ban in µs>'       |
+-- | a set of slots (see slots.lua) | the item's key and ':slots' | 's:<n>:<ttl in ms>:<member>' |
+--
+-- They come off here, so that the rest reads KEYS and ARGV as in any call.
 -- extra:begin
 local BANS, SLOT = {}, nil
 local nb = 2 * #KEYS + 1 - #ARGV
@@ -237,19 +269,19 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
       if nt < top then
         local slot = c % m
         local p = base + w * slot
-        -- A receipt names the key's life: a lean key becomes full.
+        -- A receipt names the key's generation: a lean key becomes full.
         local keep = full or mode == '0'
-        local life = 0
+        local generation = 0
         if full and (mode ~= '0' or gap ~= 0) then
-          life = sunpack('<I4', v, #v - 3)
+          generation = sunpack('<I4', v, #v - 3)
         elseif not full and mode ~= '0' then
-          life = now -- born now (see born)
+          generation = now -- born now (see born)
           if ARGV[1] ~= '0' then
             local tm = redis.call('TIME')
-            life = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+            generation = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
           end
-          life = life % 4294967296
-          if life == 0 then life = 1 end
+          generation = generation % 4294967296
+          if generation == 0 then generation = 1 end
         end
         local r
         if newest and gap == 0 and keep then
@@ -283,19 +315,19 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
           else
             -- What leases took of sub-window c: g, as a new sub-window's
             -- or a lean key's leased units are none.
-            nv = spack(hf, -shape, c, nt) .. cells .. spack(cf, g) .. spack('<I4', life)
+            nv = spack(hf, -shape, c, nt) .. cells .. spack(cf, g) .. spack('<I4', generation)
           end
           -- From the clock, not from t: a clock that went back is
           -- clamped to sub-window c, which stops counting no sooner.
           r = redis.pcall('SET', key, nv, 'PX', ceil(((c + reach) * T - now) / 1000) + 1)
         end
         out = {1, N - add - whole, 0, (c + reach) * T - t}
-        if mode == '1' then -- the receipt: the life stamped with the last save (see stamp)
+        if mode == '1' then -- the receipt: the generation stamped with the last save (see stamp)
           local saved = redis.pcall('LASTSAVE')
           if type(saved) ~= 'number' then saved = 0 end
-          out[5], out[6] = t, (life + saved) % 4294967296
+          out[5], out[6] = t, (generation + saved) % 4294967296
         elseif mode == '2' then
-          out[5], out[6], out[7] = g, t, life
+          out[5], out[6], out[7] = g, t, generation
         end
         if type(r) == 'table' and r.err then
           -- The script's first write: Redis over its maxmemory refuses it
@@ -303,9 +335,9 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
           if not string.find(r.err, 'OOM', 1, true) then error(r.err) end
           if mode == '1' then out[5], out[6] = 0, 0 end
           if mode == '2' then
-            if not full then life = NOLIFE end
-            if not v then life = 0 end
-            out[2], out[5], out[6], out[7] = N - cost - whole, 0, 0, life
+            if not full then generation = NOGENERATION end
+            if not v then generation = 0 end
+            out[2], out[5], out[6], out[7] = N - cost - whole, 0, 0, generation
           end
           out[#out + 1] = 1 -- admitted but not counted: out of memory
         end
@@ -360,7 +392,7 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
         out[5], out[6] = 0, 0
       elseif mode == '2' then
         out[5], out[6], out[7] = 0, 0, 0
-        if full then out[7] = sunpack('<I4', v, #v - 3) elseif v then out[7] = NOLIFE end
+        if full then out[7] = sunpack('<I4', v, #v - 3) elseif v then out[7] = NOGENERATION end
       end
     end
   end
@@ -380,14 +412,14 @@ if out and not BANNED and not FULL and BANS[1] then
 end
 -- extra:end
 
--- The lean refund: one reservation of a bucket key given back in place,
--- the receipt's cell and the total, with refundBuckets's conditions. A
--- receipt of another life, or of a key that is gone or not of this rule,
--- gets nothing back, as on the general path; a lease's give-back takes
--- the general path.
+-- The lean refund: one reservation of a bucket key given back in place, the
+-- receipt's cell and the total, with refundBuckets's conditions. A receipt
+-- of another generation, or of a key that is gone or not of this rule, gets
+-- nothing back, as on the general path; a lease's give-back takes the
+-- general path.
 if lib and #KEYS == 1 and mode == '3' then
   local sunpack, spack, key = lib.unpack, lib.pack, KEYS[1]
-  local alg, W, T, _, cost, shape, at, life, granted = sunpack('<i1i8i8i8i8i8i8i8i8i8', ARGV[3])
+  local alg, W, T, _, cost, shape, at, generation, granted = sunpack('<i1i8i8i8i8i8i8i8i8i8', ARGV[3])
   if alg ~= 3 and granted == 0 then
     out = {0}
     local v = redis.pcall('GET', key)
@@ -401,7 +433,7 @@ if lib and #KEYS == 1 and mode == '3' then
     if cf and sh == -shape and newest * T < 9007199254740992 then
       local saved = redis.pcall('LASTSAVE') -- see stamp
       if type(saved) ~= 'number' then saved = 0 end
-      if (sunpack('<I4', v, #v - 3) + saved) % 4294967296 == life then
+      if (sunpack('<I4', v, #v - 3) + saved) % 4294967296 == generation then
         local reach, b = m, floor(at / T)
         if alg == 1 then reach = 1 end
         if cost > 0 and b <= newest and b > newest - reach then
@@ -495,41 +527,42 @@ local function width(x)
   return 6
 end
 
--- The bucket key being decided, as the decision leaves it for its
--- commit: locals rather than a table, so that a request of one item
--- allocates none. V is the stored value (false if none or unusable), CW
--- and CF the width and format of its integers, NEWEST the newest
--- sub-window it holds (false if none), TOTAL its count from sub-window
--- C-k on (the cells of older ones are gone at C), C the request's
--- sub-window and TM its time, clamped to C when the clock went back.
--- REWRITE says the key must be written whole (absent, of another rule or
--- another type, or a hash of an earlier version). LEAN says it has the
--- lean layout (see the head). LEASED is what leases took of sub-window
--- NEWEST and did not give back: units instances may still be spending.
--- LIFE names a full key's count: its birth time, kept through every
--- write, new when the key is made full (false until then), so that a
--- receipt of a count that was reset or lost is never given back from the
--- next one; an operator's reset gives the next life LIFE + 1 (see
--- successor). FOREIGN says the key holds another rule's value or type.
-local V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE, FOREIGN, LEASED, LEAN = false, 0, '', false, 0, 0, 0, false, false, false, 0, false
+-- The bucket key being decided, as the decision leaves it for its commit:
+-- locals rather than a table, so that a request of one item allocates none.
+-- V is the stored value (false if none or unusable), CW and CF the width
+-- and format of its integers, NEWEST the newest sub-window it holds (false
+-- if none), TOTAL its count from sub-window C-k on (the cells of older ones
+-- are gone at C), C the request's sub-window and TM its time, clamped to C
+-- when the clock went back. REWRITE says the key must be written whole
+-- (absent, of another rule or another type, or a hash of an earlier
+-- version). LEAN says it has the lean layout (see the head). LEASED is what
+-- leases took of sub-window NEWEST and did not give back: units instances
+-- may still be spending. GENERATION names a full key's count: its birth
+-- time, kept through every write, new when the key is made full (false
+-- until then), so that a receipt of a count that was reset or lost is never
+-- given back from the next one; an operator's reset gives the next
+-- generation GENERATION + 1 (see nextGeneration). FOREIGN says the key
+-- holds another rule's value or type.
+local V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, GENERATION, FOREIGN, LEASED, LEAN = false, 0, '', false, 0, 0, 0, false, false, false, 0, false
 
--- successor returns the life an operator's reset gives after life x.
-local function successor(x)
+-- nextGeneration returns the generation an operator's reset gives after
+-- generation x.
+local function nextGeneration(x)
   if x >= 4294967295 then return 1 end
   return x + 1
 end
 
--- stamp returns what a reservation's receipt names as the life of a key
--- of life x: x plus the server's LASTSAVE, modulo 2^32. A Redis that
--- comes back with an older copy of the key (a restart from its last RDB
--- save or from its AOF, a failover to a replica that missed writes) keeps
--- the key's life, but not the reservations counted after the copy: their
--- refunds must not come off it. Such a Redis has another LASTSAVE (a
--- restart sets it to its start; a replica has its own), so the receipts
--- of before name another life, and their counts stay. So does that of a
--- request in flight across a save (BGSAVE), which errs on the safe side.
--- Not told apart: a restart within the second of the save it restarts
--- from. miniredis has no LASTSAVE: 0.
+-- stamp returns what a reservation's receipt names as the generation of a
+-- key of generation x: x plus the server's LASTSAVE, modulo 2^32. A Redis
+-- that comes back with an older copy of the key (a restart from its last
+-- RDB save or from its AOF, a failover to a replica that missed writes)
+-- keeps the key's generation, but not the reservations counted after the
+-- copy: their refunds must not come off it. Such a Redis has another
+-- LASTSAVE (a restart sets it to its start; a replica has its own), so the
+-- receipts of before name another generation, and their counts stay. So
+-- does that of a request in flight across a save (BGSAVE), which errs on
+-- the safe side. Not told apart: a restart within the second of the save it
+-- restarts from. miniredis has no LASTSAVE: 0.
 local SAVED = false
 local function stamp(x)
   if not SAVED then
@@ -539,9 +572,9 @@ local function stamp(x)
   return (x + SAVED) % 4294967296
 end
 
--- born returns the life of a key created now: the server's time in
--- microseconds, modulo 2^32 (never 0, which names no life). Two lives of
--- one key share it once in 2^32 resets at most.
+-- born returns the generation of a key created now: the server's time in
+-- microseconds, modulo 2^32 (never 0, which names no generation). Two
+-- generations of one key share it once in 2^32 resets at most.
 local function born()
   local t = now
   if ARGV[1] ~= '0' then
@@ -582,11 +615,11 @@ local function fromHash(key, shape, m)
   return spack('<i8i7' .. string.rep(string.sub(cellFormat(width(total)), 2), m + 1), shape, newest, total, unpack(cells))
 end
 
--- load reads the bucket key into V, CW, CF, NEWEST, TOTAL, LEASED, LIFE
--- and LEAN, in either layout (see the head); a hash of an earlier version
--- is read as a lean value.
+-- load reads the bucket key into V, CW, CF, NEWEST, TOTAL, LEASED,
+-- GENERATION and LEAN, in either layout (see the head); a hash of an
+-- earlier version is read as a lean value.
 local function load(key, shape, m, T)
-  V, NEWEST, TOTAL, REWRITE, LIFE, FOREIGN, LEASED, LEAN = false, false, 0, true, false, true, 0, false
+  V, NEWEST, TOTAL, REWRITE, GENERATION, FOREIGN, LEASED, LEAN = false, false, 0, true, false, true, 0, false
   local v, converted = redis.pcall('GET', key), false
   if type(v) == 'table' then
     -- Another type: a hash of the previous version, or a log's sorted set.
@@ -598,10 +631,10 @@ local function load(key, shape, m, T)
   if not v then FOREIGN = false return end
   if #v < 15 then return end
   local sh, newest = sunpack('<i8i7', v)
-  local life, size, ints = false, head - 1, m + 1
+  local generation, size, ints = false, head - 1, m + 1
   if sh == -shape then
     size, ints = size + 4, m + 2
-    life = sunpack('<I4', v, #v - 3)
+    generation = sunpack('<I4', v, #v - 3)
   elseif sh ~= shape then
     return
   end
@@ -612,8 +645,8 @@ local function load(key, shape, m, T)
   -- there, and the loops over sub-windows would never end.
   if newest * T >= 9007199254740992 then return end
   local f = cellFormat(w)
-  if life then LEASED = sunpack(f, v, head + w * (m + 1)) end
-  V, CW, CF, NEWEST, TOTAL, REWRITE, LIFE, FOREIGN, LEAN = v, w, f, newest, (sunpack(f, v, head)), converted, life, false, not life
+  if generation then LEASED = sunpack(f, v, head + w * (m + 1)) end
+  V, CW, CF, NEWEST, TOTAL, REWRITE, GENERATION, FOREIGN, LEAN = v, w, f, newest, (sunpack(f, v, head)), converted, generation, false, not generation
 end
 
 local function buckets(key, alg, W, T, N, cost, shape, t)
@@ -745,9 +778,9 @@ local function commitBuckets(key, T, cost, shape, m, reach, guard, into, lease, 
   if lean then
     v = spack('<i8i7' .. string.rep(string.sub(cellFormat(w), 2), m + 1), shape, c, total, unpack(cells, 1, m))
   else
-    LIFE = LIFE or born()
+    GENERATION = GENERATION or born()
     v = spack('<i8i7' .. string.rep(string.sub(cellFormat(w), 2), m + 2), -shape, c, total, unpack(cells))
-    v = v .. spack('<I4', LIFE)
+    v = v .. spack('<I4', GENERATION)
   end
   if NEWEST and c == NEWEST and not REWRITE then
     return write(guard, 'SET', key, v, 'KEEPTTL')
@@ -853,7 +886,7 @@ local function decide()
       states[i] = s
     else
       ok, remaining, retry, reset = buckets(KEYS[i], alg, W, T, N, cost, shape, now)
-      states[i] = {V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE, LEASED, LEAN}
+      states[i] = {V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, GENERATION, LEASED, LEAN}
     end
     -- extra:begin
     local started = 0
@@ -868,14 +901,14 @@ local function decide()
     if BANS[i] then res[#res + 1] = started end
     -- extra:end
     if mode == '1' then
-      res[#res + 1] = 0 -- the receipt and its life, once counted
+      res[#res + 1] = 0 -- the receipt and its generation, once counted
       res[#res + 1] = 0
       receipts[i] = #res - 1
     elseif mode == '2' then
       res[#res + 1] = 0 -- the units granted and their time, once counted
       res[#res + 1] = 0
-      -- The key's life, even denied: none for a log or no key.
-      if alg == 3 or not V then res[#res + 1] = 0 else res[#res + 1] = LIFE or NOLIFE end
+      -- The key's generation, even denied: none for a log or no key.
+      if alg == 3 or not V then res[#res + 1] = 0 else res[#res + 1] = GENERATION or NOGENERATION end
       leases[i] = #res - 2
     end
   end
@@ -887,7 +920,7 @@ local function decide()
       if rule[1] == 3 then
         oom = commitLog(s, KEYS[i], first)
       else
-        V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, LIFE, LEASED, LEAN = unpack(s, 1, 11)
+        V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, GENERATION, LEASED, LEAN = unpack(s, 1, 11)
         local m = rule[2] / rule[3] + 1
         local reach = m
         if rule[1] == 1 then reach = 1 end
@@ -907,11 +940,11 @@ local function decide()
       end
       if receipts[i] then
         -- A log's entry is its own receipt: its score is the time it was
-        -- counted at, and no later life holds an entry there.
-        if rule[1] == 3 then res[receipts[i]] = s.t else res[receipts[i]], res[receipts[i] + 1] = TM, stamp(LIFE) end
+        -- counted at, and no later generation holds an entry there.
+        if rule[1] == 3 then res[receipts[i]] = s.t else res[receipts[i]], res[receipts[i] + 1] = TM, stamp(GENERATION) end
       end
       if leases[i] then
-        res[leases[i] + 2] = LIFE
+        res[leases[i] + 2] = GENERATION
         if g > 0 then
           res[leases[i] - 3] = res[leases[i] - 3] - g
           res[leases[i]], res[leases[i] + 1] = g, TM
@@ -922,13 +955,13 @@ local function decide()
   return res
 end
 
--- charge counts units in the sub-window of time at of the key load left
--- in V..FOREIGN, which is not the life a lease of those units was granted
--- in: an operator reset the key, or Redis lost it, while an instance held
--- the lease and spent from it. Units spent after the reset were admitted
--- in the window that the new life counts, so the new life counts them,
--- with the ones spent before it (the safe side), if their sub-window
--- still counts. It returns 2 if it counted them.
+-- charge counts units in the sub-window of time at of the key load left in
+-- V..FOREIGN, which is not the generation a lease of those units was
+-- granted in: an operator reset the key, or Redis lost it, while an
+-- instance held the lease and spent from it. Units spent after the reset
+-- were admitted in the window that the new generation counts, so the new
+-- generation counts them, with the ones spent before it (the safe side), if
+-- their sub-window still counts. It returns 2 if it counted them.
 local function charge(key, T, units, shape, m, reach, at)
   if not now then
     local tm = redis.call('TIME') -- a refund's call has not read it (see now)
@@ -956,31 +989,31 @@ local function charge(key, T, units, shape, m, reach, at)
   return 2
 end
 
--- refundBuckets takes cost back from the sub-window of time at in a
--- bucket key, if the key still holds that sub-window and as much in it,
--- in the life the receipt names; it returns 1 if it did. Only that cell
--- and the total change, in place, and the key's expiry stays; a key left
+-- refundBuckets takes cost back from the sub-window of time at in a bucket
+-- key, if the key still holds that sub-window and as much in it, in the
+-- generation the receipt names; it returns 1 if it did. Only that cell and
+-- the total change, in place, and the key's expiry stays; a key left
 -- counting nothing (in the sub-windows that count from its newest on) is
 -- deleted. A lease's give-back (granted > 0: of granted units, cost are
 -- unspent and confirmed were spent before a reply last found the key in
--- life) to another life counts the units spent since instead (see
--- charge); a reservation's count gets nothing.
-local function refundBuckets(key, alg, W, T, cost, shape, at, life, granted, confirmed)
+-- generation) to another generation counts the units spent since instead
+-- (see charge); a reservation's count gets nothing.
+local function refundBuckets(key, alg, W, T, cost, shape, at, generation, granted, confirmed)
   local m = W / T + 1
   load(key, shape, m, T)
   local reach = m
   if alg == 1 then reach = 1 end
-  local own = LIFE -- the life a receipt of this key names
-  if granted == 0 and LIFE then own = stamp(LIFE) end -- a reservation's
-  local carried = granted > 0 and LIFE and LIFE ~= life and LIFE == successor(life)
-  if not V or REWRITE or own ~= life and not carried then
+  local own = GENERATION -- the generation a receipt of this key names
+  if granted == 0 and GENERATION then own = stamp(GENERATION) end -- a reservation's
+  local keptAcrossReset = granted > 0 and GENERATION and GENERATION ~= generation and GENERATION == nextGeneration(generation)
+  if not V or REWRITE or own ~= generation and not keptAcrossReset then
     local spent = granted - confirmed - cost
     if granted > 0 and spent > 0 and not FOREIGN then return charge(key, T, spent, shape, m, reach, at) end
     return 0
   end
-  if carried then
-    -- An operator's reset carried the lease's units into this life (see
-    -- reset): those spent before it, as far as the holder knows, come
+  if keptAcrossReset then
+    -- An operator's reset kept the lease's units counted in this generation
+    -- (see reset): those spent before it, as far as the holder knows, come
     -- back with the unspent ones.
     cost = cost + confirmed
   end
@@ -1011,14 +1044,14 @@ local function refundBuckets(key, alg, W, T, cost, shape, at, life, granted, con
   return 1
 end
 
--- reset is an operator's reset of the key KEYS[1], of the rule ARGV[3]:
--- the key starts a fresh count, its next life. Units that leases took of
+-- reset is an operator's reset of the key KEYS[1], of the rule ARGV[3]: the
+-- key starts a fresh count, its next generation. Units that leases took of
 -- the current sub-window and did not give back may still be spent by the
 -- instances that hold them, which do not know of the reset: the next
--- life counts them from its start, so that it admits one fresh budget
+-- generation counts them from its start, so that it admits one fresh budget
 -- and never more, and a lease that gives them back gives them back to it
 -- (see refundBuckets). Those of the resetting instance's own lease, which
--- it ended (ARGV[3]'s last eight bytes), are not carried. It returns 1 if
+-- it ended (ARGV[3]'s last eight bytes), are not kept. It returns 1 if
 -- there was a key.
 local function reset()
   local key = KEYS[1]
@@ -1038,7 +1071,7 @@ local function reset()
   local t = now
   if t < c * T then t = c * T end
   local v = spack('<i8i7' .. string.rep(string.sub(cellFormat(width(out)), 2), m + 2), -shape, c, out, unpack(cells))
-  redis.call('SET', key, v .. spack('<I4', successor(LIFE)), 'PX', ceil(((c + reach) * T - now) / 1000) + 1)
+  redis.call('SET', key, v .. spack('<I4', nextGeneration(GENERATION)), 'PX', ceil(((c + reach) * T - now) / 1000) + 1)
   return {1}
 end
 
@@ -1067,11 +1100,11 @@ end
 local function refund()
   local res = {}
   for i = 1, #KEYS do
-    local alg, W, T, _, cost, shape, at, life, granted, confirmed = sunpack('<i1i8i8i8i8i8i8i8i8i8', ARGV[2 * i + 1])
+    local alg, W, T, _, cost, shape, at, generation, granted, confirmed = sunpack('<i1i8i8i8i8i8i8i8i8i8', ARGV[2 * i + 1])
     if alg == 3 then
       res[i] = refundLog(KEYS[i], at, cost)
     else
-      res[i] = refundBuckets(KEYS[i], alg, W, T, cost, shape, at, life, granted, confirmed)
+      res[i] = refundBuckets(KEYS[i], alg, W, T, cost, shape, at, generation, granted, confirmed)
     end
   end
   return res

@@ -59,7 +59,7 @@ type Store struct {
 	// maxCachedRules (reloads with ever new rules cannot grow it).
 	args     atomic.Value
 	argsSize int64
-	// calls caches the prepared call of each zone by its serial number, a
+	// calls caches the prepared call of each zone by its number, a
 	// *sync.Map
 	// bounded in the same way (see preparedFor).
 	calls     atomic.Value
@@ -309,17 +309,18 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 		switch {
 		case items[i].Refundable:
 			if res[p] != 0 {
-				out[i].Receipt = ratelimit.Receipt{At: res[p], Life: uint64(res[p+1]), Remote: true}
+				// At from the script's µs to nanoseconds, as in takeOneDone.
+				out[i].Receipt = ratelimit.Receipt{At: res[p] * 1000, Generation: uint64(res[p+1]), Remote: true}
 			}
 			p += 2
 		case items[i].Lease > 0:
-			// The key's life comes with a denial too: a lease held on
+			// The key's generation comes with a denial too: a lease held on
 			// another is no longer counted (see ratelimit.Receipt).
-			out[i].Receipt = ratelimit.Receipt{Life: uint64(res[p+2]), Remote: true}
+			out[i].Receipt = ratelimit.Receipt{Generation: uint64(res[p+2]), Remote: true}
 			if res[p] > 0 && res[p+1] > 0 {
 				out[i].Leased = res[p]
 				out[i].LeaseFor = leaseFor(items[i].Zone.Rule(), res[p+1])
-				out[i].Receipt.At = res[p+1]
+				out[i].Receipt.At = res[p+1] * 1000
 			}
 			p += 3
 		}

@@ -359,8 +359,8 @@ func TestRedisTTL(t *testing.T) {
 	m := miniredis.RunT(t)
 	store, _ := newStore(t, m.Addr())
 	for _, tc := range []struct {
-		rule ratelimit.Rule
-		life time.Duration // from the first write, at the start of a sub-window + 300ms
+		rule     ratelimit.Rule
+		lifetime time.Duration // from the first write, at the start of a sub-window + 300ms
 	}{
 		{ratelimit.Rule{Window: 10 * time.Second, SubWindow: time.Second, Limit: 5}, 11*time.Second - 300*time.Millisecond},
 		{ratelimit.Rule{Window: 10 * time.Second, Limit: 5, Algorithm: ratelimit.Fixed}, 10*time.Second - 300*time.Millisecond},
@@ -376,14 +376,14 @@ func TestRedisTTL(t *testing.T) {
 			m.FastForward(200 * time.Millisecond)
 			take1(t, store, time.Time{}, z, "k")
 			key := Key("t:", z.Name(), "k")
-			step := tc.life - 200*time.Millisecond - time.Millisecond
+			step := tc.lifetime - 200*time.Millisecond - time.Millisecond
 			m.FastForward(step)
 			if !m.Exists(key) {
-				t.Fatalf("key gone %v after the first write, while it still counts", tc.life-time.Millisecond)
+				t.Fatalf("key gone %v after the first write, while it still counts", tc.lifetime-time.Millisecond)
 			}
 			m.FastForward(2 * time.Millisecond)
 			if m.Exists(key) {
-				t.Fatalf("key still there %v after the first write, when nothing counts", tc.life+time.Millisecond)
+				t.Fatalf("key still there %v after the first write, when nothing counts", tc.lifetime+time.Millisecond)
 			}
 		})
 	}

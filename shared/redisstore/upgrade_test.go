@@ -71,7 +71,7 @@ func TestRedisUpgradeFromHash(t *testing.T) {
 
 // TestRedisUpgradeFromString: the same for the keys of the previous
 // script (testdata/script-string.lua), strings without the key's
-// life and leased units: they keep their counts, and their next write
+// generation and leased units: they keep their counts, and their next write
 // gives them today's layout.
 func TestRedisUpgradeFromString(t *testing.T) {
 	b, err := os.ReadFile("testdata/script-string.lua")

@@ -18,7 +18,7 @@ const (
 
 // TestE2EReset checks that a reset is a reset, on two instances sharing a
 // redis-server, the key deleted in Redis directly (as when Redis loses
-// it; Traefik has no admin API): what was taken from a key's old life is
+// it; Traefik has no admin API): what was taken from a key's old generation is
 // neither spent nor given back in the new one.
 func TestE2EReset(t *testing.T) {
 	t.Parallel()

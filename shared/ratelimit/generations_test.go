@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// TestLifeWrap: a receipt of a key forgotten since gives nothing back to
+// TestGenerationWrap: a receipt of a key forgotten since gives nothing back to
 // the key made after it, even when the shard has made 2^32 - 1 keys in
-// between (the counter is set there, not counted up): a life counter of
-// 32 bits gave the new key the old key's life, and its count the refund.
-func TestLifeWrap(t *testing.T) {
+// between (the counter is set there, not counted up): a generation counter of
+// 32 bits gave the new key the old key's generation, and its count the refund.
+func TestGenerationWrap(t *testing.T) {
 	for _, a := range []Algorithm{Sliding, Log} {
 		t.Run(a.String(), func(t *testing.T) {
 			z := newZone(t, "z", Rule{Window: time.Minute, Limit: 5, Algorithm: a})
