@@ -24,16 +24,18 @@ func expectStatus(t *testing.T, tr *traefiktest.Traefik, path, user string, stat
 }
 
 // banOf starts the ban of user through tr: 3 x 200 on /banned and on
-// /twin, then 429 with Retry-After 6 on /banned. It returns when.
-func banOf(t *testing.T, tr *traefiktest.Traefik, user string) time.Time {
+// /twin, then 429 with Retry-After the ban's seconds on /banned. It
+// returns when.
+func banOf(t *testing.T, tr *traefiktest.Traefik, user string, ban time.Duration) time.Time {
 	t.Helper()
 	for n := 1; n <= 3; n++ {
 		expectStatus(t, tr, "/banned", user, 200, "request "+strconv.Itoa(n))
 		expectStatus(t, tr, "/twin", user, 200, "request "+strconv.Itoa(n)+" without a ban")
 	}
 	at := time.Now()
-	if resp := expectStatus(t, tr, "/banned", user, 429, "the 4th request"); resp.Header.Get("Retry-After") != "6" {
-		t.Fatalf("the 4th request: Retry-After %q, want the ban's 6", resp.Header.Get("Retry-After"))
+	want := strconv.Itoa(int(ban / time.Second))
+	if resp := expectStatus(t, tr, "/banned", user, 429, "the 4th request"); resp.Header.Get("Retry-After") != want {
+		t.Fatalf("the 4th request: Retry-After %q, want the ban's %s", resp.Header.Get("Retry-After"), want)
 	}
 	return at
 }
@@ -49,7 +51,7 @@ func TestE2EBan(t *testing.T) {
 	t.Run("memory", func(t *testing.T) {
 		t.Parallel()
 		tr := start(t, traefiktest.Options{}, "fixtures/ban/dynamic.yml", map[string]any{"Backend": be.URL(), "Redis": ""})
-		began := banOf(t, tr, "alice")
+		began := banOf(t, tr, "alice", 6*time.Second)
 		time.Sleep(time.Until(began.Add(3 * time.Second)))
 		expectStatus(t, tr, "/twin", "alice", 200, "3 s on, the window alone")
 		resp := expectStatus(t, tr, "/banned", "alice", 429, "3 s on, banned")
@@ -65,7 +67,7 @@ func TestE2EBan(t *testing.T) {
 		rds := redistest.Start(t)
 		data := map[string]any{"Backend": be.URL(), "Redis": rds.Addr()}
 		a, b := twoInstances(t, "fixtures/ban/dynamic.yml", data)
-		began := banOf(t, a, "alice")
+		began := banOf(t, a, "alice", 6*time.Second)
 		if ks := rds.Keys(t, "*login-limit@file:{alice}:ban"); len(ks) != 1 {
 			t.Fatalf("redis keys %v, want the ban key ...login-limit@file:{alice}:ban", ks)
 		}
