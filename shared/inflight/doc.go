@@ -26,6 +26,8 @@
 // docs/costs.md, PluginConfigs/inFlight); Take and Release call them.
 // Tried as methods, they and httplimit.WriteHeaders cost 50 allocations
 // a request more (scripts/yaegitest, PluginConfigs/inFlight-alone).
+// The interpreter (yaegi v0.16) lacks Go 1.21's builtins min, max and
+// clear: the package writes them out.
 //
 // # Files
 //

@@ -185,7 +185,7 @@ func (h *holder) releaseLoop() {
 			for len(members) > 0 {
 				n := len(members)
 				if n > releaseBatch {
-					n = releaseBatch // no min: yaegi lacks Go 1.21's builtins
+					n = releaseBatch // no min builtin (see the package documentation)
 				}
 				h.sendAll(set, members[:n])
 				members = members[n:]
