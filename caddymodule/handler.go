@@ -304,7 +304,7 @@ func (h *Handler) provisionZone(ctx caddy.Context, name string, cfg *Zone, opts 
 		return nil, err
 	}
 	if cfg.CountStatus != nil {
-		if z.countStatus, err = ratelimit.ParseStatusCodes(cfg.CountStatus); err != nil {
+		if z.countStatus, err = httplimit.ParseStatusCodes(cfg.CountStatus); err != nil {
 			return nil, err
 		}
 	}

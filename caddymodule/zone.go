@@ -202,7 +202,7 @@ type zoneState struct {
 	rejection caddyhttp.HandlerError // built once; Error adds the ID
 	// countStatus, when set, holds the statuses whose responses the zone
 	// counts: its requests are checked, and charged after the response.
-	countStatus *ratelimit.StatusSet
+	countStatus *httplimit.StatusSet
 	// overrides, when set, give some keys their own limit (see limitOf);
 	// limitFrom names the placeholder of a per-request limit.
 	overrides    *ratelimit.Overrides

@@ -15,12 +15,12 @@ import (
 
 // countStatus parses the countStatus list. A label hands it over as one
 // comma-separated string or already split: both are accepted.
-func countStatus(list []string) (*ratelimit.StatusSet, error) {
+func countStatus(list []string) (*httplimit.StatusSet, error) {
 	var items []string
 	for _, v := range list {
 		items = append(items, strings.Split(v, ",")...)
 	}
-	set, err := ratelimit.ParseStatusRanges(items)
+	set, err := httplimit.ParseStatusRanges(items)
 	if err != nil {
 		return nil, fieldError("countStatus", strings.TrimPrefix(err.Error(), "countStatus: "))
 	}

@@ -63,7 +63,7 @@ type Middleware struct {
 	// countStatus, when set, holds the statuses of the responses counted:
 	// requests are reserved, then refunded unless their status is listed
 	// (see serveCounted).
-	countStatus *ratelimit.StatusSet
+	countStatus *httplimit.StatusSet
 	// refunder gives back m.store's reservations; nil for the in-memory
 	// zone.
 	refunder ratelimit.Refunder

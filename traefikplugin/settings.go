@@ -29,7 +29,7 @@ type settings struct {
 	// redis is nil for the in-memory store.
 	redis *redisSettings
 	// countStatus is nil when every request counts.
-	countStatus *ratelimit.StatusSet
+	countStatus *httplimit.StatusSet
 	// overrides is nil when no key has a limit of its own.
 	overrides *ratelimit.Overrides
 	// persist is nil when the zone is not saved to disk.

@@ -89,7 +89,7 @@ func checkCached(c *denyCache, now time.Time, items []ratelimit.Item, out []rate
 		reset = 0
 	}
 	out[hit] = ratelimit.Decision{
-		Limit:      limitOf(&items[hit]),
+		Limit:      ratelimit.LimitOf(&items[hit]),
 		Remaining:  d.remaining,
 		RetryAfter: d.retry.Sub(now),
 		ResetAfter: reset,
@@ -146,7 +146,7 @@ func (c *denyCache) forget(it *ratelimit.Item) {
 // with the item's own limit.
 func itemRule(it *ratelimit.Item) zoneRule {
 	zr := zoneRule{it.Zone.Name(), it.Zone.Rule()}
-	zr.rule.Limit = limitOf(it)
+	zr.rule.Limit = ratelimit.LimitOf(it)
 	return zr
 }
 
@@ -234,7 +234,7 @@ type zoneRule struct {
 // as this item knows, with its remaining count unknown and reported as 0.
 // Tightest never picks it over the denial.
 func unconsulted(it *ratelimit.Item) ratelimit.Decision {
-	return ratelimit.Decision{Allowed: true, Limit: limitOf(it)}
+	return ratelimit.Decision{Allowed: true, Limit: ratelimit.LimitOf(it)}
 }
 
 // denialsIn returns the number of denials c holds; 0 for no cache.

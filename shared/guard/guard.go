@@ -256,7 +256,7 @@ func guardFailed(ctx context.Context, g *Guard, now time.Time, items []ratelimit
 		// uncounted, so that a client that resets at the right moment
 		// does not reach the backend past the limit under allow.
 		for i := range items {
-			out[i] = ratelimit.Decision{Limit: limitOf(&items[i]), RetryAfter: DenyRetryAfter, ResetAfter: DenyRetryAfter}
+			out[i] = ratelimit.Decision{Limit: ratelimit.LimitOf(&items[i]), RetryAfter: DenyRetryAfter, ResetAfter: DenyRetryAfter}
 		}
 		return false
 	}
@@ -315,14 +315,6 @@ func (g *Guard) Close() {
 
 // Remote returns the store the guard is in front of.
 func (g *Guard) Remote() ratelimit.Store { return g.remote }
-
-// limitOf returns the N that applies to it: its own, or its rule's.
-func limitOf(it *ratelimit.Item) int64 {
-	if it.Limit > 0 {
-		return it.Limit
-	}
-	return it.Zone.Rule().Limit
-}
 
 // takeFuncer is a store that offers its Take as a func value, cheaper to
 // call interpreted than a method (redisstore.Store).

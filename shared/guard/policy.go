@@ -58,12 +58,12 @@ func (p FailurePolicy) decide(now time.Time, items []ratelimit.Item, out []ratel
 		return ratelimit.TakeAll(now, items, out)
 	case FailDeny:
 		for i := range items {
-			out[i] = ratelimit.Decision{Limit: limitOf(&items[i]), RetryAfter: DenyRetryAfter, ResetAfter: DenyRetryAfter}
+			out[i] = ratelimit.Decision{Limit: ratelimit.LimitOf(&items[i]), RetryAfter: DenyRetryAfter, ResetAfter: DenyRetryAfter}
 		}
 		return false
 	}
 	for i := range items {
-		n := limitOf(&items[i])
+		n := ratelimit.LimitOf(&items[i])
 		out[i] = ratelimit.Decision{Allowed: true, Limit: n, Remaining: n - items[i].Zone.Rule().Cost}
 	}
 	return true

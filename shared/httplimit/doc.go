@@ -1,9 +1,10 @@
 // Package httplimit is the HTTP side of windowlimit that the Caddy module
 // and the Traefik plugin share: the bound on a key's length, how client
 // IPs are grouped by prefix, the rate-limit headers and rejection a limited
-// response carries, and the final status of a response. Which key a
-// request is limited on is each host's own: Caddy's placeholders, and
-// Traefik's sourceCriterion in the traefikplugin package.
+// response carries, the final status of a response, and the set of
+// statuses a count_status zone counts. Which key a request is limited on
+// is each host's own: Caddy's placeholders, and Traefik's sourceCriterion
+// in the traefikplugin package.
 //
 // It imports only the standard library, because Traefik loads it through
 // the yaegi interpreter. The per-request functions avoid fmt and allocate
@@ -20,7 +21,9 @@
 // a slot for every local and temporary of the callee, taken branches or
 // not, so each header mode's work is a function of its own and its values
 // come from tables (ints.go) rather than nested calls. A call into netip
-// costs several interpreted calls, so MaskAddr makes few.
+// costs several interpreted calls, so MaskAddr makes few. StatusSet shifts
+// uint64 operands, a workaround for an interpreter bug the yaegi harness
+// catches (an untyped constant shifted by a converted int panics).
 //
 // Files:
 //
@@ -30,4 +33,6 @@
 //   - ints.go: the tables of header values, written without formatting.
 //   - errors.go: FieldError, a bad configuration value named.
 //   - status.go: the final status of a response, which count_status reads.
+//   - statusset.go: StatusSet, the response codes a count_status zone
+//     counts, as each host writes them.
 package httplimit

@@ -36,11 +36,9 @@
 //   - A type assertion runs as compiled Go does, so a host checks a
 //     *FieldError with one.
 //   - Workarounds for the interpreter's bugs, which the yaegi harness
-//     catches: StatusSet shifts uint64 operands (an untyped constant
-//     shifted by a converted int panics); persistState.dropRestored and
-//     the snapshot reader assign one field at a time (a, b = x, y goes
-//     wrong for indexed operands, and nil, nil, nil to typed fields
-//     panics).
+//     catches: persistState.dropRestored and the snapshot reader assign
+//     one field at a time (a, b = x, y goes wrong for indexed operands,
+//     and nil, nil, nil to typed fields panics).
 //
 // # Files
 //
@@ -57,7 +55,6 @@
 //   - refund.go: Refunder, reservations (TakeReservedAt) and RefundAt.
 //   - inspect.go: KeyState, Zone.Inspect and Zone.Forget, and ZoneNumber.
 //   - override.go: per-key limits (Overrides) and ValidLimit.
-//   - status.go: StatusSet, the response codes a zone counts.
 //   - zoneid.go: ZoneID, what makes two zones the same across reloads.
 //   - snapshot.go: Zone.Snapshot and Zone.Restore: a zone's keys across a
 //     restart.

@@ -33,8 +33,10 @@ type Item struct {
 	Lease int64
 }
 
-// limit returns the N that applies to it.
-func (it *Item) limit() int64 {
+// LimitOf returns the N that applies to it: its own Limit when positive,
+// else its zone's rule's. A function, not a method: interpreted, a method
+// call costs more (see the package documentation).
+func LimitOf(it *Item) int64 {
 	if it.Limit > 0 {
 		return it.Limit
 	}
@@ -107,11 +109,11 @@ func TakeAll(now time.Time, items []Item, out []Decision) bool {
 	for i := range items {
 		z := items[i].Zone
 		s := &z.shards[hashes[i]&z.mask]
-		if z.ban > 0 && banned(z, s, items[i].Key, hashes[i], t, items[i].limit(), &out[i]) {
+		if z.ban > 0 && banned(z, s, items[i].Key, hashes[i], t, LimitOf(&items[i]), &out[i]) {
 			allowed = false
 			continue
 		}
-		out[i] = take(z, s, items[i].Key, hashes[i], t, items[i].limit(), false)
+		out[i] = take(z, s, items[i].Key, hashes[i], t, LimitOf(&items[i]), false)
 		if z.ban > 0 && !out[i].Allowed {
 			startBan(z, s, items[i].Key, hashes[i], t, &out[i])
 		}
@@ -121,7 +123,7 @@ func TakeAll(now time.Time, items []Item, out []Decision) bool {
 		for i := range items {
 			z := items[i].Zone
 			s := &z.shards[hashes[i]&z.mask]
-			take(z, s, items[i].Key, hashes[i], t, items[i].limit(), true)
+			take(z, s, items[i].Key, hashes[i], t, LimitOf(&items[i]), true)
 			if items[i].Refundable {
 				out[i].Receipt = countedAt(z, s, hashes[i])
 			}

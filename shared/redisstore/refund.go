@@ -29,7 +29,7 @@ func (s *Store) Refund(ctx context.Context, items []ratelimit.Item, out []rateli
 			args = append(args, "0")
 		}
 		keys = append(keys, Key(s.prefix, items[i].Zone.Name(), items[i].Key))
-		args = append(args, modeRefund, withReceipt(spec[0], limitOf(&items[i]), r, ratelimit.LeaseUse{}))
+		args = append(args, modeRefund, withReceipt(spec[0], ratelimit.LimitOf(&items[i]), r, ratelimit.LeaseUse{}))
 	}
 	if len(keys) == 0 {
 		return nil
@@ -82,7 +82,7 @@ func (s *Store) GiveBack(ctx context.Context, now time.Time, it ratelimit.Item, 
 	if use.Unspent < 0 || use.Granted <= 0 || d.Receipt.At == 0 || !d.Receipt.Remote {
 		return nil
 	}
-	z, n := it.Zone, limitOf(&it)
+	z, n := it.Zone, ratelimit.LimitOf(&it)
 	r := z.Rule()
 	if err := CheckRule(z.Name(), r); err != nil {
 		return err

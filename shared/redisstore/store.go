@@ -270,7 +270,7 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 		if len(res) == 2 && res[0] == -1 {
 			// The set is full: nothing was decided or counted.
 			slot.State, slot.Held = ratelimit.SlotFull, res[1]
-			out[0] = ratelimit.Decision{Limit: limitOf(&items[0])}
+			out[0] = ratelimit.Decision{Limit: ratelimit.LimitOf(&items[0])}
 			return false, nil
 		}
 		if len(res) > 0 {
@@ -294,7 +294,7 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 		r := res[p : p+4]
 		out[i] = ratelimit.Decision{
 			Allowed:    r[0] == 1,
-			Limit:      limitOf(&items[i]),
+			Limit:      ratelimit.LimitOf(&items[i]),
 			Remaining:  r[1],
 			RetryAfter: time.Duration(r[2]) * time.Microsecond,
 			ResetAfter: time.Duration(r[3]) * time.Microsecond,
@@ -381,15 +381,7 @@ func sameTag(keys []string) bool {
 // as this item knows, with its remaining count unknown and reported as 0.
 // Tightest never picks it over the denial.
 func unconsulted(it *ratelimit.Item) ratelimit.Decision {
-	return ratelimit.Decision{Allowed: true, Limit: limitOf(it)}
-}
-
-// limitOf returns the N that applies to it: its own, or its rule's.
-func limitOf(it *ratelimit.Item) int64 {
-	if it.Limit > 0 {
-		return it.Limit
-	}
-	return it.Zone.Rule().Limit
+	return ratelimit.Decision{Allowed: true, Limit: ratelimit.LimitOf(it)}
 }
 
 // fieldError returns a *ratelimit.FieldError.
