@@ -22,7 +22,7 @@ import (
 // her, /banned refuses her with Retry-After the ban's remainder, and
 // serves her once the ban has ended.
 func TestE2EBanPersist(t *testing.T) {
-	t.Parallel() // it mostly waits for the ban to end
+	t.Parallel()                 // it mostly waits for the ban to end
 	const ban = 10 * time.Second // the fixture's
 	be := e2etest.StartBackend(t)
 	snapshots := filepath.Join(t.TempDir(), "snapshots")
