@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
 	"github.com/windowlimit/windowlimit/internal/redistest"
 )
 
@@ -69,4 +71,49 @@ func testInFlightCluster(t *testing.T, config string) {
 		}
 		return true
 	})
+}
+
+// TestInFlightCountStatusRedis: in_flight beside count_status on Redis,
+// the slot taken with the request's reservation: responses outside the
+// counted statuses are given back, the counted ones fill the limit, then
+// the rate refuses (its own 429, not the slot's), and no slot is left.
+func TestInFlightCountStatusRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	h, _ := newHandler(t, `{"rate_limits":{"cs":{"key":"{http.request.header.X-Key}","in_flight":1,"window":"1m","limit":3,"count_status":[401]}},`+
+		`"redis":{"address":"`+srv.Addr()+`","key_prefix":"ifcs:"}}`)
+	status := func(code int) caddyhttp.Handler {
+		return caddyhttp.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) error {
+			w.WriteHeader(code)
+			return nil
+		})
+	}
+	ctx := context.Background()
+	l := h.zones[0].inflight
+	// The slot's release goes to Redis in the background: each request
+	// waits for the one before it to free its slot.
+	free := func() {
+		t.Helper()
+		waitUntil(t, func() bool {
+			n, err := l.Count(ctx, "k")
+			return err == nil && n == 0
+		})
+	}
+	for i := 0; i < 5; i++ {
+		free()
+		if code, _ := send(ctx, h, "k", status(200)); code != 200 {
+			t.Fatalf("200 number %d, not counted: %d", i+1, code)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		free()
+		if code, _ := send(ctx, h, "k", status(401)); code != 401 {
+			t.Fatalf("401 number %d: %d, want it served (and counted)", i+1, code)
+		}
+	}
+	free()
+	code, hdr := send(ctx, h, "k", status(401))
+	if code != 429 || hdr.Get("X-Ratelimit-Limit") != "3" {
+		t.Fatalf("after 3 counted: %d with limit %q, want the rate's 429 (limit 3)", code, hdr.Get("X-Ratelimit-Limit"))
+	}
+	free()
 }

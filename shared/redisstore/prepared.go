@@ -223,9 +223,10 @@ func takeSlotPrepared(ctx context.Context, s *Store, z *ratelimit.Zone, key stri
 }
 
 // slotReply reads the reply res of a call of one take with slot at limit:
-// the set full ({-1, held}), or take's four integers, redisNotCounted
-// when Redis could not count the request, and the slots held with this
-// one (0 when it took none).
+// readSlot's, then take's four integers, and redisNotCounted when Redis
+// could not count the request. readSlot is written out here: its frame
+// costs this interpreted path 18 allocations a request (2,781 against
+// 2,763 through a Traefik inFlight beside a rate on Redis).
 func slotReply(res []int64, limit int64, out []ratelimit.Decision, slot *ratelimit.Slot) (bool, error) {
 	if len(res) == 2 && res[0] == -1 {
 		slot.State, slot.Held = ratelimit.SlotFull, res[1]
@@ -235,15 +236,15 @@ func slotReply(res []int64, limit int64, out []ratelimit.Decision, slot *ratelim
 	if len(res) != 5 && !(len(res) == 6 && res[4] == redisNotCounted) {
 		return false, fmt.Errorf("redis limiter script: got %d integers for a key with a slot", len(res))
 	}
+	if held := res[len(res)-1]; held > 0 {
+		slot.State, slot.Held = ratelimit.SlotTaken, held
+	}
 	out[0] = ratelimit.Decision{
 		Allowed:    res[0] == 1,
 		Limit:      limit,
 		Remaining:  res[1],
 		RetryAfter: time.Duration(res[2]) * time.Microsecond,
 		ResetAfter: time.Duration(res[3]) * time.Microsecond,
-	}
-	if held := res[len(res)-1]; held > 0 {
-		slot.State, slot.Held = ratelimit.SlotTaken, held
 	}
 	if len(res) == 6 {
 		return out[0].Allowed, ErrOutOfMemory

@@ -158,6 +158,24 @@ func slotArg(s *ratelimit.Slot) string {
 	return "s:" + strconv.FormatInt(s.N, 10) + ":" + strconv.FormatInt(ttlMillis(s.TTL), 10) + ":" + s.Member
 }
 
+// readSlot reads what a call that took slot with its decision replied
+// about it (see SLOT in script.lua): {-1, held} when the set was full
+// (full, and nothing else was decided), else the slots held with this
+// one, 0 when it took none, as the last integer, which rest leaves out.
+func readSlot(res []int64, slot *ratelimit.Slot) (rest []int64, full bool) {
+	if len(res) == 2 && res[0] == -1 {
+		slot.State, slot.Held = ratelimit.SlotFull, res[1]
+		return nil, true
+	}
+	if len(res) == 0 {
+		return res, false
+	}
+	if held := res[len(res)-1]; held > 0 {
+		slot.State, slot.Held = ratelimit.SlotTaken, held
+	}
+	return res[:len(res)-1], false
+}
+
 // NewMember returns the name of a new slot of this holder.
 func (s *Slots) NewMember() string {
 	return s.id + strconv.FormatUint(atomic.AddUint64(&s.seq, 1), 36)

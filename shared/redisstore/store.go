@@ -267,17 +267,11 @@ func (s *Store) call(ctx context.Context, now time.Time, items []ratelimit.Item,
 		return false, err
 	}
 	if slot != nil {
-		if len(res) == 2 && res[0] == -1 {
-			// The set is full: nothing was decided or counted.
-			slot.State, slot.Held = ratelimit.SlotFull, res[1]
+		var full bool
+		if res, full = readSlot(res, slot); full {
+			// Nothing was decided or counted.
 			out[0] = ratelimit.Decision{Limit: ratelimit.LimitOf(&items[0])}
 			return false, nil
-		}
-		if len(res) > 0 {
-			if held := res[len(res)-1]; held > 0 {
-				slot.State, slot.Held = ratelimit.SlotTaken, held
-			}
-			res = res[:len(res)-1]
 		}
 		want--
 	}
