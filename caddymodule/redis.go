@@ -335,11 +335,11 @@ type pooledRedis struct {
 }
 
 // keyCall returns the store's call prepared for z, or nil.
-func (p *pooledRedis) keyCall(z *ratelimit.Zone) *ratelimit.KeyCall {
+func (p *pooledRedis) keyCall(z *ratelimit.Zone) *redisstore.KeyCall {
 	if p.store == nil {
 		return nil
 	}
-	return p.store.KeyCall(z)
+	return p.store.KeyCall(z, p.guard)
 }
 
 // Destruct stops the guard's probe, keeps its counters and closes the

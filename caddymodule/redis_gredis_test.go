@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/windowlimit/windowlimit/internal/redisbench"
 	"github.com/windowlimit/windowlimit/internal/redistest"
+	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
 	"github.com/windowlimit/windowlimit/shared/redisstore"
 	"github.com/windowlimit/windowlimit/shared/resp"
@@ -201,15 +202,20 @@ func TestGoRedisRunnerReplace(t *testing.T) {
 	}
 }
 
-// The go-redis runner prepares a zone's call on one key: the store's
-// KeyCall runs it, counts the key, and after a SCRIPT FLUSH its NOSCRIPT
-// goes to the store, which sends the script again.
+// The go-redis runner prepares a zone's call on one key: redisstore.TakeKey
+// runs it, counts the key, and after a SCRIPT FLUSH its NOSCRIPT goes to
+// the store, which sends the script again, with no failure for the guard.
 func TestGoRedisPreparedCall(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	s := goRedisStore(t, c, false)
+	g, err := guard.New(s, guard.Options{OnError: guard.FailDeny, NotCounted: redisstore.ErrOutOfMemory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
 	z := testZone(t, "prep", ratelimit.Rule{Window: time.Hour, Limit: 4})
-	kc := s.KeyCall(z)
+	kc := s.KeyCall(z, g)
 	if kc == nil {
 		t.Fatal("the store over go-redis has no prepared call")
 	}
@@ -219,30 +225,49 @@ func TestGoRedisPreparedCall(t *testing.T) {
 		t.Fatalf("the first request: %+v %v, want admitted with 3 remaining", d, err)
 	}
 	for i, want := range []int64{2, 1} {
-		res, err := kc.Run(ctx, kc.Head, kc.Prefix+"k"+kc.Suffix, kc.Tail)
-		if err != nil || len(res) != 4 || res[0] != 1 || res[1] != want {
-			t.Fatalf("prepared call %d: %v %v, want admitted with %d remaining", i+1, res, err, want)
+		if d := redisstore.TakeKey(ctx, g, kc, z, "k", time.Now()); !d.Allowed || d.Remaining != want {
+			t.Fatalf("prepared call %d: %+v, want admitted with %d remaining", i+1, d, want)
 		}
 	}
 	// Another key, on a call (and go-redis command) the pool most likely
 	// hands back: its own count, not k's.
-	if res, err := kc.Run(ctx, kc.Head, kc.Prefix+"j"+kc.Suffix, kc.Tail); err != nil || len(res) != 4 || res[1] != 3 {
-		t.Fatalf("a prepared call on another key: %v %v, want 3 remaining", res, err)
+	if d := redisstore.TakeKey(ctx, g, kc, z, "j", time.Now()); !d.Allowed || d.Remaining != 3 {
+		t.Fatalf("a prepared call on another key: %+v, want 3 remaining", d)
 	}
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := kc.Run(ctx, kc.Head, kc.Prefix+"k"+kc.Suffix, kc.Tail)
-	if err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		t.Fatalf("after SCRIPT FLUSH: %v, want NOSCRIPT", err)
+	before := noScriptErrors(t, c)
+	if d := redisstore.TakeKey(ctx, g, kc, z, "k", time.Now()); !d.Allowed || d.Remaining != 0 {
+		t.Fatalf("the store's answer to NOSCRIPT: %+v, want the third request admitted, none remaining", d)
 	}
-	d, err := kc.Rest(ctx, "k", nil, err)
-	if err != nil || !d.Allowed || d.Remaining != 0 {
-		t.Fatalf("the store's answer to NOSCRIPT: %+v %v, want the third request admitted, none remaining", d, err)
+	// The prepared call's NOSCRIPT, then the store's general call's: it
+	// tries EVALSHA before it sends the text.
+	if n := noScriptErrors(t, c) - before; n != 2 {
+		t.Fatalf("%d NOSCRIPT replies after SCRIPT FLUSH, want the prepared call's and the store's", n)
+	}
+	if st := g.Stats(); st.Failures != 0 {
+		t.Fatalf("guard stats %+v: NOSCRIPT counted as a failure", st)
 	}
 	if d, err := takeOne(t, s, z, "k"); err != nil || d.Allowed {
 		t.Fatalf("a fourth request: %+v %v, want denied", d, err)
 	}
+}
+
+// noScriptErrors returns the NOSCRIPT replies Redis has sent (INFO
+// errorstats).
+func noScriptErrors(t *testing.T, c *redis.Client) int {
+	t.Helper()
+	info, err := c.Info(context.Background(), "errorstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(info, "errorstat_NOSCRIPT:count=")
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimRight(strings.SplitN(rest, "\n", 2)[0], "\r"))
+	return n
 }
 
 // A prepared call's arguments survive their encoding, binary ones and

@@ -62,8 +62,8 @@
 //     frame too, so a hot function is not split.
 //   - A method call, or a call through an interface, costs several
 //     function calls: the request path calls plain functions that take
-//     the *Middleware, and reaches Redis through guard.TakeKey with the
-//     store's call prepared for the zone (ratelimit.KeyCall).
+//     the *Middleware, and reaches Redis through redisstore.TakeKey with
+//     the store's call prepared for the zone (redisstore.KeyCall).
 //   - A call into the standard library costs a few hundred nanoseconds:
 //     what does not depend on the request is computed in New.
 //   - A constant of another package costs a frame slot, one of this

@@ -4,6 +4,7 @@ import (
 	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 )
 
 // The lease tables live here, one per middleware name with a redis block
@@ -32,7 +33,7 @@ type leased struct {
 // or lease setting) is closed, giving back what its leases left, in a
 // goroutine of its own (New never blocks); the handlers of the previous
 // configuration that still serve then decide per request.
-func leaseTableFor(name string, z *ratelimit.Zone, g *guard.Guard, kc *ratelimit.KeyCall, on bool) *lease.Table {
+func leaseTableFor(name string, z *ratelimit.Zone, g *guard.Guard, kc *redisstore.KeyCall, on bool) *lease.Table {
 	redisMu.Lock()
 	defer redisMu.Unlock()
 	l := leaseOf[name]

@@ -55,8 +55,8 @@ type Middleware struct {
 	// plain function on the common request (see takeFromStore).
 	guard *guard.Guard
 	// keyCall is the Redis store's call prepared for zone, which
-	// guard.TakeKey makes on the common request; nil when it has none.
-	keyCall *ratelimit.KeyCall
+	// redisstore.TakeKey makes on the common request; nil when it has none.
+	keyCall *redisstore.KeyCall
 	// lease, when set, decides Redis requests, spending hot keys' leases
 	// locally (redis.lease auto, no countStatus; see leaseTableFor).
 	lease *lease.Table

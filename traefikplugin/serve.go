@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/httplimit"
 	"github.com/windowlimit/windowlimit/shared/lease"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 )
 
 // The paths a request takes. New chooses one for the middleware
@@ -155,7 +155,7 @@ func decidedModeHeaders(m *Middleware, w http.ResponseWriter, r *http.Request, k
 
 // serveRedis serves a request through Redis, keyed as the memory path
 // keys it (the remote address, or sourceKey), with legacy headers from
-// the table. It is the memory path with guard.TakeKey (lease.Take with
+// the table. It is the memory path with redisstore.TakeKey (lease.Take with
 // leases on) for TakeAt, in one frame (see Performance under yaegi):
 // through serveAny's frames, 1,000 busy keys from a header cost 740
 // interpreter allocations a request, through this one 700
@@ -177,7 +177,7 @@ func serveRedis(m *Middleware, w http.ResponseWriter, r *http.Request) {
 	if m.lease != nil {
 		d = lease.Take(r.Context(), m.lease, key, 0, time.Now())
 	} else {
-		d = guard.TakeKey(r.Context(), m.guard, m.keyCall, m.zone, key, time.Now())
+		d = redisstore.TakeKey(r.Context(), m.guard, m.keyCall, m.zone, key, time.Now())
 	}
 	reset := (d.ResetAfter + second - 1) / second
 	if !d.Allowed || uint64(d.Remaining) >= uint64(len(m.decimals)) || uint64(reset) >= uint64(len(m.decimals)) {

@@ -18,7 +18,7 @@ func useStore(m *Middleware, s ratelimit.Store) {
 	m.guard, _ = s.(*guard.Guard)
 	if m.guard != nil {
 		if rs, ok := m.guard.Remote().(*redisstore.Store); ok {
-			m.keyCall = rs.KeyCall(m.zone)
+			m.keyCall = rs.KeyCall(m.zone, m.guard)
 		}
 	}
 }
@@ -28,7 +28,7 @@ func useStore(m *Middleware, s ratelimit.Store) {
 // error is always nil; should another store fail, the request is let
 // through as the default policy would.
 //
-// A Guard, the Redis store's, is called through guard.TakeKey, not
+// A Guard, the Redis store's, is called through redisstore.TakeKey, not
 // the interface (see Performance under yaegi). With leases on, lease.Take
 // decides, through the guard when it has no lease to spend.
 func takeFromStore(ctx context.Context, m *Middleware, key string) ratelimit.Decision {
@@ -36,7 +36,7 @@ func takeFromStore(ctx context.Context, m *Middleware, key string) ratelimit.Dec
 		return lease.Take(ctx, m.lease, key, 0, time.Now())
 	}
 	if m.guard != nil {
-		return guard.TakeKey(ctx, m.guard, m.keyCall, m.zone, key, time.Now())
+		return redisstore.TakeKey(ctx, m.guard, m.keyCall, m.zone, key, time.Now())
 	}
 	return takeFromStoreInterface(ctx, m, key)
 }

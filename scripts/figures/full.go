@@ -218,7 +218,7 @@ func (t *table) interpreter() {
 		{"prepared-MODE", "client, prepared (`EvalShaPrepared`)"},
 		{"store-MODE", "store (`redisstore.Store.Take`)"},
 		{"guard-MODE", "guard (`guard.Guard.Take`)"},
-		{"remote-MODE", "the plugin's call (`guard.TakeKey` with the store's `KeyCall`: guard, store and client in one interpreted call)"},
+		{"remote-MODE", "the plugin's call (`redisstore.TakeKey` with the store's `KeyCall`: guard, store and client in one interpreted call)"},
 		{"remote-pipelined-compiled", "the plugin's call compiled, for reference (the fake Redis, the system calls, the pipeline's goroutines) | – | –"},
 		{"plugin-pipelined-limit-60000", "plugin (`ServeHTTP`, limit 60000, `lease off`, `onStoreError deny`) | – | –"},
 		{"plugin-pipelined-1000-keys-lease-auto", "plugin, 1,000 keys from a header, `lease auto` | – | –"},

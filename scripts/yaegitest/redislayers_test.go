@@ -14,7 +14,7 @@ import (
 // plugin's Redis path costs under yaegi, from one goroutine, against
 // fakeRedis (which answers at compiled speed, so that redis-server's
 // share of the machine is left out): the client's EVALSHA, redisstore.Store.
-// Take, Guard.Take, guard.TakeKey (the plugin's call into the
+// Take, Guard.Take, redisstore.TakeKey (the plugin's call into the
 // core), and the plugin's ServeHTTP with a redis block, each
 // pooled and auto-pipelined (the plugin always auto-pipelines). Compare
 // the layers' cpu-µs/op and allocs/op within one run; cpu-µs/op is this

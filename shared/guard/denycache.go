@@ -25,7 +25,7 @@ type denyCache struct {
 	max int
 
 	// n is the number of entries, written under mu and read atomically,
-	// so that an empty cache is seen in one load (see TakeKey).
+	// so that an empty cache is seen in one load (see Signals).
 	n int64
 
 	mu    sync.Mutex

@@ -17,14 +17,17 @@
 // costs a slot where one of this package's costs none, and a method call on
 // an interpreted type costs 14 to 28 allocations more than a function call
 // (scripts/yaegitest, BenchmarkInterpretedCosts and the request
-// benchmarks). So TakeKey is a function with the common request written
-// out and the rest in keyRest; Take goes to guardTake; the denial cache is
-// called only when it holds denials; and the store's Take is called through
-// a func value (TakeFunc), which costs half a call through an interface.
+// benchmarks). So Take goes to guardTake, a function; the denial cache is
+// called only when it holds denials; the store's Take is called through a
+// func value (TakeFunc), which costs half a call through an interface; and
+// a caller that calls its store itself on the common request
+// (redisstore.TakeKey) reads the guard's state from two words (Signals)
+// without a frame of the guard's, and ends with TakeOne or Answered.
 //
 // # Files
 //
-//   - guard.go: Guard, its options and stats, Take and TakeKey.
+//   - guard.go: Guard, its options and stats, Take, and TakeOne, Answered
+//     and Signals for a caller that calls the store itself.
 //   - policy.go: FailurePolicy and the decisions it takes.
 //   - breaker.go: the circuit breaker and its probe.
 //   - denycache.go: the denial cache and ForgetDenial.

@@ -154,62 +154,36 @@ func (g *Guard) Take(ctx context.Context, now time.Time, items []ratelimit.Item,
 	return guardTake(ctx, g, now, items, out), nil
 }
 
-// TakeKey decides one request on key in z at now through g, as Take of one
-// item would: the call the Traefik plugin makes on every request with a
-// redis block. The common request (the breaker closed, no denial cached,
-// admitted) is kc's call, made here without a frame of the store's; the
-// rest goes on in keyRest.
-//
-// A function, not a method: interpreted, the method costs 28 allocations a
-// request more (see the package documentation).
-func TakeKey(ctx context.Context, g *Guard, kc *ratelimit.KeyCall, z *ratelimit.Zone, key string, now time.Time) ratelimit.Decision {
-	if kc == nil || len(key) > kc.MaxKey || key != "" && key[0] == '#' ||
-		g.denials != nil && atomic.LoadInt64(&g.denials.n) != 0 ||
-		g.breaker != nil && atomic.LoadInt32(&g.breaker.isOpen) == 1 {
-		return keyRest(ctx, g, kc, z, key, now, nil, nil, false)
-	}
-	res, err := kc.Run(ctx, kc.Head, kc.Prefix+key+kc.Suffix, kc.Tail)
-	if err != nil || len(res) != 4 || res[0] != 1 {
-		return keyRest(ctx, g, kc, z, key, now, res, err, true)
-	}
-	return ratelimit.Decision{
-		Allowed:    true,
-		Limit:      kc.Limit,
-		Remaining:  res[1],
-		RetryAfter: time.Duration(res[2]) * microsecond,
-		ResetAfter: time.Duration(res[3]) * microsecond,
-	}
-}
-
-// microsecond is time.Microsecond as a constant of this package, which
-// costs TakeKey no frame slot where time's would (see the package
-// documentation).
-const microsecond = time.Microsecond
-
-// errNoReply is the error of a KeyCall's Run that returned neither a
-// reply nor an error.
-var errNoReply = errors.New("store call returned no reply")
-
-// keyRest finishes TakeKey: through guardTake when called is false, else
-// with the reply res and error err of kc's call, which TakeKey made.
-func keyRest(ctx context.Context, g *Guard, kc *ratelimit.KeyCall, z *ratelimit.Zone, key string, now time.Time, res []int64, err error, called bool) ratelimit.Decision {
+// TakeOne decides one request on key in z at now through g, as Take of
+// one item would: what a caller that decides the common request without a
+// call of g's (redisstore.TakeKey) does with the rest.
+func TakeOne(ctx context.Context, g *Guard, z *ratelimit.Zone, key string, now time.Time) ratelimit.Decision {
 	items := []ratelimit.Item{{Zone: z, Key: key}}
 	out := make([]ratelimit.Decision, 1)
-	if !called {
-		guardTake(ctx, g, now, items, out)
-		return out[0]
-	}
-	if res == nil && err == nil {
-		err = errNoReply // Rest would take it for a call not made
-	}
-	out[0], err = kc.Rest(ctx, key, res, err)
-	guardDone(ctx, g, now, items, out, out[0].Allowed, err)
+	guardTake(ctx, g, now, items, out)
 	return out[0]
+}
+
+// Signals returns the two words that say whether g sends a request
+// straight to its store: the denials its cache holds, and 1 while its
+// breaker is open. A caller that calls the store without a call of g's
+// on the common request (redisstore.TakeKey) reads them, and goes through
+// g (TakeOne) when either is set. They are never written when g has no
+// cache or no breaker.
+func Signals(g *Guard) (denials *int64, open *int32) {
+	denials, open = new(int64), new(int32)
+	if g.denials != nil {
+		denials = &g.denials.n
+	}
+	if g.breaker != nil {
+		open = &g.breaker.isOpen
+	}
+	return denials, open
 }
 
 // guardTake is Take as a plain function. The common request, no denial
 // cached and admitted, is decided here; a denial or a failure goes on in
-// guardDone.
+// Answered.
 func guardTake(ctx context.Context, g *Guard, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) bool {
 	if g.denials != nil && atomic.LoadInt64(&g.denials.n) != 0 && checkCached(g.denials, now, items, out) {
 		atomic.AddUint64(&g.cacheHits, 1)
@@ -221,14 +195,16 @@ func guardTake(ctx context.Context, g *Guard, now time.Time, items []ratelimit.I
 	}
 	allowed, err := g.take(ctx, now, items, out)
 	if allowed && err == nil {
-		return true // guardDone's common case, without its frame
+		return true // Answered's common case, without its frame
 	}
-	return guardDone(ctx, g, now, items, out, allowed, err)
+	return Answered(ctx, g, now, items, out, allowed, err)
 }
 
-// guardDone finishes guardTake once the remote store answered allowed
-// and err: a failure goes to guardFailed, a denial to the denial cache.
-func guardDone(ctx context.Context, g *Guard, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, allowed bool, err error) bool {
+// Answered finishes a request of items once g's store answered allowed,
+// out and err: a failure goes to the policy (guardFailed), a denial to the
+// denial cache. guardTake ends here, and so does a caller that called the
+// store itself (redisstore.TakeKey).
+func Answered(ctx context.Context, g *Guard, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, allowed bool, err error) bool {
 	if err != nil {
 		return guardFailed(ctx, g, now, items, out, allowed, err)
 	}

@@ -55,5 +55,5 @@ func (g *Guard) TakeSlot(ctx context.Context, now time.Time, items []ratelimit.I
 		return g.policy.decide(now, items, out), nil
 	}
 	allowed, err := st.TakeSlot(ctx, now, items, out, slot)
-	return guardDone(ctx, g, now, items, out, allowed, err), nil
+	return Answered(ctx, g, now, items, out, allowed, err), nil
 }

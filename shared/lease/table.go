@@ -9,6 +9,7 @@ import (
 
 	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 )
 
 // Defaults of Options.
@@ -40,10 +41,10 @@ type Options struct {
 	// Now is the clock a request re-reads after waiting for another's
 	// lease call; nil means time.Now.
 	Now func() time.Time
-	// KeyCall is the store's call prepared for the zone (see
-	// guard.TakeKey), which a request that asks for no lease makes; nil
-	// means the guard's Take.
-	KeyCall *ratelimit.KeyCall
+	// KeyCall is the store's call prepared for the zone through the
+	// guard (see redisstore.TakeKey), which a request that asks for no
+	// lease makes; nil means the guard's Take.
+	KeyCall *redisstore.KeyCall
 }
 
 // Table holds this instance's leases on the keys of one zone whose
@@ -51,7 +52,7 @@ type Options struct {
 type Table struct {
 	zone    *ratelimit.Zone
 	guard   *guard.Guard
-	keyCall *ratelimit.KeyCall
+	keyCall *redisstore.KeyCall
 	limit   int64 // the rule's
 	cost    int64
 	span    int64 // the sub-window, in nanoseconds: demand is counted per span; two grants whose receipts it divides alike share one

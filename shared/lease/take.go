@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/redisstore"
 )
 
 // Take decides one request on key, at limit (0: the rule's), at now: from
@@ -135,7 +135,7 @@ func coldMiss(ctx context.Context, t *Table, s *slot, key string, limit int64, n
 			}
 			s.seen++
 			s.mu.Unlock()
-			return guard.TakeKey(ctx, t.guard, t.keyCall, t.zone, key, now)
+			return redisstore.TakeKey(ctx, t.guard, t.keyCall, t.zone, key, now)
 		}
 	}
 	return miss(ctx, t, s, key, limit, now, mono)
@@ -275,7 +275,7 @@ func want(t *Table, s *slot, mono int64) int64 {
 // lease.
 func decide(ctx context.Context, t *Table, key string, limit int64, now time.Time, b int64) ratelimit.Decision {
 	if b == 0 && limit == t.limit {
-		return guard.TakeKey(ctx, t.guard, t.keyCall, t.zone, key, now)
+		return redisstore.TakeKey(ctx, t.guard, t.keyCall, t.zone, key, now)
 	}
 	it := []ratelimit.Item{{Zone: t.zone, Key: key, Lease: b}}
 	if limit != t.limit {

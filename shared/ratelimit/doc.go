@@ -46,7 +46,6 @@
 //   - field.go: Field, FieldError and Spelling: errors that name a setting.
 //   - decision.go: Decision, Receipt and LeaseUse, and Tightest.
 //   - store.go: Item, the Store interface, Memory, and TakeAll.
-//   - keycall.go: KeyCall, a remote store's call prepared for one zone.
 //   - zone.go: Zone, its options and stats, its sweeper, and TakeAt.
 //   - shard.go: a zone's shards: slots, eviction and sleep.
 //   - buckets.go: the bucket algorithms (sliding, strict, fixed).

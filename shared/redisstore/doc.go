@@ -16,7 +16,9 @@
 // local and temporary of the function called, branches taken or not, so
 // the common request (one item at its rule's limit, through a runner that
 // prepares calls) goes to takeOne and small tests are written out where
-// they are used; a call through a func value costs about half one through
+// they are used. The Traefik plugin's common request is TakeKey, which
+// calls the runner and decodes the reply itself, and reads its guard's
+// state from two words (guard.Signals) rather than calling it. A call through a func value costs about half one through
 // an interface and a method call more still (scripts/yaegitest,
 // BenchmarkInterpretedCosts), so the guard calls Take through TakeFunc and
 // the store its runner through a func value. yaegi does not run
@@ -28,7 +30,9 @@
 //     key layouts; script_lua.go holds it as a Go string (go generate).
 //   - script.go: the script's SHA1 and its modes.
 //   - store.go: Store, New and Take: items, keys and replies.
-//   - prepared.go: a zone's call encoded once (KeyCall, takeOne).
+//   - prepared.go: a zone's call encoded once (takeOne), and its reply.
+//   - keycall.go: KeyCall and TakeKey, the Traefik plugin's common request
+//     through its guard, written out.
 //   - rule.go: a rule packed for the script, and CheckRule.
 //   - key.go: the Redis key of a request's key, and HashTag.
 //   - refund.go: Refund and GiveBack: counts and lease units given back.

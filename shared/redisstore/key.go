@@ -22,7 +22,7 @@ func Key(prefix, zone, key string) string {
 
 // keyPart returns what stands for key inside the braces of its Redis
 // key: key itself, or, for a long key or one that starts with '#', '#' and
-// the hex SHA-256 of the key. takeOne and guard.TakeKey write its test
+// the hex SHA-256 of the key. takeOne and TakeKey write its test
 // inline.
 func keyPart(key string) string {
 	if len(key) <= MaxKeyPart && !strings.HasPrefix(key, "#") {

@@ -307,3 +307,36 @@ func (r *replyRunner) EvalSha(_ context.Context, _ string, keys, _ []string) ([]
 func (r *replyRunner) Eval(ctx context.Context, _ string, keys, args []string) ([]int64, error) {
 	return r.EvalSha(ctx, "", keys, args)
 }
+
+// TestOutOfMemoryEvent: the guard's event of ErrOutOfMemory, a request
+// Redis would admit but could not count, tells the operator what to do.
+func TestOutOfMemoryEvent(t *testing.T) {
+	var events []guard.Event
+	opts := guard.Options{OnError: guard.FailLocal, Store: "redis", NotCounted: ErrOutOfMemory}
+	g, err := guard.NewLogged(notCountingStore{}, opts, func(e guard.Event) { events = append(events, e) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	z := newZone(t, "oom", ratelimit.Rule{Window: time.Minute, Limit: 5})
+	out := make([]ratelimit.Decision, 1)
+	g.Take(context.Background(), time.Now(), []ratelimit.Item{{Zone: z, Key: "k"}}, out)
+	if len(events) != 1 || !events[0].NotCounted() {
+		t.Fatalf("events %+v, want one of a request not counted", events)
+	}
+	want := "redis is out of memory (maxmemory reached): requests it would admit cannot be counted; raise maxmemory or see the sizing guide; they are decided by <OnError> local"
+	if got := events[0].Message(&ratelimit.Spelling{guard.FieldOnStoreError: "<OnError>"}); got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
+}
+
+// notCountingStore admits every request and counts none, as Redis over
+// its maxmemory answers.
+type notCountingStore struct{}
+
+func (notCountingStore) Take(_ context.Context, _ time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error) {
+	for i := range out {
+		out[i] = ratelimit.Decision{Allowed: true, Limit: 5, Remaining: 4}
+	}
+	return true, ErrOutOfMemory
+}

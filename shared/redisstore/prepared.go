@@ -45,40 +45,6 @@ type slotRunner interface {
 	EvalShaPrepared2(ctx context.Context, head, key, key2, mid, last string) ([]int64, error)
 }
 
-// KeyCall returns z's script call on one key, prepared once for every
-// key, for guard.TakeKey: the call the Traefik plugin makes on every
-// request. It returns nil when the store has no such call: a runner that
-// cannot prepare calls, CallerTime, a rule Redis cannot keep, or a zone
-// with a ban.
-func (s *Store) KeyCall(z *ratelimit.Zone) *ratelimit.KeyCall {
-	if s.prep == nil || s.callerTime {
-		return nil
-	}
-	pc := preparedFor(s, z)
-	if pc == nil {
-		return nil
-	}
-	return &ratelimit.KeyCall{
-		Run:    s.evalPrepared,
-		Head:   pc.head,
-		Prefix: pc.keyHead,
-		Suffix: "}",
-		Tail:   pc.take,
-		MaxKey: MaxKeyPart,
-		Limit:  z.Rule().Limit,
-		Rest: func(ctx context.Context, key string, res []int64, err error) (ratelimit.Decision, error) {
-			items := []ratelimit.Item{{Zone: z, Key: key}}
-			out := make([]ratelimit.Decision, 1)
-			if res == nil && err == nil {
-				_, err = takeOne(ctx, s, time.Now(), items, out)
-			} else {
-				_, err = takeOneDone(ctx, s, pc, time.Now(), items, out, res, err)
-			}
-			return out[0], err
-		},
-	}
-}
-
 // takeOne is Take of one item at its rule's limit: one script call with
 // the arguments prepareCall encoded. A rule Redis cannot keep goes to
 // call, which reports it; a NOSCRIPT reply or an error to takeOneOther.

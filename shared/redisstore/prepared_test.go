@@ -136,7 +136,7 @@ func TestRedisPreparedCall(t *testing.T) {
 	}
 }
 
-// TestKeyCall: guard.TakeKey with the store's KeyCall sends what Take of
+// TestKeyCall: TakeKey with the store's KeyCall sends what Take of
 // one item sends, for plain and hashed keys, and decides alike: an
 // admission in the straight line, a denial through the guard (which then
 // caches it), NOSCRIPT by sending the script's text, out of memory and a
@@ -153,14 +153,14 @@ func TestKeyCall(t *testing.T) {
 	gen := &recordingRunner{}
 	slow, _ := New(plainRunner{gen}, Settings{KeyPrefix: "a:"})
 	g := newGuard(t, fast, guard.Options{OnError: guard.FailDeny, NotCounted: ErrOutOfMemory})
-	kc := fast.KeyCall(z)
-	if kc == nil || kc.Limit != 20 {
+	kc := fast.KeyCall(z, g)
+	if kc == nil || kc.limit != 20 {
 		t.Fatalf("KeyCall %+v", kc)
 	}
 	admit := []int64{1, 7, 0, 42000000}
 	for _, key := range []string{"203.0.113.7", "", "#x", strings.Repeat("k", MaxKeyPart+1)} {
 		rec.reply, gen.reply = admit, admit
-		d := guard.TakeKey(ctx, g, kc, z, key, time.Now())
+		d := TakeKey(ctx, g, kc, z, key, time.Now())
 		gout := make([]ratelimit.Decision, 1)
 		slow.Take(ctx, time.Now(), []ratelimit.Item{{Zone: z, Key: key}}, gout)
 		if !reflect.DeepEqual(rec.keys, gen.keys) || !reflect.DeepEqual(rec.args, gen.args) {
@@ -171,33 +171,33 @@ func TestKeyCall(t *testing.T) {
 		}
 	}
 	rec.reply = []int64{0, 0, 1500000, 42000000}
-	if d := guard.TakeKey(ctx, g, kc, z, "denied", time.Now()); d.Allowed || d.RetryAfter != 1500*time.Millisecond {
+	if d := TakeKey(ctx, g, kc, z, "denied", time.Now()); d.Allowed || d.RetryAfter != 1500*time.Millisecond {
 		t.Fatalf("denial %+v", d)
 	}
 	if g.Stats().Denials != 1 {
 		t.Fatalf("%d denials cached, want the one TakeKey met", g.Stats().Denials)
 	}
 	rec.reply = admit
-	if d := guard.TakeKey(ctx, g, kc, z, "denied", time.Now()); d.Allowed || g.Stats().CacheHits != 1 {
+	if d := TakeKey(ctx, g, kc, z, "denied", time.Now()); d.Allowed || g.Stats().CacheHits != 1 {
 		t.Fatalf("the cached denial: %+v, %+v", d, g.Stats())
 	}
 	rec.err = errors.New("NOSCRIPT No matching script")
-	if d := guard.TakeKey(ctx, g, kc, z, "other", time.Now()); !d.Allowed || rec.evals != 1 {
+	if d := TakeKey(ctx, g, kc, z, "other", time.Now()); !d.Allowed || rec.evals != 1 {
 		t.Fatalf("after NOSCRIPT: %+v, %d EVALs", d, rec.evals)
 	}
 	rec.err = nil
 	rec.reply = []int64{1, 3, 0, 42000000, redisNotCounted}
-	if d := guard.TakeKey(ctx, g, kc, z, "oom", time.Now()); d.Allowed || g.Stats().OutOfMemory != 1 {
+	if d := TakeKey(ctx, g, kc, z, "oom", time.Now()); d.Allowed || g.Stats().OutOfMemory != 1 {
 		t.Fatalf("not counted: %+v under deny, %+v", d, g.Stats())
 	}
 	rec.reply = []int64{1, 3, 0}
-	if d := guard.TakeKey(ctx, g, kc, z, "short", time.Now()); d.Allowed || g.Stats().Failures != 1 {
+	if d := TakeKey(ctx, g, kc, z, "short", time.Now()); d.Allowed || g.Stats().Failures != 1 {
 		t.Fatalf("short reply: %+v under deny, %+v", d, g.Stats())
 	}
-	if slow.KeyCall(z) != nil {
+	if slow.KeyCall(z, g) != nil {
 		t.Error("a runner that cannot prepare calls has a KeyCall")
 	}
-	if timed, _ := New(rec, Settings{CallerTime: true}); timed.KeyCall(z) != nil {
+	if timed, _ := New(rec, Settings{CallerTime: true}); timed.KeyCall(z, g) != nil {
 		t.Error("a store on the caller's clock has a KeyCall")
 	}
 }

@@ -267,7 +267,7 @@ func Throughput(addr string, pipelined bool, n int) (float64, error) {
 // Traefik plugin's Redis path against the server at addr: "client" runs
 // the script's EVALSHA with a decision's keys and arguments, "store"
 // redisstore.Store.Take, "guard" guard.Guard.Take in front of it (denial cache and
-// breaker), "remote" guard.TakeKey through that guard, the call
+// breaker), "remote" redisstore.TakeKey through that guard, the call
 // the plugin makes. It returns the time taken. A benchmark
 // against a fake server that answers at compiled speed measures the
 // layers' own cost.
@@ -293,7 +293,7 @@ func Layer(addr, layer string, pipelined bool, n int) (time.Duration, error) {
 		return 0, err
 	}
 	defer z.Close()
-	kc := store.KeyCall(z)
+	kc := store.KeyCall(z, g)
 	var s ratelimit.Store = store
 	if layer == "guard" {
 		s = g
@@ -338,7 +338,7 @@ func Layer(addr, layer string, pipelined bool, n int) (time.Duration, error) {
 		}
 	case "remote":
 		for k := 0; k < n; k++ {
-			if d := guard.TakeKey(ctx, g, kc, z, "203.0.113.7", time.Now()); !d.Allowed {
+			if d := redisstore.TakeKey(ctx, g, kc, z, "203.0.113.7", time.Now()); !d.Allowed {
 				return 0, errors.New("remote: denied")
 			}
 		}
