@@ -28,10 +28,11 @@ type Middleware struct {
 
 	name string
 	next http.Handler
-	// path is the way ServeHTTP serves the requests (see choosePath),
-	// set with the flags ServeHTTP reads it by (see setPath).
-	path                        int
-	viaStore, viaRedis, inlined bool
+	// path is the way the requests are served (see choosePath and
+	// handlerOf); inlined is set for legacy headers from the table on the
+	// memory path (see setPath).
+	path    int
+	inlined bool
 
 	// The key of a request. source is nil for the default source, the
 	// remote address, whose IPv6 addresses are grouped by v6Bits.
@@ -149,7 +150,7 @@ func buildAll(next http.Handler, config *Config, name string) (http.Handler, err
 			if s.source != nil {
 				s.source.middleware = name
 			}
-			return inFlightFor(name, m, d, s, false)
+			return inFlightFor(name, handlerOf(m), d, s, false)
 		}
 	}
 	m, err := build(next, config, name)
@@ -157,7 +158,7 @@ func buildAll(next http.Handler, config *Config, name string) (http.Handler, err
 		return nil, err
 	}
 	inFlightFor(name, nil, &Config{}, settings{}, false) // drops name's slots, if any
-	return m, nil
+	return handlerOf(m), nil
 }
 
 // build returns the middleware named name in front of next, or the first
