@@ -38,10 +38,11 @@ type Middleware struct {
 	// remote address, whose IPv6 addresses are grouped by v6Bits.
 	source *keySource
 	v6Bits int
-	// keyKind and depth are the source's kind and ipStrategy.depth, for
-	// sourceKey.
+	// keyKind, depth and header are the source's kind, ipStrategy.depth
+	// and requestHeaderName, for sourceKey.
 	keyKind sourceKind
 	depth   int
+	header  string
 	// excluded4 holds the IPv4 ranges of ipStrategy.excludedIPs for
 	// excludedKey, as pairs of masked address and mask.
 	excluded4 []uint32
@@ -80,6 +81,9 @@ type Middleware struct {
 	// decimals is the header values table every path writes from; the
 	// values past it are formatted (see decimal).
 	decimals []string
+	// tabled is the length of decimals, for the Redis paths' check that
+	// Redis answered values within it.
+	tabled uint64
 	// ruleLimit is the rule's limit, and limitStr its X-RateLimit-Limit
 	// value.
 	ruleLimit int64
@@ -212,6 +216,7 @@ func build(next http.Handler, config *Config, name string) (*Middleware, error) 
 		policy:      policy,
 		headerMode:  s.mode,
 		decimals:    decimals,
+		tabled:      uint64(len(decimals)),
 		ruleLimit:   s.rule.Limit,
 		limitStr:    strconv.FormatInt(s.rule.Limit, 10),
 		policyStr:   policy.PolicyValue(),
@@ -246,7 +251,9 @@ func setSourceKey(m *Middleware, src *keySource) {
 		return
 	}
 	m.keyKind = src.kind
+	m.header = src.header
 	if src.kind == sourceIP && src.ip.depth > 0 {
+		m.keyKind = sourceDepth
 		m.depth = src.ip.depth
 	}
 	if src.kind == sourceIP && src.ip.excluded != nil {

@@ -24,8 +24,13 @@ func registeredZone(name string) bool {
 	return registry[name] != nil
 }
 
-// serveRedis serves r through m's Redis path, as a redisPath (tests).
+// serveRedis serves r through m's Redis path, as a redisPath, or a
+// leasePath when m has leases (tests).
 func serveRedis(m *Middleware, w http.ResponseWriter, r *http.Request) {
+	if m.lease != nil {
+		(*leasePath)(m).ServeHTTP(w, r)
+		return
+	}
 	(*redisPath)(m).ServeHTTP(w, r)
 }
 

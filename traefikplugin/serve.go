@@ -17,7 +17,8 @@ import (
 //	path                  counts in  key             limit    taken for
 //	Middleware.ServeHTTP  memory     any source      rule's   no store, countStatus, overrides or ban
 //	redisPath.ServeHTTP   Redis      any source      rule's   legacy headers within the table,
-//	                                                          no dry run, countStatus or overrides
+//	 (leasePath.ServeHTTP                                     no dry run, countStatus or overrides
+//	  with leases)
 //	anyPath.ServeHTTP     either     any source      any      the rest (a ban in memory: TakeBanAt), handing on to:
 //	serveOverridden       either     any source      its own  overrides
 //	serveCounted          either     any source      rule's   countStatus (reserve, then refund)
@@ -70,23 +71,27 @@ func setPath(m *Middleware, p int) {
 	m.inlined = p == pathMemory
 }
 
-// redisPath and anyPath are a Middleware served by the path of their
-// name. New returns one of them for a middleware of that path, so that
-// Traefik calls its path directly: under yaegi a call of
-// Middleware.ServeHTTP allocates the memory path's frame, taken or not,
-// and one more call a frame of its own (see Performance under yaegi).
+// redisPath, leasePath and anyPath are a Middleware served by the path
+// of their name. New returns one of them for a middleware of that path
+// (leasePath: pathRedis with leases), so that Traefik calls its path
+// directly: under yaegi a call of Middleware.ServeHTTP allocates the
+// memory path's frame, taken or not, and one more call a frame of its
+// own (see Performance under yaegi).
 type (
 	redisPath Middleware
+	leasePath Middleware
 	anyPath   Middleware
 )
 
 // handlerOf returns the handler that serves m's path: m itself for the
 // memory path.
 func handlerOf(m *Middleware) http.Handler {
-	switch m.path {
-	case pathRedis:
+	switch {
+	case m.path == pathRedis && m.lease != nil:
+		return (*leasePath)(m)
+	case m.path == pathRedis:
 		return (*redisPath)(m)
-	case pathAny:
+	case m.path == pathAny:
 		return (*anyPath)(m)
 	}
 	return m
@@ -99,6 +104,8 @@ func middlewareOf(h http.Handler) *Middleware {
 	case *Middleware:
 		return h
 	case *redisPath:
+		return (*Middleware)(h)
+	case *leasePath:
 		return (*Middleware)(h)
 	case *anyPath:
 		return (*Middleware)(h)
@@ -179,13 +186,12 @@ func decidedModeHeaders(m *Middleware, w http.ResponseWriter, r *http.Request, k
 
 // ServeHTTP serves a request through Redis, keyed as the memory path
 // keys it (the remote address, or sourceKey), with legacy headers from
-// the table. It is the memory path with redisstore.TakeKey (lease.Take with
-// leases on) for TakeAt, in one frame (see Performance under yaegi):
-// through anyPath's frames, 1,000 busy keys from a header cost 740
-// interpreter allocations a request, through this one 700
-// (BenchmarkRedisLayersInterpreted).
+// the table. It is the memory path with redisstore.TakeKey for TakeAt, in
+// one frame (see Performance under yaegi): through anyPath's frames,
+// 1,000 busy keys from a header cost 740 interpreter allocations a
+// request, through this one 700 (BenchmarkRedisLayersInterpreted).
 // A denial, or a value past the table (Redis answers what it likes), goes
-// to decided.
+// to decided. leasePath.ServeHTTP is the same with lease.Take.
 func (p *redisPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := (*Middleware)(p)
 	var key string
@@ -198,23 +204,47 @@ func (p *redisPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			key = remoteKey(m, r)
 		}
 	}
-	var d ratelimit.Decision
-	if m.lease != nil {
-		d = lease.Take(r.Context(), m.lease, key, 0, time.Now())
-	} else {
-		d = redisstore.TakeKey(r.Context(), m.guard, m.keyCall, m.zone, key, time.Now())
-	}
+	d := redisstore.TakeKey(r.Context(), m.guard, m.keyCall, m.zone, key, time.Now())
 	reset := (d.ResetAfter + second - 1) / second
-	if !d.Allowed || uint64(d.Remaining) >= uint64(len(m.decimals)) || uint64(reset) >= uint64(len(m.decimals)) {
-		decided(m, w, r, key, d)
+	if d.Allowed && uint64(d.Remaining) < m.tabled && uint64(reset) < m.tabled {
+		v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[reset]}
+		h := w.Header()
+		h[headerLimit] = v[0:1:1]
+		h[headerRemaining] = v[1:2:2]
+		h[headerReset] = v[2:3:3]
+		m.next.ServeHTTP(w, r)
 		return
 	}
-	v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[reset]}
-	h := w.Header()
-	h[headerLimit] = v[0:1:1]
-	h[headerRemaining] = v[1:2:2]
-	h[headerReset] = v[2:3:3]
-	m.next.ServeHTTP(w, r)
+	decided(m, w, r, key, d)
+}
+
+// ServeHTTP is redisPath.ServeHTTP with leases (redis.lease auto):
+// lease.Take for redisstore.TakeKey. The two are apart so that neither
+// frame holds the other's call (see Performance under yaegi).
+func (p *leasePath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m := (*Middleware)(p)
+	var key string
+	if m.source != nil {
+		key = sourceKey(m, r)
+	} else {
+		var err error
+		key, _, err = net.SplitHostPort(r.RemoteAddr)
+		if err != nil || r.RemoteAddr[0] == '[' {
+			key = remoteKey(m, r)
+		}
+	}
+	d := lease.Take(r.Context(), m.lease, key, 0, time.Now())
+	reset := (d.ResetAfter + second - 1) / second
+	if d.Allowed && uint64(d.Remaining) < m.tabled && uint64(reset) < m.tabled {
+		v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[reset]}
+		h := w.Header()
+		h[headerLimit] = v[0:1:1]
+		h[headerRemaining] = v[1:2:2]
+		h[headerReset] = v[2:3:3]
+		m.next.ServeHTTP(w, r)
+		return
+	}
+	decided(m, w, r, key, d)
 }
 
 // ServeHTTP serves a request of any middleware: New returns an anyPath
