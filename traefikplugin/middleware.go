@@ -35,9 +35,12 @@ type Middleware struct {
 	inlined bool
 
 	// The key of a request. source is nil for the default source, the
-	// remote address, whose IPv6 addresses are grouped by v6Bits.
-	source *keySource
-	v6Bits int
+	// remote address, whose IPv6 addresses are grouped by v6Bits; sourced
+	// is set when it is not, a flag the paths test in one frame slot
+	// where source != nil costs two (see Performance under yaegi).
+	source  *keySource
+	sourced bool
+	v6Bits  int
 	// keyKind, depth and header are the source's kind, ipStrategy.depth
 	// and requestHeaderName, for sourceKey.
 	keyKind sourceKind
@@ -250,6 +253,7 @@ func setSourceKey(m *Middleware, src *keySource) {
 	if src == nil {
 		return
 	}
+	m.sourced = true
 	m.keyKind = src.kind
 	m.header = src.header
 	if src.kind == sourceIP && src.ip.depth > 0 {

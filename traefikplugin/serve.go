@@ -124,7 +124,7 @@ func middlewareOf(h http.Handler) *Middleware {
 // (decidedModeHeaders), a rejection in one (reject).
 func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var key string
-	if m.source != nil {
+	if m.sourced {
 		key = sourceKey(m, r)
 	} else {
 		var err error
@@ -136,22 +136,22 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d := ratelimit.TakeAt(m.zone, key, time.Now())
-	if !m.inlined {
-		decidedModeHeaders(m, w, r, key, d)
-		return
-	}
-	// Value slices of this response's own (see httplimit.Policy), capped
-	// so that an append cannot reach the next one.
-	v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[(d.ResetAfter+second-1)/second]}
-	h := w.Header()
-	h[headerLimit] = v[0:1:1]
-	h[headerRemaining] = v[1:2:2]
-	h[headerReset] = v[2:3:3]
-	if !d.Allowed {
+	if m.inlined {
+		// Value slices of this response's own (see httplimit.Policy), capped
+		// so that an append cannot reach the next one.
+		v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[(d.ResetAfter+(second-1))/second]}
+		h := w.Header()
+		h[headerLimit] = v[0:1:1]
+		h[headerRemaining] = v[1:2:2]
+		h[headerReset] = v[2:3:3]
+		if d.Allowed {
+			m.next.ServeHTTP(w, r)
+			return
+		}
 		reject(m, w, r, h, d, key)
 		return
 	}
-	m.next.ServeHTTP(w, r)
+	decidedModeHeaders(m, w, r, key, d)
 }
 
 // reject rejects a request of the memory path and logs it. Its legacy
@@ -195,7 +195,7 @@ func decidedModeHeaders(m *Middleware, w http.ResponseWriter, r *http.Request, k
 func (p *redisPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := (*Middleware)(p)
 	var key string
-	if m.source != nil {
+	if m.sourced {
 		key = sourceKey(m, r)
 	} else {
 		var err error
@@ -205,7 +205,7 @@ func (p *redisPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d := redisstore.TakeKey(r.Context(), m.guard, m.keyCall, m.zone, key, time.Now())
-	reset := (d.ResetAfter + second - 1) / second
+	reset := (d.ResetAfter + (second - 1)) / second
 	if d.Allowed && uint64(d.Remaining) < m.tabled && uint64(reset) < m.tabled {
 		v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[reset]}
 		h := w.Header()
@@ -224,7 +224,7 @@ func (p *redisPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (p *leasePath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := (*Middleware)(p)
 	var key string
-	if m.source != nil {
+	if m.sourced {
 		key = sourceKey(m, r)
 	} else {
 		var err error
@@ -234,7 +234,7 @@ func (p *leasePath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d := lease.Take(r.Context(), m.lease, key, 0, time.Now())
-	reset := (d.ResetAfter + second - 1) / second
+	reset := (d.ResetAfter + (second - 1)) / second
 	if d.Allowed && uint64(d.Remaining) < m.tabled && uint64(reset) < m.tabled {
 		v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[reset]}
 		h := w.Header()
