@@ -187,10 +187,8 @@ func decidedModeHeaders(m *Middleware, w http.ResponseWriter, r *http.Request, k
 // ServeHTTP serves a request through Redis, keyed as the memory path
 // keys it (the remote address, or sourceKey), with legacy headers from
 // the table. It is the memory path with redisstore.TakeKey for TakeAt, in
-// one frame (see Performance under yaegi): through anyPath's frames,
-// 1,000 busy keys from a header cost 740 interpreter allocations a
-// request, through this one 700 (BenchmarkRedisLayersInterpreted).
-// A denial, or a value past the table (Redis answers what it likes), goes
+// one frame (see Performance under yaegi), where anyPath's would cost
+// more frames. A denial, or a value past the table (Redis answers what it likes), goes
 // to decided. leasePath.ServeHTTP is the same with lease.Take.
 func (p *redisPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := (*Middleware)(p)

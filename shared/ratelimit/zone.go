@@ -135,9 +135,13 @@ type Zone struct {
 	cost32    uint32
 	zeros     []uint32
 
-	seed     maphash.Seed
-	mask     uint64
-	shards   []shard
+	seed   maphash.Seed
+	mask   uint64
+	shards []shard
+	// shardOf holds &shards[i] at i, for TakeAt: interpreted, an element
+	// of shards indexed is copied into a frame slot of a shard's size, one
+	// of shardOf is a pointer.
+	shardOf  []*shard
 	perShard int
 	maxKeys  int // Options.MaxKeys, or its default
 
@@ -232,11 +236,13 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 		n *= 2
 	}
 	z.shards = make([]shard, n)
+	z.shardOf = make([]*shard, n)
 	z.mask = uint64(n - 1)
 	z.perShard = maxKeys / n
 	z.maxKeys = maxKeys
 	for i := range z.shards {
 		z.shards[i].init(z)
+		z.shardOf[i] = &z.shards[i]
 	}
 
 	if interval > 0 {
@@ -298,7 +304,7 @@ func (z *Zone) Close() {
 func TakeAt(z *Zone, key string, now time.Time) Decision {
 	t := now.UnixNano()
 	k := maphash.String(z.seed, key)
-	s := &z.shards[k&z.mask]
+	s := z.shardOf[k&z.mask]
 	s.Lock()
 	h := &s.heads[s.index[k]]
 	// Declared, then assigned: interpreted, a sum assigned is written in
