@@ -62,6 +62,10 @@ type Table struct {
 	seed    maphash.Seed
 	mask    uint64
 	slots   []slot
+	// slotOf holds &slots[i] at i, for Take: interpreted, an element of
+	// slots indexed is copied into a frame slot of a slot's size, one of
+	// slotOf is a pointer.
+	slotOf []*slot
 	// after starts a timer that gives back what a lease left; tests
 	// replace it to run on a simulated clock. async runs a give-back
 	// off the request's path; simulations run it at once.
@@ -166,6 +170,10 @@ func NewTable(z *ratelimit.Zone, g *guard.Guard, opts Options) (*Table, error) {
 	}
 	if r.Algorithm == ratelimit.Log {
 		t.max = 0 // Redis grants a log rule nothing: never ask
+	}
+	t.slotOf = make([]*slot, n)
+	for i := range t.slots {
+		t.slotOf[i] = &t.slots[i]
 	}
 	return t, nil
 }

@@ -22,7 +22,7 @@ func Take(ctx context.Context, t *Table, key string, limit int64, now time.Time)
 		limit = t.limit
 	}
 	mono := int64(now.Sub(t.base))
-	s := &t.slots[maphash.String(t.seed, key)&t.mask]
+	s := t.slotOf[maphash.String(t.seed, key)&t.mask]
 	s.Lock()
 	if s.units >= t.cost && mono < s.expires && s.key == key && s.limit == limit {
 		if s.units <= s.low {
