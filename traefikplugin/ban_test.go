@@ -69,7 +69,7 @@ func TestBanMemory(t *testing.T) {
 			if w := serve(h, "203.0.113.8:1", nil); w.Code != tc.code {
 				t.Fatalf("another client: %d, want %d", w.Code, tc.code)
 			}
-			if n := h.(*Middleware).zone.Bans(); n != 1 {
+			if n := middlewareOf(h).zone.Bans(); n != 1 {
 				t.Fatalf("%d bans, want 1", n)
 			}
 		})

@@ -21,7 +21,7 @@ func TestClockStepBack(t *testing.T) {
 	c.Window = "1h"
 	c.Limit = 5
 	h := newMiddleware(t, c, "clockstep@file")
-	m := h.(*Middleware)
+	m := middlewareOf(h)
 	if m.path >= pathRedis {
 		t.Fatal("the middleware does not take the memory path")
 	}

@@ -30,8 +30,9 @@
 //   - errors.go: the errors of bad settings, and the core's field names.
 //   - middleware.go: Middleware, its fields grouped by what they serve,
 //     and New.
-//   - serve.go: ServeHTTP and the paths a request takes, with their table
-//     and choosePath, which chooses a middleware's once.
+//   - serve.go: ServeHTTP and the paths a request takes, with their table,
+//     choosePath, which chooses a middleware's once, and handlerOf, the
+//     handler of each path that New returns.
 //   - headers.go: the rate-limit headers, written from tables.
 //   - key.go: the key of a request: sourceCriterion, keyOf, the fallback.
 //   - keyclientip.go: the client address: ipStrategy, the remote address.
@@ -60,14 +61,22 @@
 //     of the callee, taken branches or not. So a function costs more the
 //     bigger it is, and a rare case goes to a callee. But each call is a
 //     frame too, so a hot function is not split.
+//   - So New returns, for each path, a handler of its own (handlerOf in
+//     serve.go): Traefik's call lands on that path's frame alone, not on
+//     one that holds every path's locals.
+//   - A sum assigned to a declared variable is written in place, where
+//     one that defines it (:=) costs a slot more; a call's result always
+//     has its slot.
 //   - A method call, or a call through an interface, costs several
 //     function calls: the request path calls plain functions that take
 //     the *Middleware, and reaches Redis through redisstore.TakeKey with
 //     the store's call prepared for the zone (redisstore.KeyCall).
 //   - A call into the standard library costs a few hundred nanoseconds:
 //     what does not depend on the request is computed in New.
-//   - A constant of another package costs a frame slot, one of this
-//     package nothing: the header names and key bounds are declared here.
+//   - A constant or type of another package costs a frame slot, one of
+//     this package nothing: the header names and key bounds are declared
+//     here, and other packages name Decision and Duration through aliases
+//     of their own.
 //
 // Each path of serve.go therefore does only what its middleware needs,
 // and functions shaped this way say so with "see Performance under yaegi".

@@ -26,7 +26,9 @@ const (
 )
 
 // second is time.Second as a package constant, for the paths' rounding
-// of ResetAfter to whole seconds (see Performance under yaegi).
+// of ResetAfter to whole seconds (see Performance under yaegi). They add
+// (second - 1), a constant, where ResetAfter + second - 1 would cost two
+// sums.
 const second = time.Second
 
 // tSuffixes holds ";t=<n>" for the IETF RateLimit value of every n below
@@ -56,7 +58,7 @@ func allowedHeaders(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) 
 // legacyValues writes the legacy headers of an allowed d: the values the
 // table holds from it, the others formatted.
 func legacyValues(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) {
-	v := []string{m.limitStr, decimal(m.decimals, d.Remaining), decimal(m.decimals, int64((d.ResetAfter+second-1)/second))}
+	v := []string{m.limitStr, decimal(m.decimals, d.Remaining), decimal(m.decimals, int64((d.ResetAfter+(second-1))/second))}
 	h := w.Header()
 	h[headerLimit] = v[0:1:1]
 	h[headerRemaining] = v[1:2:2]
@@ -66,7 +68,7 @@ func legacyValues(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) {
 // ietfValues writes RateLimit-Policy and RateLimit of an allowed d (see
 // httplimit.WriteHeaders).
 func ietfValues(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) {
-	v := []string{m.policyStr, m.ratePrefix + decimal(m.decimals, d.Remaining) + suffixT(int64((d.ResetAfter+second-1)/second))}
+	v := []string{m.policyStr, m.ratePrefix + decimal(m.decimals, d.Remaining) + suffixT(int64((d.ResetAfter+(second-1))/second))}
 	h := w.Header()
 	h[headerPolicy] = v[0:1:1]
 	h[headerRateLimit] = v[1:2:2]
@@ -75,7 +77,7 @@ func ietfValues(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) {
 // bothValues writes the legacy and the IETF headers of an allowed d.
 func bothValues(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) {
 	rem := decimal(m.decimals, d.Remaining)
-	t := int64((d.ResetAfter + second - 1) / second)
+	t := int64((d.ResetAfter + (second - 1)) / second)
 	v := []string{m.limitStr, rem, decimal(m.decimals, t), m.policyStr, m.ratePrefix + rem + suffixT(t)}
 	h := w.Header()
 	h[headerLimit] = v[0:1:1]

@@ -140,7 +140,7 @@ func TestIdleMiddlewareWakes(t *testing.T) {
 	c.Window = "1s"
 	c.Limit = 2
 	h := newMiddleware(t, c, name)
-	z := h.(*Middleware).zone
+	z := middlewareOf(h).zone
 	for i, want := range []int{200, 200, 429} {
 		if got := serve(h, "203.0.113.7:1", nil).Code; got != want {
 			t.Fatalf("limit 2 not enforced: request %d got %d, want %d", i+1, got, want)
@@ -162,7 +162,7 @@ func TestIdleMiddlewareWakes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h2.(*Middleware).zone != z || serve(h2, "203.0.113.7:1", nil).Code != 429 {
+	if middlewareOf(h2).zone != z || serve(h2, "203.0.113.7:1", nil).Code != 429 {
 		t.Error("a reload after the wake-up lost the counts")
 	}
 }
@@ -176,7 +176,7 @@ func TestBusyMiddlewareKeepsZone(t *testing.T) {
 	c.Window = "1s"
 	c.Limit = 1000
 	h := newMiddleware(t, c, name)
-	z := h.(*Middleware).zone
+	z := middlewareOf(h).zone
 	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		serve(h, "203.0.113.7:1", nil)
 		if z.Stats().Asleep || !registeredZone(name) {
@@ -187,7 +187,7 @@ func TestBusyMiddlewareKeepsZone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h2.(*Middleware).zone != z {
+	if middlewareOf(h2).zone != z {
 		t.Error("a reload of a busy middleware made a new zone")
 	}
 }
@@ -213,7 +213,7 @@ func TestIdleRedisMiddlewareRedials(t *testing.T) {
 	if w := serve(h, "203.0.113.7:1", nil); w.Code != 429 {
 		t.Errorf("after the idle close: %d, want 429 (the count is in Redis)", w.Code)
 	}
-	if st := h.(*Middleware).guard.Stats(); st.Failures != 0 {
+	if st := middlewareOf(h).guard.Stats(); st.Failures != 0 {
 		t.Errorf("the redial failed: %+v", st)
 	}
 }

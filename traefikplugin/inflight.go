@@ -228,7 +228,7 @@ func inFlightFor(name string, next http.Handler, config *Config, s settings, alo
 		nl = &namedLimiter{id: id, l: l}
 		inflightByName[name] = nl
 	}
-	rate, _ := next.(*Middleware)
+	rate := middlewareOf(next)
 	return &inFlight{
 		name:     name,
 		next:     next,

@@ -54,7 +54,7 @@ func TestIPv6GroupedByDefault(t *testing.T) {
 				c.Headers = headers
 				c.SourceCriterion = tt.sc
 				h := newMiddleware(t, c, "ipv6@file")
-				if m := h.(*Middleware); m.path >= pathRedis || (m.path == pathMemory) != (headers == "legacy") || m.source != nil {
+				if m := middlewareOf(h); m.path >= pathRedis || (m.path == pathMemory) != (headers == "legacy") || m.source != nil {
 					t.Fatalf("path %v, source %v: want the remote address, inline, legacy headers from the table", m.path, m.source)
 				}
 				for i, s := range tt.steps {

@@ -12,10 +12,14 @@ import (
 )
 
 // The bound on a key and the start of its bounded form, as package
-// constants (see Performance under yaegi).
+// constants (see Performance under yaegi). boundEnd is the least string
+// above every one that starts with boundPrefix, its last byte one more:
+// k starts with boundPrefix exactly when boundPrefix <= k < boundEnd, two
+// comparisons that cost the interpreter less than a slice of k.
 const (
 	maxKeyLength = httplimit.MaxKeyLength
 	boundPrefix  = httplimit.BoundPrefix
+	boundEnd     = "sha256;"
 )
 
 type sourceKind uint8
@@ -24,6 +28,9 @@ const (
 	sourceIP sourceKind = iota
 	sourceHeader
 	sourceHost
+	// sourceDepth is no keySource's kind: it is Middleware.keyKind for
+	// an ipStrategy with a depth, which sourceKey finds in one switch.
+	sourceDepth
 )
 
 // fallbackPrefix starts the key of a request whose source finds nothing

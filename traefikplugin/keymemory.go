@@ -23,13 +23,12 @@ func plainKey(k string) bool {
 
 // sourceKey returns the memory path's key of a sourceCriterion.
 func sourceKey(m *Middleware, r *http.Request) string {
-	if m.depth > 0 {
+	switch m.keyKind {
+	case sourceDepth:
 		if k := forwardedAt(r.Header[headerXFF], m.depth); plainKey(k) {
 			return k
 		}
 		return keyOf(m.source, r)
-	}
-	switch m.keyKind {
 	case sourceHeader:
 		return headerKey(m, r)
 	case sourceHost:
@@ -40,17 +39,17 @@ func sourceKey(m *Middleware, r *http.Request) string {
 
 // headerKey is the key of requestHeaderName.
 func headerKey(m *Middleware, r *http.Request) string {
-	if v := r.Header[m.source.header]; len(v) > 0 && v[0] >= "\x01" && len(v[0]) <= maxKeyLength &&
-		!(len(v[0]) >= len(boundPrefix) && v[0][:len(boundPrefix)] == boundPrefix) {
-		return v[0]
+	if v := r.Header[m.header]; len(v) > 0 {
+		if k := v[0]; k >= "\x01" && len(k) <= maxKeyLength && (k < boundPrefix || k >= boundEnd) {
+			return k
+		}
 	}
 	return keyOf(m.source, r)
 }
 
 // hostKey is the key of requestHost.
 func hostKey(m *Middleware, r *http.Request) string {
-	if k := strings.ToLower(r.Host); k >= "\x01" && len(k) <= maxKeyLength &&
-		!(len(k) >= len(boundPrefix) && k[:len(boundPrefix)] == boundPrefix) {
+	if k := strings.ToLower(r.Host); k >= "\x01" && len(k) <= maxKeyLength && (k < boundPrefix || k >= boundEnd) {
 		return k
 	}
 	return keyOf(m.source, r)

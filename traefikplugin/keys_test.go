@@ -41,3 +41,17 @@ func TestExcludedMappedRange(t *testing.T) {
 		t.Errorf("the first client again, through another proxy: %d, want 429", w.Code)
 	}
 }
+
+// TestBoundEnd: k starts with boundPrefix exactly when it sorts from
+// boundPrefix to before boundEnd, as headerKey and hostKey test it.
+func TestBoundEnd(t *testing.T) {
+	n := len(boundPrefix)
+	if boundEnd != boundPrefix[:n-1]+string(boundPrefix[n-1]+1) {
+		t.Fatalf("boundEnd %q is not boundPrefix %q with its last byte one more", boundEnd, boundPrefix)
+	}
+	for _, k := range []string{"", "s", "sha256", "sha256:", "sha256:x", "sha256;", "sha256;x", "sha2569", "sha256\xff", "sha256:\xff", "SHA256:x", "sha255:x", "sha257", "\x00", "\xff"} {
+		if got := k >= boundPrefix && k < boundEnd; got != strings.HasPrefix(k, boundPrefix) {
+			t.Errorf("%q: within [boundPrefix, boundEnd) %v, prefixed %v", k, got, !got)
+		}
+	}
+}

@@ -68,7 +68,7 @@ func TestRedisLeaseCalls(t *testing.T) {
 			c.Redis.Lease = mode
 			name := "lease-calls-" + mode + "-" + itoa(limit) + "@file"
 			h := redisMiddleware(t, c, name)
-			if m := h.(*Middleware); (m.lease != nil) != (mode == "") || (m.path == pathRedis) != (limit < 65536) {
+			if m := middlewareOf(h); (m.lease != nil) != (mode == "") || (m.path == pathRedis) != (limit < 65536) {
 				t.Fatalf("limit %d, lease %q: table %v, serveRedis %v", limit, mode, m.lease != nil, m.path == pathRedis)
 			}
 			// One sub-window (6s) for the whole run: across a boundary the
@@ -133,7 +133,7 @@ func TestRedisLeaseTwoInstances(t *testing.T) {
 	a := redisMiddleware(t, c, name)
 	detachInstance(t, name)
 	b := redisMiddleware(t, c, name)
-	ma, mb := a.(*Middleware), b.(*Middleware)
+	ma, mb := middlewareOf(a), middlewareOf(b)
 	if ma.lease == nil || mb.lease == nil || ma.lease == mb.lease || ma.guard == mb.guard {
 		t.Fatal("the instances do not have lease tables and guards of their own")
 	}
@@ -188,7 +188,7 @@ func TestRedisLeaseCountStatus(t *testing.T) {
 	c := redisConfig(srv.Addr(), 100000)
 	c.CountStatus = []string{"500-599"}
 	h := redisMiddleware(t, c, "lease-count@file")
-	if h.(*Middleware).lease != nil {
+	if middlewareOf(h).lease != nil {
 		t.Fatal("a countStatus middleware has a lease table")
 	}
 	before := evalCalls(t, srv)
@@ -209,7 +209,7 @@ func TestRedisLeaseOverride(t *testing.T) {
 	c := redisConfig(srv.Addr(), 5)
 	c.Overrides = []string{"203.0.113.7=200", "10.0.0.0/8=unlimited"}
 	h := redisMiddleware(t, c, "lease-override@file")
-	m := h.(*Middleware)
+	m := middlewareOf(h)
 	before := evalCalls(t, srv)
 	var ok int
 	for i := 1; i <= 250; i++ {
@@ -250,8 +250,8 @@ func TestRedisLeaseReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t1 := h1.(*Middleware).lease
-	if t1 == nil || h2.(*Middleware).lease != t1 {
+	t1 := middlewareOf(h1).lease
+	if t1 == nil || middlewareOf(h2).lease != t1 {
 		t.Fatal("a reload with the same configuration made a new table")
 	}
 	c.Limit = 999
@@ -259,7 +259,7 @@ func TestRedisLeaseReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if t3 := h3.(*Middleware).lease; t3 == nil || t3 == t1 {
+	if t3 := middlewareOf(h3).lease; t3 == nil || t3 == t1 {
 		t.Fatal("a changed rule kept the table")
 	}
 	c.Redis.Lease = "off"
@@ -267,7 +267,7 @@ func TestRedisLeaseReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h4.(*Middleware).lease != nil {
+	if middlewareOf(h4).lease != nil {
 		t.Fatal("lease off kept a table")
 	}
 	redisMu.Lock()

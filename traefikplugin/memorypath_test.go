@@ -76,7 +76,7 @@ func TestMemoryPathMatchesServeAny(t *testing.T) {
 					g := *c
 					g.Overrides = []string{toServeAny}
 					viaAny := newMiddleware(t, &g, "diff-any@file")
-					if memory.(*Middleware).path >= pathRedis || viaAny.(*Middleware).path < pathRedis {
+					if middlewareOf(memory).path >= pathRedis || middlewareOf(viaAny).path < pathRedis {
 						t.Fatal("the test does not compare the memory path with serveAny")
 					}
 					compareOnTrace(t, rng, memory, viaAny, 300)
@@ -122,7 +122,7 @@ func TestSourceKeyMatchesKeyOf(t *testing.T) {
 	for name, sc := range diffSources {
 		c := validConfig()
 		c.SourceCriterion = sc
-		m := newMiddleware(t, c, "keys@file").(*Middleware)
+		m := middlewareOf(newMiddleware(t, c, "keys@file"))
 		for i := 0; i < 2000; i++ {
 			r := randomRequest(rng)
 			var got, want string

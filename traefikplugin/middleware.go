@@ -28,19 +28,24 @@ type Middleware struct {
 
 	name string
 	next http.Handler
-	// path is the way ServeHTTP serves the requests (see choosePath),
-	// set with the flags ServeHTTP reads it by (see setPath).
-	path                        int
-	viaStore, viaRedis, inlined bool
+	// path is the way the requests are served (see choosePath and
+	// handlerOf); inlined is set for legacy headers from the table on the
+	// memory path (see setPath).
+	path    int
+	inlined bool
 
 	// The key of a request. source is nil for the default source, the
-	// remote address, whose IPv6 addresses are grouped by v6Bits.
-	source *keySource
-	v6Bits int
-	// keyKind and depth are the source's kind and ipStrategy.depth, for
-	// sourceKey.
+	// remote address, whose IPv6 addresses are grouped by v6Bits; sourced
+	// is set when it is not, a flag the paths test in one frame slot
+	// where source != nil costs two (see Performance under yaegi).
+	source  *keySource
+	sourced bool
+	v6Bits  int
+	// keyKind, depth and header are the source's kind, ipStrategy.depth
+	// and requestHeaderName, for sourceKey.
 	keyKind sourceKind
 	depth   int
+	header  string
 	// excluded4 holds the IPv4 ranges of ipStrategy.excludedIPs for
 	// excludedKey, as pairs of masked address and mask.
 	excluded4 []uint32
@@ -79,6 +84,9 @@ type Middleware struct {
 	// decimals is the header values table every path writes from; the
 	// values past it are formatted (see decimal).
 	decimals []string
+	// tabled is the length of decimals, for the Redis paths' check that
+	// Redis answered values within it.
+	tabled uint64
 	// ruleLimit is the rule's limit, and limitStr its X-RateLimit-Limit
 	// value.
 	ruleLimit int64
@@ -149,7 +157,7 @@ func buildAll(next http.Handler, config *Config, name string) (http.Handler, err
 			if s.source != nil {
 				s.source.middleware = name
 			}
-			return inFlightFor(name, m, d, s, false)
+			return inFlightFor(name, handlerOf(m), d, s, false)
 		}
 	}
 	m, err := build(next, config, name)
@@ -157,7 +165,7 @@ func buildAll(next http.Handler, config *Config, name string) (http.Handler, err
 		return nil, err
 	}
 	inFlightFor(name, nil, &Config{}, settings{}, false) // drops name's slots, if any
-	return m, nil
+	return handlerOf(m), nil
 }
 
 // build returns the middleware named name in front of next, or the first
@@ -211,6 +219,7 @@ func build(next http.Handler, config *Config, name string) (*Middleware, error) 
 		policy:      policy,
 		headerMode:  s.mode,
 		decimals:    decimals,
+		tabled:      uint64(len(decimals)),
 		ruleLimit:   s.rule.Limit,
 		limitStr:    strconv.FormatInt(s.rule.Limit, 10),
 		policyStr:   policy.PolicyValue(),
@@ -244,8 +253,11 @@ func setSourceKey(m *Middleware, src *keySource) {
 	if src == nil {
 		return
 	}
+	m.sourced = true
 	m.keyKind = src.kind
+	m.header = src.header
 	if src.kind == sourceIP && src.ip.depth > 0 {
+		m.keyKind = sourceDepth
 		m.depth = src.ip.depth
 	}
 	if src.kind == sourceIP && src.ip.excluded != nil {

@@ -281,9 +281,10 @@ func TestStoreSeam(t *testing.T) {
 	c := validConfig()
 	c.Limit = 2
 	h := newMiddleware(t, c, "store@file")
-	m := h.(*Middleware)
+	m := middlewareOf(h)
 	useStore(m, ratelimit.Memory{})
 	setPath(m, pathAny) // as New chooses for a store (see choosePath)
+	h = handlerOf(m)
 	codes := []int{}
 	for i := 0; i < 3; i++ {
 		codes = append(codes, serve(h, "203.0.113.7:1", nil).Code)
@@ -407,7 +408,7 @@ func TestInlineRejectMatchesServeAny(t *testing.T) {
 	viaAny.Overrides = []string{toServeAny}
 	a := newMiddleware(t, inline, "inline@file")
 	b := newMiddleware(t, viaAny, "any@file")
-	if b.(*Middleware).path < pathRedis || a.(*Middleware).path >= pathRedis {
+	if middlewareOf(b).path < pathRedis || middlewareOf(a).path >= pathRedis {
 		t.Fatal("the test does not compare the inline rejection with serveAny's")
 	}
 	serve(a, "203.0.113.7:1", nil)
@@ -441,7 +442,7 @@ func TestInlinePathAllAlgorithms(t *testing.T) {
 		c.Limit = 3
 		c.Algorithm = alg
 		h := newMiddleware(t, c, "alg@file")
-		if h.(*Middleware).path >= pathRedis {
+		if middlewareOf(h).path >= pathRedis {
 			t.Fatalf("%s: not on the memory path", alg)
 		}
 		for i := 0; i < 50; i++ {

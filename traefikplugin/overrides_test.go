@@ -225,7 +225,7 @@ func TestOverridesRemoteAddr(t *testing.T) {
 	c.Headers = "both"
 	c.Overrides = []string{"192.0.2.0/24=3", "10.0.0.0/8=unlimited"}
 	h := newMiddleware(t, c, "overrides-remote@file")
-	if h.(*Middleware).path < pathRedis {
+	if middlewareOf(h).path < pathRedis {
 		t.Fatal("a middleware with overrides is on the memory path")
 	}
 	for i := 0; i < 3; i++ {
@@ -246,7 +246,7 @@ func TestOverridesRemoteAddr(t *testing.T) {
 		t.Fatal("a client outside the CIDRs is not limited to 1")
 	}
 	plain := newMiddleware(t, validConfig(), "no-overrides@file")
-	if plain.(*Middleware).path >= pathRedis {
+	if middlewareOf(plain).path >= pathRedis {
 		t.Fatal("a middleware without overrides left the memory path")
 	}
 }
@@ -344,7 +344,7 @@ func FuzzOverriddenKey(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		ms = append(ms, h.(*Middleware))
+		ms = append(ms, middlewareOf(h))
 	}
 	lower := netip.MustParsePrefix("192.0.2.0/24")
 	f.Fuzz(func(t *testing.T, remote, v string) {

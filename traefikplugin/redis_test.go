@@ -228,10 +228,10 @@ func TestRedisLimit(t *testing.T) {
 	}
 	// Another Traefik instance: a fresh zone (no local count) and a fresh
 	// client on the same Redis, made by dropping this process's ones.
-	oldZone := h.(*Middleware).zone
+	oldZone := middlewareOf(h).zone
 	forgetRedis("api@file")
 	h2 := redisMiddleware(t, c, "api@file")
-	if h2.(*Middleware).zone == oldZone || h2.(*Middleware).zone.Len() != 0 {
+	if middlewareOf(h2).zone == oldZone || middlewareOf(h2).zone.Len() != 0 {
 		t.Fatal("the second instance shares the first one's memory")
 	}
 	if w := serve(h2, "203.0.113.7:1", nil); w.Code != 429 {
@@ -298,7 +298,7 @@ func TestRedisReloadsDoNotLeak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h1.(*Middleware).store != h2.(*Middleware).store {
+	if middlewareOf(h1).store != middlewareOf(h2).store {
 		t.Error("a reload with the same redis block made a new client")
 	}
 	serve(h2, "203.0.113.7:1", nil)

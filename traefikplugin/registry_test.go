@@ -59,14 +59,14 @@ func TestReloadWithNewRule(t *testing.T) {
 	c.Limit = 1
 	h := newMiddleware(t, c, "changed@file")
 	serve(h, "203.0.113.7:1", nil)
-	old := h.(*Middleware).zone
+	old := middlewareOf(h).zone
 	c2 := validConfig()
 	c2.Limit = 2
 	h2, err := newChecked(context.Background(), okHandler, c2, "changed@file")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h2.(*Middleware).zone == old {
+	if middlewareOf(h2).zone == old {
 		t.Fatal("a new rule reused the old zone")
 	}
 	for i, want := range []int{200, 200, 429} {
@@ -84,7 +84,7 @@ func TestReloadWithNewRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h3.(*Middleware).zone != h2.(*Middleware).zone {
+	if middlewareOf(h3).zone != middlewareOf(h2).zone {
 		t.Error("a change of headers or status dropped the count")
 	}
 }

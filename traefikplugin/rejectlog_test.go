@@ -41,7 +41,7 @@ func TestRejectionsLoggedOnceASecond(t *testing.T) {
 	}
 	// One more line each, whatever the second: it reports the rest.
 	for _, h := range []http.Handler{hInline, hKeyed} {
-		atomic.StoreInt64(&h.(*Middleware).lastRejectLog, 0)
+		atomic.StoreInt64(&middlewareOf(h).lastRejectLog, 0)
 		serve(h, "203.0.113.7:1", http.Header{"X-Api-Key": {"team-a"}})
 	}
 

@@ -12,33 +12,33 @@ import (
 )
 
 // The paths a request takes. New chooses one for the middleware
-// (choosePath), and ServeHTTP dispatches on it:
+// (choosePath) and returns the handler that serves it (handlerOf):
 //
 //	path                  counts in  key             limit    taken for
-//	ServeHTTP             memory     any source      rule's   no store, countStatus, overrides or ban
-//	serveRedis            Redis      any source      rule's   legacy headers within the table,
-//	                                                          no dry run, countStatus or overrides
-//	serveAny              either     any source      any      the rest (a ban in memory: TakeBanAt), handing on to:
+//	Middleware.ServeHTTP  memory     any source      rule's   no store, countStatus, overrides or ban
+//	redisPath.ServeHTTP   Redis      any source      rule's   legacy headers within the table,
+//	 (leasePath.ServeHTTP                                     no dry run, countStatus or overrides
+//	  with leases)
+//	anyPath.ServeHTTP     either     any source      any      the rest (a ban in memory: TakeBanAt), handing on to:
 //	serveOverridden       either     any source      its own  overrides
 //	serveCounted          either     any source      rule's   countStatus (reserve, then refund)
 //
 // The table is m.decimals, the header values New tabulates for the rule.
-// serveAny decides itself a store's request that serveRedis does not
-// take: other headers, dry run, or a limit or window past the table.
+// anyPath decides itself a store's request that redisPath does not take:
+// other headers, dry run, or a limit or window past the table.
 
-// The paths ServeHTTP takes, the values of Middleware.path: the table's
-// first three rows, the first split by its headers. ServeHTTP reads them
-// through the flags setPath sets.
+// The paths, the values of Middleware.path: the table's first three rows,
+// the first split by its headers.
 const (
-	// pathMemory is ServeHTTP's own body with legacy headers from the
+	// pathMemory is Middleware.ServeHTTP with legacy headers from the
 	// table, written inline.
 	pathMemory = iota
-	// pathMemoryHeaders is ServeHTTP's own body with the other headers,
+	// pathMemoryHeaders is Middleware.ServeHTTP with the other headers,
 	// or values past the table (decidedModeHeaders).
 	pathMemoryHeaders
-	// pathRedis is serveRedis.
+	// pathRedis is redisPath.ServeHTTP.
 	pathRedis
-	// pathAny is serveAny, and through it serveOverridden and
+	// pathAny is anyPath.ServeHTTP, and through it serveOverridden and
 	// serveCounted.
 	pathAny
 )
@@ -64,36 +64,67 @@ func choosePath(m *Middleware, s settings, tabled bool) int {
 	return pathMemoryHeaders
 }
 
-// setPath sets m's path to p, and the flags ServeHTTP dispatches on:
-// viaStore (serveRedis or serveAny), viaRedis (serveRedis) and inlined
-// (legacy headers from the table). Under yaegi a bool field tested costs
-// nothing where a comparison of path costs an allocation or two a request
-// (PluginConfigs/default 160 against 161 to 162).
+// setPath sets m's path to p, and inlined, the flag the memory path
+// tests for legacy headers from the table.
 func setPath(m *Middleware, p int) {
 	m.path = p
-	m.viaStore = p >= pathRedis
-	m.viaRedis = p == pathRedis
 	m.inlined = p == pathMemory
 }
 
-// ServeHTTP limits the request: it passes it on or rejects it.
-//
-// Its own body is the memory path, yaegi-shaped (see Performance under
-// yaegi): an IPv4 remote address is keyed inline, an IPv6 one or one
-// without a port in one call (remoteKey), a sourceCriterion in one
-// (sourceKey); legacy headers within the table are written inline, other
-// headers in one call (decidedModeHeaders), a rejection in one (reject).
-func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if m.viaStore {
-		if m.viaRedis {
-			serveRedis(m, w, r)
-			return
-		}
-		serveAny(m, w, r)
-		return
+// redisPath, leasePath and anyPath are a Middleware served by the path
+// of their name. New returns one of them for a middleware of that path
+// (leasePath: pathRedis with leases), so that Traefik calls its path
+// directly: under yaegi a call of Middleware.ServeHTTP allocates the
+// memory path's frame, taken or not, and one more call a frame of its
+// own (see Performance under yaegi).
+type (
+	redisPath Middleware
+	leasePath Middleware
+	anyPath   Middleware
+)
+
+// handlerOf returns the handler that serves m's path: m itself for the
+// memory path.
+func handlerOf(m *Middleware) http.Handler {
+	switch {
+	case m.path == pathRedis && m.lease != nil:
+		return (*leasePath)(m)
+	case m.path == pathRedis:
+		return (*redisPath)(m)
+	case m.path == pathAny:
+		return (*anyPath)(m)
 	}
+	return m
+}
+
+// middlewareOf returns the Middleware that h serves, whatever its path,
+// or nil when h is none (a service).
+func middlewareOf(h http.Handler) *Middleware {
+	switch h := h.(type) {
+	case *Middleware:
+		return h
+	case *redisPath:
+		return (*Middleware)(h)
+	case *leasePath:
+		return (*Middleware)(h)
+	case *anyPath:
+		return (*Middleware)(h)
+	}
+	return nil
+}
+
+// ServeHTTP limits the request: it passes it on or rejects it. It is the
+// memory path: New returns the handler of another path for a middleware
+// that takes one (see handlerOf).
+//
+// It is yaegi-shaped (see Performance under yaegi): an IPv4 remote
+// address is keyed inline, an IPv6 one or one without a port in one call
+// (remoteKey), a sourceCriterion in one (sourceKey); legacy headers
+// within the table are written inline, other headers in one call
+// (decidedModeHeaders), a rejection in one (reject).
+func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var key string
-	if m.source != nil {
+	if m.sourced {
 		key = sourceKey(m, r)
 	} else {
 		var err error
@@ -105,22 +136,22 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d := ratelimit.TakeAt(m.zone, key, time.Now())
-	if !m.inlined {
-		decidedModeHeaders(m, w, r, key, d)
-		return
-	}
-	// Value slices of this response's own (see httplimit.Policy), capped
-	// so that an append cannot reach the next one.
-	v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[(d.ResetAfter+second-1)/second]}
-	h := w.Header()
-	h[headerLimit] = v[0:1:1]
-	h[headerRemaining] = v[1:2:2]
-	h[headerReset] = v[2:3:3]
-	if !d.Allowed {
+	if m.inlined {
+		// Value slices of this response's own (see httplimit.Policy), capped
+		// so that an append cannot reach the next one.
+		v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[(d.ResetAfter+(second-1))/second]}
+		h := w.Header()
+		h[headerLimit] = v[0:1:1]
+		h[headerRemaining] = v[1:2:2]
+		h[headerReset] = v[2:3:3]
+		if d.Allowed {
+			m.next.ServeHTTP(w, r)
+			return
+		}
 		reject(m, w, r, h, d, key)
 		return
 	}
-	m.next.ServeHTTP(w, r)
+	decidedModeHeaders(m, w, r, key, d)
 }
 
 // reject rejects a request of the memory path and logs it. Its legacy
@@ -153,18 +184,16 @@ func decidedModeHeaders(m *Middleware, w http.ResponseWriter, r *http.Request, k
 	m.next.ServeHTTP(w, r)
 }
 
-// serveRedis serves a request through Redis, keyed as the memory path
+// ServeHTTP serves a request through Redis, keyed as the memory path
 // keys it (the remote address, or sourceKey), with legacy headers from
-// the table. It is the memory path with redisstore.TakeKey (lease.Take with
-// leases on) for TakeAt, in one frame (see Performance under yaegi):
-// through serveAny's frames, 1,000 busy keys from a header cost 740
-// interpreter allocations a request, through this one 700
-// (BenchmarkRedisLayersInterpreted).
-// A denial, or a value past the table (Redis answers what it likes), goes
-// to decided.
-func serveRedis(m *Middleware, w http.ResponseWriter, r *http.Request) {
+// the table. It is the memory path with redisstore.TakeKey for TakeAt, in
+// one frame (see Performance under yaegi), where anyPath's would cost
+// more frames. A denial, or a value past the table (Redis answers what it likes), goes
+// to decided. leasePath.ServeHTTP is the same with lease.Take.
+func (p *redisPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m := (*Middleware)(p)
 	var key string
-	if m.source != nil {
+	if m.sourced {
 		key = sourceKey(m, r)
 	} else {
 		var err error
@@ -173,30 +202,55 @@ func serveRedis(m *Middleware, w http.ResponseWriter, r *http.Request) {
 			key = remoteKey(m, r)
 		}
 	}
-	var d ratelimit.Decision
-	if m.lease != nil {
-		d = lease.Take(r.Context(), m.lease, key, 0, time.Now())
-	} else {
-		d = redisstore.TakeKey(r.Context(), m.guard, m.keyCall, m.zone, key, time.Now())
-	}
-	reset := (d.ResetAfter + second - 1) / second
-	if !d.Allowed || uint64(d.Remaining) >= uint64(len(m.decimals)) || uint64(reset) >= uint64(len(m.decimals)) {
-		decided(m, w, r, key, d)
+	d := redisstore.TakeKey(r.Context(), m.guard, m.keyCall, m.zone, key, time.Now())
+	reset := (d.ResetAfter + (second - 1)) / second
+	if d.Allowed && uint64(d.Remaining) < m.tabled && uint64(reset) < m.tabled {
+		v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[reset]}
+		h := w.Header()
+		h[headerLimit] = v[0:1:1]
+		h[headerRemaining] = v[1:2:2]
+		h[headerReset] = v[2:3:3]
+		m.next.ServeHTTP(w, r)
 		return
 	}
-	v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[reset]}
-	h := w.Header()
-	h[headerLimit] = v[0:1:1]
-	h[headerRemaining] = v[1:2:2]
-	h[headerReset] = v[2:3:3]
-	m.next.ServeHTTP(w, r)
+	decided(m, w, r, key, d)
 }
 
-// serveAny serves a request of any middleware: ServeHTTP sends it those
-// the two paths above do not take. It hands overrides to serveOverridden
-// and countStatus to serveCounted, and decides the rest itself, through
-// the store (or the zone).
-func serveAny(m *Middleware, w http.ResponseWriter, r *http.Request) {
+// ServeHTTP is redisPath.ServeHTTP with leases (redis.lease auto):
+// lease.Take for redisstore.TakeKey. The two are apart so that neither
+// frame holds the other's call (see Performance under yaegi).
+func (p *leasePath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m := (*Middleware)(p)
+	var key string
+	if m.sourced {
+		key = sourceKey(m, r)
+	} else {
+		var err error
+		key, _, err = net.SplitHostPort(r.RemoteAddr)
+		if err != nil || r.RemoteAddr[0] == '[' {
+			key = remoteKey(m, r)
+		}
+	}
+	d := lease.Take(r.Context(), m.lease, key, 0, time.Now())
+	reset := (d.ResetAfter + (second - 1)) / second
+	if d.Allowed && uint64(d.Remaining) < m.tabled && uint64(reset) < m.tabled {
+		v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[reset]}
+		h := w.Header()
+		h[headerLimit] = v[0:1:1]
+		h[headerRemaining] = v[1:2:2]
+		h[headerReset] = v[2:3:3]
+		m.next.ServeHTTP(w, r)
+		return
+	}
+	decided(m, w, r, key, d)
+}
+
+// ServeHTTP serves a request of any middleware: New returns an anyPath
+// for those the two paths above do not take. It hands overrides to
+// serveOverridden and countStatus to serveCounted, and decides the rest
+// itself, through the store (or the zone).
+func (p *anyPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m := (*Middleware)(p)
 	if m.overrides != nil {
 		serveOverridden(m, w, r)
 		return

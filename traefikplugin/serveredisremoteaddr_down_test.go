@@ -25,7 +25,7 @@ func TestServeRedisRemoteAddrWithRedisDown(t *testing.T) {
 		c := redisConfig(addr, 5)
 		c.Cost = 2
 		c.OnStoreError = policy
-		direct := redisMiddleware(t, c, "down-"+policy+"@file").(*Middleware)
+		direct := middlewareOf(redisMiddleware(t, c, "down-"+policy+"@file"))
 		if direct.path != pathRedis {
 			t.Fatal("not served by serveRedis")
 		}

@@ -16,10 +16,10 @@ import (
 // serveAny, each middleware on its own keys of one Redis.
 func TestServeRedisRemoteAddrMatchesServeAny(t *testing.T) {
 	srv := redistest.Start(t)
-	direct := redisMiddleware(t, redisConfig(srv.Addr(), 3), "direct@file").(*Middleware)
+	direct := middlewareOf(redisMiddleware(t, redisConfig(srv.Addr(), 3), "direct@file"))
 	c := redisConfig(srv.Addr(), 3)
 	c.Redis.KeyPrefix = "other-" + c.Redis.KeyPrefix
-	viaAny := redisMiddleware(t, c, "direct@file-any").(*Middleware)
+	viaAny := middlewareOf(redisMiddleware(t, c, "direct@file-any"))
 	if direct.path != pathRedis || viaAny.path != pathRedis {
 		t.Fatal("ServeHTTP does not send a Redis middleware with the memory path's settings to serveRedis")
 	}
@@ -33,7 +33,7 @@ func TestServeRedisRemoteAddrMatchesServeAny(t *testing.T) {
 		got := httptest.NewRecorder()
 		serveRedis(direct, got, request(remote))
 		want := httptest.NewRecorder()
-		viaAny.ServeHTTP(want, request(remote))
+		handlerOf(viaAny).ServeHTTP(want, request(remote))
 		if got.Code != want.Code {
 			t.Fatalf("request %d from %s: %d, ServeHTTP %d", i, remote, got.Code, want.Code)
 		}
@@ -79,11 +79,11 @@ func TestServeRedisSourceMatchesServeAny(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := redisConfig(srv.Addr(), 2)
 			c.SourceCriterion = &tc.source
-			direct := redisMiddleware(t, c, "source-"+tc.name+"@file").(*Middleware)
+			direct := middlewareOf(redisMiddleware(t, c, "source-"+tc.name+"@file"))
 			c2 := redisConfig(srv.Addr(), 2)
 			c2.SourceCriterion = &tc.source
 			c2.Redis.KeyPrefix = "other-" + c2.Redis.KeyPrefix
-			viaAny := redisMiddleware(t, c2, "source-"+tc.name+"@file-any").(*Middleware)
+			viaAny := middlewareOf(redisMiddleware(t, c2, "source-"+tc.name+"@file-any"))
 			if direct.path != pathRedis || viaAny.path != pathRedis {
 				t.Fatal("ServeHTTP does not send a Redis middleware with a sourceCriterion to serveRedis")
 			}
@@ -103,7 +103,7 @@ func TestServeRedisSourceMatchesServeAny(t *testing.T) {
 				got := httptest.NewRecorder()
 				serveRedis(direct, got, req())
 				want := httptest.NewRecorder()
-				viaAny.ServeHTTP(want, req())
+				handlerOf(viaAny).ServeHTTP(want, req())
 				if got.Code != want.Code {
 					t.Fatalf("request %d (%q): %d, serveAny %d", i, v, got.Code, want.Code)
 				}

@@ -104,14 +104,14 @@ func (b giveBack) spawn(t *Table) {
 // went quiet does not keep its units from the other instances until they
 // leave the window.
 func expire(t *Table, s *slot, timer uint64) {
-	s.mu.Lock()
+	s.Lock()
 	if s.timers != timer {
-		s.mu.Unlock()
+		s.Unlock()
 		return
 	}
 	s.stop = nil // this timer fired
 	back := takeBack(t, s)
-	s.mu.Unlock()
+	s.Unlock()
 	back.send(t)
 }
 

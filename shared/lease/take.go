@@ -22,21 +22,29 @@ func Take(ctx context.Context, t *Table, key string, limit int64, now time.Time)
 		limit = t.limit
 	}
 	mono := int64(now.Sub(t.base))
-	s := &t.slots[maphash.String(t.seed, key)&t.mask]
-	s.mu.Lock()
+	s := t.slotOf[maphash.String(t.seed, key)&t.mask]
+	s.Lock()
 	if s.units >= t.cost && mono < s.expires && s.key == key && s.limit == limit {
 		if s.units <= s.low {
 			return renew(ctx, t, s, key, limit, now, mono)
 		}
 		s.units -= t.cost
 		s.seen++
-		d := ratelimit.Decision{Allowed: true, Limit: limit, Remaining: s.left + s.units, ResetAfter: time.Duration(s.resetAt - mono)}
+		d := decision{Allowed: true, Limit: limit, Remaining: s.left + s.units, ResetAfter: duration(s.resetAt - mono)}
 		s.saved++
-		s.mu.Unlock()
+		s.Unlock()
 		return d
 	}
 	return coldMiss(ctx, t, s, key, limit, now, mono)
 }
+
+// decision and duration are ratelimit.Decision and time.Duration under
+// names of this package: interpreted, another package's name costs Take
+// and coldMiss a frame slot.
+type (
+	decision = ratelimit.Decision
+	duration = time.Duration
+)
 
 // renew is Take for the request that finds the lease in s running low (a
 // quarter of its last grant left): while the other requests spend what is
@@ -51,13 +59,13 @@ func renew(ctx context.Context, t *Table, s *slot, key string, limit int64, now 
 	if b < 3*t.cost {
 		s.low = -1 // they should last: no other renewal of this lease
 		d := spend(t, s, limit, mono)
-		s.mu.Unlock()
+		s.Unlock()
 		return d
 	}
 	s.low = -1 // no other renewal of this lease: it is under way
-	s.mu.Unlock()
+	s.Unlock()
 	d := decide(ctx, t, key, limit, now, b)
-	s.mu.Lock()
+	s.Lock()
 	// A lease of another generation ends; what it spent goes to the new count
 	// at once, before this request returns (gone.send below).
 	gone := endIfReset(t, s, key, limit, &d)
@@ -75,13 +83,13 @@ func renew(ctx context.Context, t *Table, s *slot, key string, limit int64, now 
 			s.low = -1
 			d = spend(t, s, limit, current)
 		}
-		s.mu.Unlock()
+		s.Unlock()
 		gone.send(t)
 		return d
 	}
 	back := install(t, s, key, limit, mono, d)
 	d.Remaining = held(s, key, limit, d)
-	s.mu.Unlock()
+	s.Unlock()
 	gone.send(t)
 	back.later(t)
 	return d
@@ -120,7 +128,7 @@ func coldMiss(ctx context.Context, t *Table, s *slot, key string, limit int64, n
 	if s.stop == nil && s.units <= 0 && s.pending == nil && limit == t.limit {
 		if s.key != key || s.limit != limit {
 			s.key, s.limit, s.period, s.seen, s.prev, s.size, s.early, s.edge = key, limit, mono, 0, 0, 0, false, 0
-			s.grant, s.granted, s.confirmed = ratelimit.Decision{}, 0, 0
+			s.grant, s.granted, s.confirmed = decision{}, 0, 0
 		}
 		if mono-s.period >= t.span { // period, inline
 			s.prev = 0
@@ -134,7 +142,7 @@ func coldMiss(ctx context.Context, t *Table, s *slot, key string, limit int64, n
 				s.early = true
 			}
 			s.seen++
-			s.mu.Unlock()
+			s.Unlock()
 			return redisstore.TakeKey(ctx, t.guard, t.keyCall, t.zone, key, now)
 		}
 	}
@@ -149,7 +157,7 @@ func coldMiss(ctx context.Context, t *Table, s *slot, key string, limit int64, n
 func miss(ctx context.Context, t *Table, s *slot, key string, limit int64, now time.Time, mono int64) ratelimit.Decision {
 	if s.key != key || s.limit != limit {
 		if s.pending != nil || s.units > 0 && mono < s.expires {
-			s.mu.Unlock()
+			s.Unlock()
 			return decide(ctx, t, key, limit, now, 0)
 		}
 		takeBack(t, s).later(t)
@@ -165,7 +173,7 @@ func miss(ctx context.Context, t *Table, s *slot, key string, limit int64, now t
 	b := want(t, s, mono)
 	if b > 0 && s.pending != nil {
 		ch := s.pending
-		s.mu.Unlock()
+		s.Unlock()
 		back.later(t)
 		return await(ctx, t, s, ch, key, limit, now)
 	}
@@ -174,17 +182,17 @@ func miss(ctx context.Context, t *Table, s *slot, key string, limit int64, now t
 		ch = make(chan struct{})
 		s.pending = ch
 	}
-	s.mu.Unlock()
+	s.Unlock()
 	back.later(t)
 	d := decide(ctx, t, key, limit, now, b)
 	if b > 0 {
-		s.mu.Lock()
+		s.Lock()
 		s.pending = nil
 		close(ch)
 		gone := endIfReset(t, s, key, limit, &d)
 		back = install(t, s, key, limit, mono, d)
 		d.Remaining = held(s, key, limit, d)
-		s.mu.Unlock()
+		s.Unlock()
 		gone.send(t) // at once: the new count must know what was spent
 		back.later(t)
 	}
@@ -199,13 +207,13 @@ func await(ctx context.Context, t *Table, s *slot, ch chan struct{}, key string,
 	case <-ctx.Done():
 	}
 	mono := int64(t.now().Sub(t.base)) // time passed while waiting
-	s.mu.Lock()
+	s.Lock()
 	if s.units >= t.cost && mono < s.expires && s.key == key && s.limit == limit {
 		d := spend(t, s, limit, mono)
-		s.mu.Unlock()
+		s.Unlock()
 		return d
 	}
-	s.mu.Unlock()
+	s.Unlock()
 	return decide(ctx, t, key, limit, now, 0)
 }
 

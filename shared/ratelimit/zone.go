@@ -126,14 +126,22 @@ type Zone struct {
 	// maxTime is the latest time a decision reads: beyond it, the ends of
 	// sub-windows would overflow.
 	maxTime int64
-	limit   float64
-	cost    float64
-	cost32  uint32
-	zeros   []uint32
+	// limit is the rule's limit as a float, ruleLimit as it is: TakeAt
+	// reads it in one selection, where the rule's costs it two slots
+	// interpreted.
+	limit     float64
+	ruleLimit int64
+	cost      float64
+	cost32    uint32
+	zeros     []uint32
 
-	seed     maphash.Seed
-	mask     uint64
-	shards   []shard
+	seed   maphash.Seed
+	mask   uint64
+	shards []shard
+	// shardOf holds &shards[i] at i, for TakeAt: interpreted, an element
+	// of shards indexed is copied into a frame slot of a shard's size, one
+	// of shardOf is a pointer.
+	shardOf  []*shard
 	perShard int
 	maxKeys  int // Options.MaxKeys, or its default
 
@@ -184,21 +192,22 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 	}
 	maxKeys, interval := effectiveOptions(rule, opts)
 	z := &Zone{
-		name:     name,
-		rule:     rule,
-		number:   atomic.AddUint64(&zoneNumbers, 1),
-		log:      rule.Algorithm == Log,
-		k:        int64(rule.buckets()),
-		span:     int64(rule.SubWindow),
-		spanF:    float64(rule.SubWindow),
-		window:   int64(rule.Window),
-		weighted: rule.Algorithm == Sliding,
-		limit:    float64(rule.Limit),
-		cost:     float64(rule.Cost),
-		cost32:   uint32(rule.Cost),
-		seed:     maphash.MakeSeed(),
-		stop:     make(chan struct{}),
-		ban:      int64(opts.Ban),
+		name:      name,
+		rule:      rule,
+		number:    atomic.AddUint64(&zoneNumbers, 1),
+		log:       rule.Algorithm == Log,
+		k:         int64(rule.buckets()),
+		span:      int64(rule.SubWindow),
+		spanF:     float64(rule.SubWindow),
+		window:    int64(rule.Window),
+		weighted:  rule.Algorithm == Sliding,
+		limit:     float64(rule.Limit),
+		ruleLimit: rule.Limit,
+		cost:      float64(rule.Cost),
+		cost32:    uint32(rule.Cost),
+		seed:      maphash.MakeSeed(),
+		stop:      make(chan struct{}),
+		ban:       int64(opts.Ban),
 	}
 	z.m = z.k + 1
 	z.zeros = make([]uint32, z.m)
@@ -227,11 +236,13 @@ func NewZone(name string, rule Rule, opts Options) (*Zone, error) {
 		n *= 2
 	}
 	z.shards = make([]shard, n)
+	z.shardOf = make([]*shard, n)
 	z.mask = uint64(n - 1)
 	z.perShard = maxKeys / n
 	z.maxKeys = maxKeys
 	for i := range z.shards {
 		z.shards[i].init(z)
+		z.shardOf[i] = &z.shards[i]
 	}
 
 	if interval > 0 {
@@ -293,19 +304,29 @@ func (z *Zone) Close() {
 func TakeAt(z *Zone, key string, now time.Time) Decision {
 	t := now.UnixNano()
 	k := maphash.String(z.seed, key)
-	s := &z.shards[k&z.mask]
+	s := z.shardOf[k&z.mask]
 	s.Lock()
 	h := &s.heads[s.index[k]]
-	if left := h.end - t; left > 0 && left <= z.span {
+	// Declared, then assigned: interpreted, a sum assigned is written in
+	// place, where a definition costs a frame slot more.
+	var left int64
+	var count float64
+	left = h.end - t
+	if left > 0 && left <= z.span {
 		// t is in the head's sub-window: t < end and t >= end-T.
-		if count := h.inside + h.leaving*float64(left)/z.spanF + z.cost; count <= z.limit {
+		count = h.inside + h.leaving*float64(left)/z.spanF + z.cost
+		if count <= z.limit {
 			h.inside += z.cost
 			s.Unlock() // left and count were read under the lock
-			return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(left + z.resetTail)}
+			return Decision{Allowed: true, Limit: z.ruleLimit, Remaining: int64(z.limit - count), ResetAfter: duration(left + z.resetTail)}
 		}
 	}
 	return takeRest(z, s, key, k, t, 0, h)
 }
+
+// duration is time.Duration under a name of this package: interpreted,
+// another package's name costs TakeAt a frame slot.
+type duration = time.Duration
 
 // TakeLimitAt is TakeAt for a key whose N is limit instead of the rule's
 // (see Item.Limit): the key's count is the same whatever its limit.

@@ -18,8 +18,12 @@ const maxRedirects = 5
 type Client struct {
 	opts Options
 
-	// single is the pool of a standalone server, nil in a cluster.
+	// single is the pool of a standalone server, nil in a cluster; piped
+	// is single with AutoPipeline, else nil: the pool whose pipelined
+	// connection the commands of every decision share, found in one
+	// frame slot interpreted.
 	single *pool
+	piped  *pool
 
 	mu     sync.RWMutex
 	pools  map[string]*pool
@@ -42,6 +46,9 @@ func New(opts Options) (*Client, error) {
 	if !o.Cluster {
 		c.single = newPool(o.Addrs[0], &c.opts)
 		c.pools[o.Addrs[0]] = c.single
+		if o.AutoPipeline {
+			c.piped = c.single
+		}
 	}
 	return c, nil
 }
@@ -97,15 +104,15 @@ func (c *Client) EvalShaPrepared(ctx context.Context, head, key, tail string) ([
 	// Three concatenations, each allocating its string interpreted: the
 	// CRLFs are in the tables and in tail (see encodePrepared).
 	line := ""
-	if len(key) < len(bulkLines) {
+	if len(key) < bulkMax {
 		line = bulkLines[len(key)]
 	} else {
 		line = "$" + strconv.Itoa(len(key)) + "\r\n"
 	}
 	cmd := head + line + key + tail
-	if c.single != nil && c.opts.AutoPipeline {
+	if c.piped != nil {
 		// evalInts, inlined: one call less on every decision.
-		return sharedInts(ctx, c.single, cmd)
+		return sharedInts(ctx, c.piped, cmd)
 	}
 	return evalInts(ctx, c, key, true, cmd)
 }

@@ -17,7 +17,11 @@ const askingCmd = "*1\r\n$6\r\nASKING\r\n"
 // arrayHeads and bulkHeads hold "*n" and "$n" for small n: for bulk
 // strings, up to the length of most keys. bulkLines holds "$n\r\n", a
 // prepared key's line (see Client.EvalShaPrepared).
-var arrayHeads, bulkHeads, bulkLines = heads("*", 64), heads("$", 512), lines(heads("$", 512))
+var arrayHeads, bulkHeads, bulkLines = heads("*", 64), heads("$", bulkMax), lines(heads("$", bulkMax))
+
+// bulkMax is the length of bulkHeads and bulkLines, a constant that
+// EvalShaPrepared compares without a frame slot interpreted.
+const bulkMax = 512
 
 // lines returns each of heads followed by CRLF.
 func lines(heads []string) []string {
