@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,10 +138,20 @@ func sameSlice(a, b []interface{}) bool {
 	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
 }
 
-// loop sends pipelines until the queue is empty.
+// loop sends pipelines until the queue is empty. Between two, it yields
+// the processor once: the requests already runnable, the callers it just
+// answered among them, queue their calls first and go out together in the
+// next pipeline, rather than in several short ones. That is one
+// scheduling round, never a wait for anything else: with nothing else
+// runnable the loop goes on at once. Each pipeline costs Caddy a write, a
+// read and the wake-up of this goroutine whatever its length: through
+// scripts/bench-caddy.sh's Redis site, Redis read 12.5 to 13.1 calls per
+// read system call with the yield, 10.2 to 10.8 without, in runs of the
+// two builds in turn.
 func (p *pipeliner) loop(batch []*scriptCall) {
 	for batch != nil {
 		p.send(batch)
+		runtime.Gosched()
 		batch = p.next()
 	}
 }
