@@ -207,14 +207,15 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
   end
   -- The formats of the head with the total, of one integer, of two, and
   -- of the span from the total to a cell (SETRANGE's argument); a
-  -- total's bound.
+  -- total's bound. (One assignment each: a multiple one moves its values
+  -- twice.)
   local hf, cf, cf2, sf, top
-  if w == 1 then hf, cf, cf2, sf, top = '<i8i7I1', '<I1', '<I1I1', '<I1c0I1', 256
-  elseif w == 2 then hf, cf, cf2, sf, top = '<i8i7I2', '<I2', '<I2I2', '<I2c0I2', 65536
-  elseif w == 3 then hf, cf, cf2, sf, top = '<i8i7I3', '<I3', '<I3I3', '<I3c0I3', 16777216
-  elseif w == 4 then hf, cf, cf2, sf, top = '<i8i7I4', '<I4', '<I4I4', '<I4c0I4', 4294967296
-  elseif w == 5 then hf, cf, cf2, sf, top = '<i8i7I5', '<I5', '<I5I5', '<I5c0I5', 1099511627776
-  elseif w == 6 then hf, cf, cf2, sf, top = '<i8i7I6', '<I6', '<I6I6', '<I6c0I6', 281474976710656
+  if w == 1 then hf = '<i8i7I1' cf = '<I1' cf2 = '<I1I1' sf = '<I1c0I1' top = 256
+  elseif w == 2 then hf = '<i8i7I2' cf = '<I2' cf2 = '<I2I2' sf = '<I2c0I2' top = 65536
+  elseif w == 3 then hf = '<i8i7I3' cf = '<I3' cf2 = '<I3I3' sf = '<I3c0I3' top = 16777216
+  elseif w == 4 then hf = '<i8i7I4' cf = '<I4' cf2 = '<I4I4' sf = '<I4c0I4' top = 4294967296
+  elseif w == 5 then hf = '<i8i7I5' cf = '<I5' cf2 = '<I5I5' sf = '<I5c0I5' top = 1099511627776
+  elseif w == 6 then hf = '<i8i7I6' cf = '<I6' cf2 = '<I6I6' sf = '<I6c0I6' top = 281474976710656
   else w = -1 end
   local newest, total = false, 0
   if w > 0 and v then
@@ -243,7 +244,9 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
       if gap >= m then
         total = 0
       else
-        for b = newest + 1, c do total = total - sunpack(cf, v, base + w * (b % m)) end
+        if gap > 0 then
+          for b = newest + 1, c do total = total - sunpack(cf, v, base + w * (b % m)) end
+        end
         if slot < m - 1 then
           cell, leaving = sunpack(cf2, v, p)
         else
@@ -351,25 +354,22 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
     else
       -- Denied: nothing is written. Retry-after walks the sub-windows to
       -- come until the count falls enough; reset-after finds the newest
-      -- sub-window that still counts. The sub-window leaving at step j,
-      -- b = c-k+j, is the key's while j <= held (b <= newest; c >= newest
-      -- and b > newest-m); none without a key (gap is m). The cells in
-      -- one read: cs[b % m + 1].
+      -- sub-window that still counts. Step j of the walk runs from start
+      -- to e; the sub-window leaving in it, b = c-k+j, is the key's while
+      -- j <= held (b <= newest, as c >= newest, and b > newest-m); none
+      -- without a key (gap is m). Its cell is cs[i] (the cells in one
+      -- read: cs[b % m + 1]), and l its count, which weighs in windows of
+      -- more than one sub-window.
       local k, need, sum = m - 1, N - cost, total - leaving
       local held, cs = k - gap, nil
       if held >= 0 then cs = {sunpack(string.rep(cf, m), v, base)} end
-      local counts = held -- the last step whose leaving count weighs
-      if reach == 1 then counts = -1 end
-      local retry = (c + reach) * T - t
+      local i, l = (c - k) % m + 1, 0
+      if held >= 0 and reach > 1 then l = cs[i] end
+      local retry, start, e = (c + reach) * T - t, t, (c + 1) * T
       for j = 0, k do
-        local l = 0
-        if j <= counts then l = cs[(c - k + j) % m + 1] end
-        local start = t
-        if j > 0 then start = (c + j) * T end
-        if alg ~= 0 or l == 0 then
+        if l == 0 or alg ~= 0 then
           if sum + l <= need then retry = start - t break end
         else
-          local e = (c + j + 1) * T
           local x = l * (e - start)
           local q = (x - x % T) / T
           if x % T > 0 then q = q + 1 end
@@ -382,7 +382,13 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
             retry = at break
           end
         end
-        if j < held then sum = sum - cs[(c - k + j + 1) % m + 1] end
+        l = 0
+        if j < held then
+          i = i % m + 1
+          sum = sum - cs[i]
+          if reach > 1 then l = cs[i] end
+        end
+        start, e = e, e + T
       end
       -- From the newest sub-window, c-gap (below c-reach+1 when the key
       -- holds none that counts).
