@@ -199,31 +199,35 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
     if not v then
       if cost < 256 then w = 1 elseif cost < 65536 then w = 2 else w = 6 end
     elseif #v >= 15 then -- a string: an error's table has no length
-      -- The layout by the stored shape's sign (shapeField is negative),
-      -- then the width by the length; the shape itself is checked below.
-      full = string.byte(v, 8) < 128
-      if full then w = (#v - 19) / (m + 2) else w = (#v - 15) / (m + 1) end
+      -- The layout and the width by the length: lean, the cells end the
+      -- value; full, the leased units and the generation follow them.
+      -- A length both fit (m of 8 or fewer) is told by the stored shape's
+      -- sign (shapeField is negative, a full key's negated). The shape
+      -- itself is checked below.
+      w = (#v - 15) / (m + 1)
+      local f = (#v - 19) / (m + 2)
+      if f >= 1 and f <= 6 and f % 1 == 0 then
+        if w % 1 ~= 0 or w > 6 or string.byte(v, 8) < 128 then full, w = true, f end
+      end
     end
   end
-  -- The formats of the head with the total, of one integer, of two, and
-  -- of the span from the total to a cell (SETRANGE's argument); a
-  -- total's bound. (One assignment each: a multiple one moves its values
-  -- twice.)
-  local hf, cf, cf2, sf, top
-  if w == 1 then hf = '<i8i7I1' cf = '<I1' cf2 = '<I1I1' sf = '<I1c0I1' top = 256
-  elseif w == 2 then hf = '<i8i7I2' cf = '<I2' cf2 = '<I2I2' sf = '<I2c0I2' top = 65536
-  elseif w == 3 then hf = '<i8i7I3' cf = '<I3' cf2 = '<I3I3' sf = '<I3c0I3' top = 16777216
-  elseif w == 4 then hf = '<i8i7I4' cf = '<I4' cf2 = '<I4I4' sf = '<I4c0I4' top = 4294967296
-  elseif w == 5 then hf = '<i8i7I5' cf = '<I5' cf2 = '<I5I5' sf = '<I5c0I5' top = 1099511627776
-  elseif w == 6 then hf = '<i8i7I6' cf = '<I6' cf2 = '<I6I6' sf = '<I6c0I6' top = 281474976710656
+  -- The formats of the head with the total, of one integer, of two, of
+  -- the span from the total to a cell (SETRANGE's argument), and of a new
+  -- lean value (its one cell among zeros); a total's bound. (One
+  -- assignment each: a multiple one moves its values twice.)
+  local hf, cf, cf2, sf, nf, top
+  if w == 1 then hf = '<i8i7I1' cf = '<I1' cf2 = '<I1I1' sf = '<I1c0I1' nf = '<i8i7I1c0I1c0' top = 256
+  elseif w == 2 then hf = '<i8i7I2' cf = '<I2' cf2 = '<I2I2' sf = '<I2c0I2' nf = '<i8i7I2c0I2c0' top = 65536
+  elseif w == 3 then hf = '<i8i7I3' cf = '<I3' cf2 = '<I3I3' sf = '<I3c0I3' nf = '<i8i7I3c0I3c0' top = 16777216
+  elseif w == 4 then hf = '<i8i7I4' cf = '<I4' cf2 = '<I4I4' sf = '<I4c0I4' nf = '<i8i7I4c0I4c0' top = 4294967296
+  elseif w == 5 then hf = '<i8i7I5' cf = '<I5' cf2 = '<I5I5' sf = '<I5c0I5' nf = '<i8i7I5c0I5c0' top = 1099511627776
+  elseif w == 6 then hf = '<i8i7I6' cf = '<I6' cf2 = '<I6I6' sf = '<I6c0I6' nf = '<i8i7I6c0I6c0' top = 281474976710656
   else w = -1 end
   local newest, total = false, 0
   if w > 0 and v then
     local sh
     sh, newest, total = sunpack(hf, v)
-    -- Another rule's; a full key's shape is negated, and its sign is
-    -- the one the layout was read by.
-    if sh ~= shape and sh ~= -shape then w = -1 end
+    if full and sh ~= -shape or not full and sh ~= shape then w = -1 end -- another rule's
     if newest * T >= 9007199254740992 then w = -1 end -- see load
   end
   if w > 0 then
@@ -304,30 +308,36 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
         else
           -- The whole value: a new key, a new sub-window (its cell and
           -- those it reuses emptied), or a lean key made full.
-          local cells
-          if gap >= m then
-            cells = string.rep('\0', w * slot) .. spack(cf, add) .. string.rep('\0', w * (m - 1 - slot))
-          elseif gap == 0 then
-            cells = string.sub(v, base, p - 1) .. spack(cf, cell + add) .. string.sub(v, p + w, base + w * m - 1)
+          local nv
+          if gap >= m and keep and not full then
+            nv = spack(nf, shape, c, nt, string.rep('\0', w * slot), add, string.rep('\0', w * (m - 1 - slot)))
           else
-            local a = (newest + 1) % m -- the first cell reused; slot is the last
-            if a <= slot then
-              cells = string.sub(v, base, base + w * a - 1) .. string.rep('\0', w * (slot - a)) .. spack(cf, add) .. string.sub(v, p + w, base + w * m - 1)
+            local cells
+            if gap >= m then
+              cells = string.rep('\0', w * slot) .. spack(cf, add) .. string.rep('\0', w * (m - 1 - slot))
+            elseif gap == 0 then
+              cells = string.sub(v, base, p - 1) .. spack(cf, cell + add) .. string.sub(v, p + w, base + w * m - 1)
             else
-              cells = string.rep('\0', w * slot) .. spack(cf, add) .. string.sub(v, p + w, base + w * a - 1) .. string.rep('\0', w * (m - a))
+              local a = (newest + 1) % m -- the first cell reused; slot is the last
+              if a <= slot then
+                cells = string.sub(v, base, base + w * a - 1) .. string.rep('\0', w * (slot - a)) .. spack(cf, add) .. string.sub(v, p + w, base + w * m - 1)
+              else
+                cells = string.rep('\0', w * slot) .. spack(cf, add) .. string.sub(v, p + w, base + w * a - 1) .. string.rep('\0', w * (m - a))
+              end
+            end
+            if keep and not full then
+              nv = spack(hf, shape, c, nt) .. cells
+            else
+              -- What leases took of sub-window c: g, as a new sub-window's
+              -- or a lean key's leased units are none.
+              nv = spack(hf, -shape, c, nt) .. cells .. spack(cf, g) .. spack('<I4', generation)
             end
           end
-          local nv
-          if keep and not full then
-            nv = spack(hf, shape, c, nt) .. cells
-          else
-            -- What leases took of sub-window c: g, as a new sub-window's
-            -- or a lean key's leased units are none.
-            nv = spack(hf, -shape, c, nt) .. cells .. spack(cf, g) .. spack('<I4', generation)
-          end
           -- From the clock, not from t: a clock that went back is
-          -- clamped to sub-window c, which stops counting no sooner.
-          r = redis.pcall('SET', key, nv, 'PX', math.ceil(((c + reach) * T - now) / 1000) + 1)
+          -- clamped to sub-window c, which stops counting no sooner. In
+          -- whole milliseconds, rounded up without a call of math.ceil.
+          local ms = ((c + reach) * T - now + 999) / 1000
+          r = redis.pcall('SET', key, nv, 'PX', ms - ms % 1 + 1)
           if r.ok then r = nil end -- else a refusal (below)
         end
         out = {1, N - add - whole, 0, (c + reach) * T - t}
