@@ -57,7 +57,7 @@
 --
 -- | path          | taken by                          | costs               |
 -- |---------------|-----------------------------------|---------------------|
--- | lean decision | one bucket item; take, reserve or lease; admitted or denied; a key absent or of this rule | a straight line with no function made but a denial's cell reader; two commands besides TIME (GET, then SETRANGE in place or SET of the whole value) |
+-- | lean decision | one bucket item; take, reserve or lease; admitted or denied; a key absent or of this rule | a straight line that makes no function and calls few (an admission on a busy key: the rule's and the key's reads, one span packed; a denial reads its cells into one table); two commands besides TIME (GET, then SETRANGE in place or SET of the whole value) |
 -- | lean refund   | one reservation of a bucket key   | in place            |
 -- | general path  | all the rest: several items, logs, leases given back, resets, keys of another rule, type or layout, totals that outgrow their width, Redis without the struct library (miniredis, the tests' in-process Redis) | |
 --
