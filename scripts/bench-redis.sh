@@ -31,8 +31,10 @@ trap 'kill -9 "$(cat "$dir/redis.pid")" $cgpid 2>/dev/null || true; rm -rf "$dir
 cli() { redis-cli -p "$port" "$@"; }
 for _ in $(seq 100); do cli ping >/dev/null 2>&1 && break; sleep 0.05; done
 
-# The script text, as compiled into shared/redisstore/script_lua.go.
-cp shared/redisstore/script.lua "$dir/script.lua"
+# The script of every call without a ban or a slot (redisScript in
+# shared/redisstore/script.go): script.lua without its extra blocks.
+awk '/^[ \t]*-- extra:begin[ \t]*$/ { x = 1; next } /^[ \t]*-- extra:end[ \t]*$/ { x = 0; next } !x' \
+	shared/redisstore/script.lua >"$dir/script.lua"
 sha=$(cli script load "$(cat "$dir/script.lua")")
 echo "redis: $(redis-server --version | grep -o 'v=[0-9.]*'), script sha $sha, $(nproc) cores, load average $(cut -d" " -f1-3 /proc/loadavg)"
 

@@ -62,7 +62,7 @@ const redisScriptSource = `-- windowlimit's decision script. One call decides on
 --
 -- | path          | taken by                          | costs               |
 -- |---------------|-----------------------------------|---------------------|
--- | lean decision | one bucket item; take, reserve or lease; admitted or denied; a key absent or of this rule | a straight line with no function made but a denial's cell reader; two commands besides TIME (GET, then SETRANGE in place or SET of the whole value) |
+-- | lean decision | one bucket item; take, reserve or lease; admitted or denied; a key absent or of this rule | a straight line that makes no function and calls few (an admission on a busy key: the rule's and the key's reads, one span packed; a denial reads its cells into one table); two commands besides TIME (GET, then SETRANGE in place or SET of the whole value) |
 -- | lean refund   | one reservation of a bucket key   | in place            |
 -- | general path  | all the rest: several items, logs, leases given back, resets, keys of another rule, type or layout, totals that outgrow their width, Redis without the struct library (miniredis, the tests' in-process Redis) | |
 --
@@ -105,7 +105,6 @@ const redisScriptSource = `-- windowlimit's decision script. One call decides on
 -- Both get one millisecond more than the count needs: Redis 7.0 sometimes
 -- deletes a key at once on PEXPIRE 1 inside a script. Neither uses
 -- PEXPIRE NX, which would expire a busy key while it still counts.
-local floor, ceil = math.floor, math.ceil
 local mode = ARGV[2]
 local now
 if ARGV[1] ~= '0' then
@@ -174,10 +173,10 @@ end
 local FULL, HELD, SLOTNOW = false, 0, 0
 if SLOT and not BANNED then
   if ARGV[1] == '0' then
-    SLOTNOW = floor(now / 1000)
+    SLOTNOW = math.floor(now / 1000)
   else
     local tm = redis.call('TIME')
-    SLOTNOW = tonumber(tm[1]) * 1000 + floor(tonumber(tm[2]) / 1000)
+    SLOTNOW = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
   end
   redis.call('ZREMRANGEBYSCORE', SLOT[1], '-inf', SLOTNOW)
   HELD = redis.call('ZCARD', SLOT[1])
@@ -192,7 +191,9 @@ if BANNED or FULL or #KEYS ~= 1 or mode == '2' then mode = 'b' end
 -- The lean decision. Anything it cannot read (a log, another type or
 -- rule, a bad value, a total that outgrows its width) falls through to
 -- the general path, which decides from the start with the same
--- arithmetic: nothing has been written yet.
+-- arithmetic: nothing has been written yet. Every call runs it, so it
+-- calls few functions (each costs Redis about as much as 20 operations)
+-- and passes Redis strings, not numbers, which it would format.
 if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
   local sunpack, spack, key, t = lib.unpack, lib.pack, KEYS[1], now
   local alg, W, T, N, cost, shape = sunpack('<i1i8i8i8i8i8', ARGV[3])
@@ -202,22 +203,30 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
     v = redis.pcall('GET', key)
     if not v then
       if cost < 256 then w = 1 elseif cost < 65536 then w = 2 else w = 6 end
-    elseif type(v) == 'string' and #v >= 15 then
-      -- The layout by the stored shape's sign (shapeField is negative),
-      -- then the width by the length; the shape itself is checked below.
-      full = string.byte(v, 8) < 128
-      if full then w = (#v - 19) / (m + 2) else w = (#v - 15) / (m + 1) end
+    elseif #v >= 15 then -- a string: an error's table has no length
+      -- The layout and the width by the length: lean, the cells end the
+      -- value; full, the leased units and the generation follow them.
+      -- A length both fit (m of 8 or fewer) is told by the stored shape's
+      -- sign (shapeField is negative, a full key's negated). The shape
+      -- itself is checked below.
+      w = (#v - 15) / (m + 1)
+      local f = (#v - 19) / (m + 2)
+      if f >= 1 and f <= 6 and f % 1 == 0 then
+        if w % 1 ~= 0 or w > 6 or string.byte(v, 8) < 128 then full, w = true, f end
+      end
     end
   end
-  -- The formats of the head with the total, of one integer, and of the
-  -- span from the total to a cell (SETRANGE's argument); a total's bound.
-  local hf, cf, sf, top = '', '', '', 0
-  if w == 1 then hf, cf, sf, top = '<i8i7I1', '<I1', '<I1c0I1', 256
-  elseif w == 2 then hf, cf, sf, top = '<i8i7I2', '<I2', '<I2c0I2', 65536
-  elseif w == 3 then hf, cf, sf, top = '<i8i7I3', '<I3', '<I3c0I3', 16777216
-  elseif w == 4 then hf, cf, sf, top = '<i8i7I4', '<I4', '<I4c0I4', 4294967296
-  elseif w == 5 then hf, cf, sf, top = '<i8i7I5', '<I5', '<I5c0I5', 1099511627776
-  elseif w == 6 then hf, cf, sf, top = '<i8i7I6', '<I6', '<I6c0I6', 281474976710656
+  -- The formats of the head with the total, of one integer, of two, of
+  -- the span from the total to a cell (SETRANGE's argument), and of a new
+  -- lean value (its one cell among zeros); a total's bound. (One
+  -- assignment each: a multiple one moves its values twice.)
+  local hf, cf, cf2, sf, nf, top
+  if w == 1 then hf = '<i8i7I1' cf = '<I1' cf2 = '<I1I1' sf = '<I1c0I1' nf = '<i8i7I1c0I1c0' top = 256
+  elseif w == 2 then hf = '<i8i7I2' cf = '<I2' cf2 = '<I2I2' sf = '<I2c0I2' nf = '<i8i7I2c0I2c0' top = 65536
+  elseif w == 3 then hf = '<i8i7I3' cf = '<I3' cf2 = '<I3I3' sf = '<I3c0I3' nf = '<i8i7I3c0I3c0' top = 16777216
+  elseif w == 4 then hf = '<i8i7I4' cf = '<I4' cf2 = '<I4I4' sf = '<I4c0I4' nf = '<i8i7I4c0I4c0' top = 4294967296
+  elseif w == 5 then hf = '<i8i7I5' cf = '<I5' cf2 = '<I5I5' sf = '<I5c0I5' nf = '<i8i7I5c0I5c0' top = 1099511627776
+  elseif w == 6 then hf = '<i8i7I6' cf = '<I6' cf2 = '<I6I6' sf = '<I6c0I6' nf = '<i8i7I6c0I6c0' top = 281474976710656
   else w = -1 end
   local newest, total = false, 0
   if w > 0 and v then
@@ -235,15 +244,23 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
       t = c * T
     end
     -- The cells of sub-windows c-m+1.. are reused from c on: theirs leave
-    -- the total. The leaving sub-window c-k is still stored.
-    local base, gap, leaving = 16 + w, m, 0
+    -- the total. The leaving sub-window c-k is still stored, in the cell
+    -- after the request's (read with it). Without a key, gap is m.
+    local base, gap, slot = 16 + w, m, c % m
+    local p, cell, leaving = base + w * slot, 0, 0
     if newest then
       gap = c - newest
       if gap >= m then
         total = 0
       else
-        for b = newest + 1, c do total = total - sunpack(cf, v, base + w * (b % m)) end
-        leaving = sunpack(cf, v, base + w * ((c + 1) % m))
+        if gap > 0 then
+          for b = newest + 1, c do total = total - sunpack(cf, v, base + w * (b % m)) end
+        end
+        if slot < m - 1 then
+          cell, leaving = sunpack(cf2, v, p)
+        else
+          cell, leaving = sunpack(cf, v, p), sunpack(cf, v, base)
+        end
       end
     end
     local whole = total - leaving
@@ -260,15 +277,13 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
       -- what is left once the request is counted.
       local g = 0
       if mode == '2' then
-        g = floor((N - cost - whole) / 2)
+        g = math.floor((N - cost - whole) / 2)
         local B = sunpack('<i8', ARGV[3], 42)
         if g > B then g = B end
       end
       local add = cost + g
       local nt = total + add
       if nt < top then
-        local slot = c % m
-        local p = base + w * slot
         -- A receipt names the key's generation: a lean key becomes full.
         local keep = full or mode == '0'
         local generation = 0
@@ -284,42 +299,51 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
           if generation == 0 then generation = 1 end
         end
         local r
-        if newest and gap == 0 and keep then
+        if gap == 0 and keep then
           -- The total and the request's cell in place (and a full key's
           -- leased units, after the cells); the expiry stays.
-          local span = spack(sf, total + add, string.sub(v, base, p - 1), sunpack(cf, v, p) + add)
+          local span = spack(sf, nt, string.sub(v, base, p - 1), cell + add)
           if g > 0 then
             local lp = base + w * m
             span = span .. string.sub(v, p + w, lp - 1) .. spack(cf, sunpack(cf, v, lp) + g)
           end
-          r = redis.pcall('SETRANGE', key, 15, span)
+          -- The key's length, which it keeps, or a refusal (below).
+          r = redis.pcall('SETRANGE', key, '15', span)
+          if r == #v then r = nil end
         else
           -- The whole value: a new key, a new sub-window (its cell and
           -- those it reuses emptied), or a lean key made full.
-          local cells
-          if not newest or gap >= m then
-            cells = string.rep('\0', w * slot) .. spack(cf, add) .. string.rep('\0', w * (m - 1 - slot))
-          elseif gap == 0 then
-            cells = string.sub(v, base, p - 1) .. spack(cf, sunpack(cf, v, p) + add) .. string.sub(v, p + w, base + w * m - 1)
+          local nv
+          if gap >= m and keep and not full then
+            nv = spack(nf, shape, c, nt, string.rep('\0', w * slot), add, string.rep('\0', w * (m - 1 - slot)))
           else
-            local a = (newest + 1) % m -- the first cell reused; slot is the last
-            if a <= slot then
-              cells = string.sub(v, base, base + w * a - 1) .. string.rep('\0', w * (slot - a)) .. spack(cf, add) .. string.sub(v, p + w, base + w * m - 1)
+            local cells
+            if gap >= m then
+              cells = string.rep('\0', w * slot) .. spack(cf, add) .. string.rep('\0', w * (m - 1 - slot))
+            elseif gap == 0 then
+              cells = string.sub(v, base, p - 1) .. spack(cf, cell + add) .. string.sub(v, p + w, base + w * m - 1)
             else
-              cells = string.rep('\0', w * slot) .. spack(cf, add) .. string.sub(v, p + w, base + w * a - 1) .. string.rep('\0', w * (m - a))
+              local a = (newest + 1) % m -- the first cell reused; slot is the last
+              if a <= slot then
+                cells = string.sub(v, base, base + w * a - 1) .. string.rep('\0', w * (slot - a)) .. spack(cf, add) .. string.sub(v, p + w, base + w * m - 1)
+              else
+                cells = string.rep('\0', w * slot) .. spack(cf, add) .. string.sub(v, p + w, base + w * a - 1) .. string.rep('\0', w * (m - a))
+              end
+            end
+            if keep and not full then
+              nv = spack(hf, shape, c, nt) .. cells
+            else
+              -- What leases took of sub-window c: g, as a new sub-window's
+              -- or a lean key's leased units are none.
+              nv = spack(hf, -shape, c, nt) .. cells .. spack(cf, g) .. spack('<I4', generation)
             end
           end
-          local nv
-          if keep and not full then
-            nv = spack(hf, shape, c, nt) .. cells
-          else
-            -- What leases took of sub-window c: g, as a new sub-window's
-            -- or a lean key's leased units are none.
-            nv = spack(hf, -shape, c, nt) .. cells .. spack(cf, g) .. spack('<I4', generation)
-          end
           -- From the clock, not from t: a clock that went back is
-          -- clamped to sub-window c, which stops counting no sooner.
-          r = redis.pcall('SET', key, nv, 'PX', ceil(((c + reach) * T - now) / 1000) + 1)
+          -- clamped to sub-window c, which stops counting no sooner. In
+          -- whole milliseconds, rounded up without a call of math.ceil.
+          local ms = ((c + reach) * T - now + 999) / 1000
+          r = redis.pcall('SET', key, nv, 'PX', ms - ms % 1 + 1)
+          if r.ok then r = nil end -- else a refusal (below)
         end
         out = {1, N - add - whole, 0, (c + reach) * T - t}
         if mode == '1' then -- the receipt: the generation stamped with the last save (see stamp)
@@ -329,7 +353,7 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
         elseif mode == '2' then
           out[5], out[6], out[7] = g, t, generation
         end
-        if type(r) == 'table' and r.err then
+        if r and type(r) == 'table' and r.err then
           -- The script's first write: Redis over its maxmemory refuses it
           -- (see refused below), and nothing was written.
           if not string.find(r.err, 'OOM', 1, true) then error(r.err) end
@@ -345,45 +369,47 @@ if lib and #KEYS == 1 and (mode == '0' or mode == '1' or mode == '2') then
     else
       -- Denied: nothing is written. Retry-after walks the sub-windows to
       -- come until the count falls enough; reset-after finds the newest
-      -- sub-window that still counts. No key (a cost above the limit)
-      -- holds no cells: lo = newest = c leaves none between them.
-      -- The cells in one read: cs[b % m + 1] for the sub-windows b from
-      -- newest-m+1 to newest, the ones the key still holds.
-      local cs, lo = {}, c
-      if newest then
-        cs, lo = {sunpack('<' .. string.rep(string.sub(cf, 2), m), v, base)}, newest - m
-      else
-        newest = c
-      end
+      -- sub-window that still counts. Step j of the walk runs from start
+      -- to e; the sub-window leaving in it, b = c-k+j, is the key's while
+      -- j <= held (b <= newest, as c >= newest, and b > newest-m); none
+      -- without a key (gap is m). Its cell is cs[i] (the cells in one
+      -- read: cs[b % m + 1]), and l its count, which weighs in windows of
+      -- more than one sub-window.
       local k, need, sum = m - 1, N - cost, total - leaving
-      local retry = (c + reach) * T - t
+      local held, cs = k - gap, nil
+      if held >= 0 then cs = {sunpack(string.rep(cf, m), v, base)} end
+      local i, l = (c - k) % m + 1, 0
+      if held >= 0 and reach > 1 then l = cs[i] end
+      local retry, start, e = (c + reach) * T - t, t, (c + 1) * T
       for j = 0, k do
-        local cj = c + j
-        local start = cj * T
-        if j == 0 then start = t end
-        local l, b = 0, cj - k
-        if reach > 1 and b <= newest and b > lo then l = cs[b % m + 1] end
-        if alg ~= 0 then
+        if l == 0 or alg ~= 0 then
           if sum + l <= need then retry = start - t break end
         else
-          local x = l * ((cj + 1) * T - start)
+          local x = l * (e - start)
           local q = (x - x % T) / T
           if x % T > 0 then q = q + 1 end
           if sum + q <= need then retry = start - t break end
-          if sum <= need and l > 0 then
+          if sum <= need then
             -- The first instant at which l*(end-x)/T <= need-sum.
             local y = (need - sum) * T
-            local at = (cj + 1) * T - t - (y - y % l) / l
+            local at = e - t - (y - y % l) / l
             if at < start - t then at = start - t end
             retry = at break
           end
         end
-        b = b + 1
-        if j < k and b <= newest and b > lo then sum = sum - cs[b % m + 1] end
+        l = 0
+        if j < held then
+          i = i % m + 1
+          sum = sum - cs[i]
+          if reach > 1 then l = cs[i] end
+        end
+        start, e = e, e + T
       end
+      -- From the newest sub-window, c-gap (below c-reach+1 when the key
+      -- holds none that counts).
       local reset = 0
-      for b = c, c - reach + 1, -1 do
-        if b <= newest and b > lo and cs[b % m + 1] ~= 0 then reset = (b + reach) * T - t break end
+      for b = c - gap, c - reach + 1, -1 do
+        if cs[b % m + 1] ~= 0 then reset = (b + reach) * T - t break end
       end
       local remaining = N - whole
       if remaining < 0 then remaining = 0 end
@@ -405,7 +431,7 @@ if out and not BANNED and not FULL and BANS[1] then
   local started = 0
   if out[1] == 0 then
     local b = BANS[1]
-    redis.pcall('SET', b[1], string.format('%.0f', now + b[2]), 'PX', ceil(b[2] / 1000) + 1)
+    redis.pcall('SET', b[1], string.format('%.0f', now + b[2]), 'PX', math.ceil(b[2] / 1000) + 1)
     out[2], out[3], out[4], started = 0, b[2], b[2], 1
   end
   table.insert(out, 5, started)
@@ -417,7 +443,7 @@ end
 -- of another generation, or of a key that is gone or not of this rule, gets
 -- nothing back, as on the general path; a lease's give-back takes the
 -- general path.
-if lib and #KEYS == 1 and mode == '3' then
+if mode == '3' and lib and #KEYS == 1 then
   local sunpack, spack, key = lib.unpack, lib.pack, KEYS[1]
   local alg, W, T, _, cost, shape, at, generation, granted = sunpack('<i1i8i8i8i8i8i8i8i8i8', ARGV[3])
   if alg ~= 3 and granted == 0 then
@@ -434,7 +460,7 @@ if lib and #KEYS == 1 and mode == '3' then
       local saved = redis.pcall('LASTSAVE') -- see stamp
       if type(saved) ~= 'number' then saved = 0 end
       if (sunpack('<I4', v, #v - 3) + saved) % 4294967296 == generation then
-        local reach, b = m, floor(at / T)
+        local reach, b = m, math.floor(at / T)
         if alg == 1 then reach = 1 end
         if cost > 0 and b <= newest and b > newest - reach then
           local p = 16 + w * (1 + b % m)
@@ -445,7 +471,7 @@ if lib and #KEYS == 1 and mode == '3' then
           elseif x >= cost then
             local span = spack(cf, total - cost)
             if p > 16 + w then span = span .. string.sub(v, 16 + w, p - 1) end
-            local r = redis.pcall('SETRANGE', key, 15, span .. spack(cf, x - cost))
+            local r = redis.pcall('SETRANGE', key, '15', span .. spack(cf, x - cost))
             if type(r) ~= 'table' then out[1] = 1 end
           end
         end
@@ -455,6 +481,7 @@ if lib and #KEYS == 1 and mode == '3' then
 end
 
 if out == nil then
+local floor, ceil = math.floor, math.ceil
 local function fmt(x) return string.format('%.0f', x) end
 
 -- Redis has the struct library; miniredis, the tests' in-process Redis,
