@@ -92,7 +92,11 @@ var sources = []source{
 			"509 once with GOMAXPROCS=1, then 505 in eight runs; `PluginInterpreted/allowed-headers-none` " +
 			"506 once, 354 in every other run), so each may grow by what benchmarks.md states its " +
 			"table's allocations move by, 5 for `PluginConfigs` and 3 for the others, and one that grew " +
-			"more runs once more, the lesser count standing.",
+			"more runs once more, the lesser count standing. The two rows of 1,000 keys with a lease " +
+			"setting are the exception: whether a key's requests fall in one sub-window, and so whether " +
+			"it asks for a lease, depends on how fast the run goes, and on unchanged code they moved " +
+			"by up to 4% with the machine's load (693 to 722 once, 575 to 579 since), so they may grow " +
+			"by 5%.",
 		dir:     "scripts/yaegitest",
 		cmd:     []string{"go", "test", "-run", "^$", "-bench", "^Benchmark(PluginConfigs|PluginInterpreted|RedisLayersInterpreted)$", "-benchtime", "2000x", "."},
 		apart:   true,
@@ -100,6 +104,9 @@ var sources = []source{
 		tolOf: func(name string) string {
 			if strings.Contains(name, "PluginConfigs/") {
 				return "±5"
+			}
+			if strings.Contains(name, "-keys-lease-") {
+				return "5%" // timed by the run's speed (see about)
 			}
 			return "±3"
 		},
