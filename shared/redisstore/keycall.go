@@ -27,7 +27,7 @@ type KeyCall struct {
 // KeyCall returns z's script call on one key through g, prepared once for
 // every key, for TakeKey. g must be the guard whose store s is. It returns
 // nil when the store has no such call: a runner that cannot prepare
-// calls, CallerTime, or a rule Redis cannot keep.
+// calls, CallerTime, a rule Redis cannot keep, or a zone with a ban.
 func (s *Store) KeyCall(z *ratelimit.Zone, g *guard.Guard) *KeyCall {
 	if s.prep == nil || s.callerTime {
 		return nil

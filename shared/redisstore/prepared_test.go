@@ -201,3 +201,29 @@ func TestKeyCall(t *testing.T) {
 		t.Error("a store on the caller's clock has a KeyCall")
 	}
 }
+
+// TestKeyCallBreakerOpen: once the guard's breaker is open, TakeKey sends
+// nothing and the policy decides, as the guard's Take would; TakeKey
+// reads the breaker through guard.Signals.
+func TestKeyCallBreakerOpen(t *testing.T) {
+	z := newZone(t, "api", ratelimit.Rule{Window: time.Minute, Limit: 20})
+	ctx := context.Background()
+	rec := &recordingRunner{err: errors.New("connection refused")}
+	s, err := New(rec, Settings{KeyPrefix: "a:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := func(context.Context) error { return errors.New("still down") }
+	g := newGuard(t, s, guard.Options{OnError: guard.FailDeny, Probe: down, ProbeInterval: time.Hour})
+	kc := s.KeyCall(z, g)
+	if d := TakeKey(ctx, g, kc, z, "k", time.Now()); d.Allowed || g.Stats().Failures != 1 {
+		t.Fatalf("a failed call: %+v under deny, %+v", d, g.Stats())
+	}
+	rec.err, rec.reply, rec.keys = nil, []int64{1, 19, 0, 60000000}, nil
+	if d := TakeKey(ctx, g, kc, z, "k", time.Now()); d.Allowed || rec.keys != nil {
+		t.Fatalf("breaker open: %+v, sent %q; want denied by the policy, nothing sent", d, rec.keys)
+	}
+	if st := g.Stats(); st.Fallbacks != 2 {
+		t.Fatalf("stats %+v, want the failure and the open breaker's request decided by the policy", st)
+	}
+}
