@@ -2,7 +2,9 @@
 // record, docs/costs.md, and fails when one grew.
 //
 //	go run ./scripts/costs           measure, compare, print the table
-//	go run ./scripts/costs -record   measure and write docs/costs.md
+//	go run ./scripts/costs -record   measure, and write into docs/costs.md the
+//	                                  figures that moved past their tolerance
+//	go run ./scripts/costs -record -all   write every figure as measured
 //
 // The costs are counts that the machine's speed and load do not move: the
 // interpreter's allocations a request of each configuration of the yaegi
@@ -214,9 +216,10 @@ type record struct {
 }
 
 func main() {
-	rec := flag.Bool("record", false, "write the measured figures into "+recordFile+" instead of checking them")
+	rec := flag.Bool("record", false, "write into "+recordFile+" the measured figures that moved past their tolerance, instead of checking them")
+	all := flag.Bool("all", false, "with -record, write every measured figure, also those within their tolerance")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: go run ./scripts/costs [-record]\n\n"+
+		fmt.Fprintf(os.Stderr, "usage: go run ./scripts/costs [-record [-all]]\n\n"+
 			"Measures the deterministic costs and compares them with %s:\n"+
 			"fails when one grew past its record's tolerance.\n\n", recordFile)
 		flag.PrintDefaults()
@@ -242,6 +245,9 @@ func main() {
 	if *rec {
 		if err := keepSkipped(path, measured); err != nil {
 			fatal(err)
+		}
+		if !*all {
+			keepWithin(measured, records)
 		}
 		if err := os.WriteFile(path, render(measured), 0o644); err != nil {
 			fatal(err)
@@ -331,6 +337,20 @@ func keepSkipped(path string, measured [][]figure) error {
 		measured[i] = kept
 	}
 	return sc.Err()
+}
+
+// keepWithin puts back, in measured, the recorded value of each figure
+// that is within its record's tolerance, so that -record rewrites only
+// the figures a change moved and not those a run's noise did.
+func keepWithin(measured [][]figure, records map[string]record) {
+	for _, fs := range measured {
+		for i, f := range fs {
+			r, ok := records[f.name]
+			if ok && f.skipped == "" && math.Abs(f.value-r.value) <= r.tolerance()+1e-9 {
+				fs[i].value = r.value
+			}
+		}
+	}
 }
 
 // run runs name with args in dir and returns its output.
@@ -525,7 +545,8 @@ func render(measured [][]figure) []byte {
 		"measures each, compares it with this record and fails when one grew by more than its tolerance " +
 		"(5%, or less where a row's tolerance says so); `scripts/test.sh` runs it. A cost that fell by as " +
 		"much says \"record it\". After a change that moves a cost on purpose, `go run ./scripts/costs " +
-		"-record` rewrites this file with what it measured: commit it with the change. The check took 12 s " +
+		"-record` writes into this file the figures that moved past their tolerance (`-record -all`: every " +
+		"figure as measured): commit it with the change. The check took 12 s " +
 		"to 66 s on a 2-core machine shared with other work."))
 	b.WriteString("\n\nThe times that go with these costs are in [benchmarks.md](benchmarks.md).\n")
 	for i, s := range sources {
