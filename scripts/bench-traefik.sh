@@ -14,7 +14,9 @@
 # built-in with `redis`: on one hot key (the remote address, where the
 # plugin's leases admit most requests), and on 1,000 busy keys (both keyed
 # by X-Key, which wrk sends at random from 1,000 per request; a 1 s window
-# of 100 ms sub-windows, so every key's every sub-window is written). The
+# of 100 ms sub-windows, so every key's every sub-window is written), with
+# their floor, the least per-request Redis counter a yaegi plugin can be
+# (one INCR a request on a pooled connection, scripts/floorplugin). The
 # inFlight routers (a slot per request, 1000 a key: never refused here) are
 # compared with the same plugin router without inFlight.
 #
@@ -82,6 +84,7 @@ ROUTERS=$(
 		plugin-redis builtin-redis windowlimit + redis
 		builtin-redis-keys - built-in + redis, 1000 keys
 		plugin-redis-keys builtin-redis-keys windowlimit + redis, 1000 keys
+		redis-floor-keys builtin-redis-keys least Redis counter, yaegi, 1000 keys
 		plugin-inflight plugin windowlimit, inFlight 1000 (vs defaults)
 		plugin-inflight-redis plugin-redis windowlimit + redis, inFlight 1000 (vs + redis)
 		plugin-inflight-redis-keys plugin-redis-keys windowlimit + redis, inFlight 1000, 1000 keys (vs + redis, 1000 keys)
@@ -168,6 +171,7 @@ wt_dynamic "$WL_WORK/dynamic.yml" "$(
 		"redis: {endpoints: [\"127.0.0.1:$REDIS\"]}" 'onStoreError: deny'
 	printf '    trivial:\n      plugin:\n        floor: {}\n'
 	printf '    window-floor:\n      plugin:\n        floor: {window: true}\n'
+	printf '    redis-floor-keys:\n      plugin:\n        floor: {redis: "127.0.0.1:%s"}\n' "$REDIS"
 	wt_plugin deny "window: 1m" "limit: 1"
 )"
 static= eps=
