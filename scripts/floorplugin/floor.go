@@ -147,7 +147,8 @@ func (m *window) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type redisCounter struct {
 	next  http.Handler
 	addr  string
-	conns chan *redisConn
+	mu    sync.Mutex
+	conns []*redisConn // idle
 }
 
 // redisConn is one pooled connection and its buffers.
@@ -160,14 +161,18 @@ type redisConn struct {
 // NewRedisCounter returns the least per-request Redis counter in front of
 // next, talking to the Redis at addr.
 func NewRedisCounter(next http.Handler, addr string) http.Handler {
-	return &redisCounter{next: next, addr: addr, conns: make(chan *redisConn, 64)}
+	return &redisCounter{next: next, addr: addr}
 }
 
 func (m *redisCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var c *redisConn
-	select {
-	case c = <-m.conns:
-	default:
+	m.mu.Lock()
+	if n := len(m.conns); n > 0 {
+		c = m.conns[n-1]
+		m.conns = m.conns[:n-1]
+	}
+	m.mu.Unlock()
+	if c == nil {
 		nc, err := net.Dial("tcp", m.addr)
 		if err != nil {
 			http.Error(w, "redis: "+err.Error(), http.StatusBadGateway)
@@ -193,10 +198,8 @@ func (m *redisCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("X-Count", string(line[1:len(line)-2]))
-	select {
-	case m.conns <- c:
-	default:
-		c.c.Close()
-	}
+	m.mu.Lock()
+	m.conns = append(m.conns, c)
+	m.mu.Unlock()
 	m.next.ServeHTTP(w, r)
 }
