@@ -77,3 +77,57 @@ func takeReserve(t *testing.T, s ratelimit.Store, now time.Time, z *ratelimit.Zo
 	}
 	return out[0]
 }
+
+// TestRefundLogAfterReset: a reservation on a log key, an operator's
+// reset, then a request at the same microsecond, which the script would
+// once name as the reservation's entry: the reservation's refund gives
+// nothing back to the fresh count, which stays 1, so the limit of 1 holds.
+// A receipt of an earlier version (generation 0) still takes back an
+// entry named as that version named them.
+func TestRefundLogAfterReset(t *testing.T) {
+	ctx := context.Background()
+	r := ratelimit.Rule{Window: time.Minute, Limit: 1, Algorithm: ratelimit.Log}
+	now := epoch.Add(time.Second)
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			s, _ := newStore(t, be.start(t))
+			s.callerTime = true
+			for _, second := range []string{"take", "reserve"} {
+				t.Run(second, func(t *testing.T) {
+					z := newZone(t, "lr-"+second, r)
+					items := []ratelimit.Item{{Zone: z, Key: "k", Refundable: true}}
+					first := reserve(t, s, now, items, true)
+					if _, err := s.Forget(ctx, z, "k", now, 0); err != nil {
+						t.Fatal(err)
+					}
+					if second == "take" {
+						take1(t, s, now, z, "k")
+					} else {
+						reserve(t, s, now, items, true)
+					}
+					if err := s.Refund(ctx, items, first); err != nil {
+						t.Fatal(err)
+					}
+					st, err := s.Inspect(ctx, z, "k", now)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if st.Remaining != 0 {
+						t.Fatalf("after the refund of a reservation of before the reset: %+v, want the fresh count of 1 kept (0 remaining)", st)
+					}
+					reserve(t, s, now, items, false)
+				})
+			}
+			t.Run("earlier receipt", func(t *testing.T) {
+				z := newZone(t, "lr-earlier", r)
+				take1(t, s, now, z, "k")
+				items := []ratelimit.Item{{Zone: z, Key: "k", Refundable: true}}
+				earlier := []ratelimit.Decision{{Allowed: true, Receipt: ratelimit.Receipt{At: now.UnixNano(), Remote: true}}}
+				if err := s.Refund(ctx, items, earlier); err != nil {
+					t.Fatal(err)
+				}
+				reserve(t, s, now, items, true)
+			})
+		})
+	}
+}

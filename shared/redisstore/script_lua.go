@@ -40,7 +40,7 @@ const redisScriptSource = `-- windowlimit's decision script. One call decides on
 -- | mode      | ARGV[2i+1] after the rule       | reply per item                  |
 -- |-----------|---------------------------------|---------------------------------|
 -- | 0 take    | nothing                         | allowed, remaining, retry-after in µs, reset-after in µs |
--- | 1 reserve | nothing                         | take's four; the time counted at (0 if not counted); the key's generation stamped with LASTSAVE (see stamp) |
+-- | 1 reserve | nothing                         | take's four; the time counted at (0 if not counted); the key's generation stamped with LASTSAVE (see stamp), or a log's entries' own (see born) |
 -- | 2 lease   | B, the most units to lease      | take's four; the units granted; the time they count at; the key's generation, denied or not (0 for no key, NOGENERATION for a lean one) |
 -- | 3 refund  | the receipt's time; its generation; the units granted; the units spent before the generation was last confirmed | 1 given back; 2 counted in the key's next generation instead (see charge); 0 neither |
 -- | 4 reset   | the resetting instance's own leased units | 1 if there was a key, else 0 |
@@ -71,7 +71,7 @@ const redisScriptSource = `-- windowlimit's decision script. One call decides on
 -- | rule                   | Redis type | value                         |
 -- |------------------------|------------|-------------------------------|
 -- | sliding, strict, fixed | string     | little-endian: shape i8, newest sub-window index i7, total, cells..., then in the full layout only leased and generation u32 |
--- | log                    | sorted set | the admitted timestamps       |
+-- | log                    | sorted set | the admitted timestamps, one member each: "<t>.<n>", and a reservation's ":<generation>" |
 --
 -- A bucket key has m = k+1 cells: cell j holds sub-window b with b mod
 -- m = j, for the m newest. The total and the cells are integers of w
@@ -89,7 +89,12 @@ const redisScriptSource = `-- windowlimit's decision script. One call decides on
 --
 -- A log's member "<t>.<n>" is unique: n is above the count in the window
 -- and above every n already at t (after a refund the count may be below
--- them).
+-- them). A reservation's members end with ':' and the generation its
+-- receipt names (u32 little-endian): a new one for each reservation, never
+-- 0, so that its refund takes back its own entries and never another
+-- request's, which a later life of the key (after a reset or a loss) may
+-- name "<t>.<n>" too. A receipt of generation 0 (an earlier version's)
+-- takes back members without one, as that version did.
 --
 -- # Writes and expiry
 --
@@ -599,9 +604,10 @@ local function stamp(x)
   return (x + SAVED) % 4294967296
 end
 
--- born returns the generation of a key created now: the server's time in
--- microseconds, modulo 2^32 (never 0, which names no generation). Two
--- generations of one key share it once in 2^32 resets at most.
+-- born returns the generation of a key created now, or of a log's
+-- reservation (see commitLog): the server's time in microseconds, modulo
+-- 2^32 (never 0, which names no generation). Two generations of one key
+-- share it once in 2^32 resets (reservations) at most.
 local function born()
   local t = now
   if ARGV[1] ~= '0' then
@@ -850,8 +856,10 @@ local function logTake(s, key, W, N, cost, t)
   return 0, remaining, tonumber(first[2]) + W - t, tonumber(top[2]) + W - t
 end
 
--- commitLog counts the request; it reports true if Redis refused it.
-local function commitLog(s, key, guard)
+-- commitLog counts the request, a reservation's entries named after its
+-- receipt's generation g (0 for a plain take); it reports true if Redis
+-- refused it.
+local function commitLog(s, key, guard, g)
   if s.stale then
     if guard and full(key) then return true end
     redis.call('DEL', key)
@@ -864,14 +872,18 @@ local function commitLog(s, key, guard)
   local n = s.n
   if s.same then
     for _, m in ipairs(redis.call('ZRANGEBYSCORE', key, ts, ts)) do
-      local x = tonumber(string.match(m, '%.(%d+)$'))
+      local x = tonumber(string.match(m, '^[^.]*%.(%d+)'))
       if x and x > n then n = x end
     end
   end
+  -- A reservation's names end with ':' and its generation (4 bytes, as a
+  -- bucket key's), which no other request's name holds (see refundLog).
+  local tail = ''
+  if g ~= 0 then tail = ':' .. spack('<I4', g) end
   local add = {}
   for i = 1, s.cost do
     add[#add + 1] = ts
-    add[#add + 1] = ts .. '.' .. (n + i)
+    add[#add + 1] = ts .. '.' .. (n + i) .. tail
   end
   if write(guard, 'ZADD', key, unpack(add)) then return true end
   if s.old > 0 then redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(s.t - s.W)) end
@@ -943,9 +955,10 @@ local function decide()
   local first = true
   for i = 1, #KEYS do
     if all then
-      local s, rule, oom, g = states[i], rules[i], false, 0
+      local s, rule, oom, g, gen = states[i], rules[i], false, 0, 0
       if rule[1] == 3 then
-        oom = commitLog(s, KEYS[i], first)
+        if receipts[i] then gen = born() end
+        oom = commitLog(s, KEYS[i], first, gen)
       else
         V, CW, CF, NEWEST, TOTAL, C, TM, REWRITE, GENERATION, LEASED, LEAN = unpack(s, 1, 11)
         local m = rule[2] / rule[3] + 1
@@ -966,9 +979,9 @@ local function decide()
         break
       end
       if receipts[i] then
-        -- A log's entry is its own receipt: its score is the time it was
-        -- counted at, and no later generation holds an entry there.
-        if rule[1] == 3 then res[receipts[i]] = s.t else res[receipts[i]], res[receipts[i] + 1] = TM, stamp(GENERATION) end
+        -- A log's receipt names its entries: their score, the time they
+        -- were counted at, and the generation their names end with.
+        if rule[1] == 3 then res[receipts[i]], res[receipts[i] + 1] = s.t, gen else res[receipts[i]], res[receipts[i] + 1] = TM, stamp(GENERATION) end
       end
       if leases[i] then
         res[leases[i] + 2] = GENERATION
@@ -1102,15 +1115,27 @@ local function reset()
   return {1}
 end
 
--- refundLog removes cost members of score at from a log key; it returns 1
--- if it removed any. It takes those named last (see commitLog): a later
--- request at the same time names its member after the count, which is
--- then free again.
-local function refundLog(key, at, cost)
+-- refundLog removes cost members of score at from a log key, those whose
+-- names end with the receipt's generation (see commitLog); it returns 1 if
+-- it removed any. No other request names its members so, in this life of
+-- the key or the next (see born), and a copy of the key that lost them
+-- holds none: a receipt of before a reset or a loss finds nothing. A
+-- receipt of generation 0, an earlier version's, takes members named
+-- without one. It takes those named last: a later request at the same time
+-- names its member after the count, which is then free again.
+local function refundLog(key, at, cost, generation)
   local ms = redis.pcall('ZRANGEBYSCORE', key, fmt(at), fmt(at))
   if type(ms) ~= 'table' or ms.err or #ms == 0 then return 0 end
-  local ns = {}
-  for j = 1, #ms do ns[j] = tonumber(string.match(ms[j], '%.(%d+)$')) or 0 end
+  local ns, found = {}, 0
+  for j = 1, #ms do
+    local m, n = ms[j], -1
+    if generation == 0 then
+      if not string.find(m, ':', 1, true) then n = tonumber(string.match(m, '%.(%d+)$')) or 0 end
+    elseif string.byte(m, -5) == 58 and sunpack('<I4', m, #m - 3) == generation then -- ':'
+      n = tonumber(string.match(m, '^[^.]*%.(%d+)')) or 0
+    end
+    ns[j] = n
+  end
   for _ = 1, cost do
     local best = 0
     for j = 1, #ms do
@@ -1118,9 +1143,9 @@ local function refundLog(key, at, cost)
     end
     if best == 0 then break end
     redis.call('ZREM', key, ms[best])
-    ns[best] = -1
+    ns[best], found = -1, 1
   end
-  return 1
+  return found
 end
 
 -- refund gives back the reserved counts of a refund call.
@@ -1129,7 +1154,7 @@ local function refund()
   for i = 1, #KEYS do
     local alg, W, T, _, cost, shape, at, generation, granted, confirmed = sunpack('<i1i8i8i8i8i8i8i8i8i8', ARGV[2 * i + 1])
     if alg == 3 then
-      res[i] = refundLog(KEYS[i], at, cost)
+      res[i] = refundLog(KEYS[i], at, cost, generation)
     else
       res[i] = refundBuckets(KEYS[i], alg, W, T, cost, shape, at, generation, granted, confirmed)
     end
