@@ -48,7 +48,8 @@ type costMode struct {
 
 // costModes returns the modes of the script, decided through store: take
 // admitted (a busy key and fresh ones), take denied, reserve, refund,
-// lease and reset, each n decisions. The store counts at the server's
+// lease and reset, with a slot, in a zone with a ban, and a log zone's
+// take, reserve and refund, each n decisions. The store counts at the server's
 // time, as in production, in sub-windows of an hour, so that a run
 // rarely straddles one's end: in sub-windows of 6 s, refund's
 // instructions fell in two groups 4% apart from run to run.
@@ -88,6 +89,12 @@ func costModes(t *testing.T, store *Store, n int) []costMode {
 		}
 		return slot
 	}
+	// A log zone: a sorted set of the admitted timestamps, on the script's
+	// general path. Its busy key holds every decision of a run (at most
+	// 801), below the log's largest limit.
+	logz := newZone(t, "logz", ratelimit.Rule{Window: 10 * time.Hour, Limit: 1024, Algorithm: ratelimit.Log})
+	logBusy := ratelimit.Item{Zone: logz, Key: "203.0.113.90"}
+	logReserved := make([]ratelimit.Decision, n)
 	return []costMode{
 		{"take admitted, busy key", func() { take(busy) }, func(int) bool { return take(busy).Allowed }, nil},
 		{"take admitted, fresh key", func() {}, func(i int) bool {
@@ -139,6 +146,15 @@ func costModes(t *testing.T, store *Store, n int) []costMode {
 		}, func(int) bool {
 			d := take(banned)
 			return !d.Allowed && d.RetryAfter < time.Hour && d.RetryAfter > 59*time.Minute
+		}, nil},
+		{"log zone, take admitted, busy key", func() { take(logBusy) }, func(int) bool { return take(logBusy).Allowed }, nil},
+		{"log zone, reserve, busy key", func() {}, func(i int) bool {
+			logReserved[i] = take(ratelimit.Item{Zone: logz, Key: logBusy.Key, Refundable: true})
+			return logReserved[i].Allowed && logReserved[i].Receipt.At != 0
+		}, nil},
+		{"log zone, refund, busy key", func() {}, func(i int) bool {
+			it := []ratelimit.Item{{Zone: logz, Key: logBusy.Key, Refundable: true}}
+			return store.Refund(ctx, it, logReserved[i:i+1]) == nil
 		}, nil},
 	}
 }
