@@ -29,7 +29,7 @@
 # the rounds: requests per second, and the CPU time Traefik spent per
 # request (the steadier figure: other processes change the throughput far
 # more than what a request costs Traefik), then each plugin router's ratio
-# to its built-in router of the same run. With 30 routers, 5 rounds of 3 s
+# to its built-in router of the same run. With 32 routers, 5 rounds of 3 s
 # take about 8 minutes (after the one Traefik build).
 #
 #   WL_BENCH_SECONDS   length of each measured run (default 3)
