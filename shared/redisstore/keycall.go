@@ -7,6 +7,7 @@ import (
 
 	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/resp"
 )
 
 // KeyCall is a zone's script call on one key, encoded once for every key:
@@ -14,9 +15,10 @@ import (
 // redis block, with the guard's signals it reads before.
 type KeyCall struct {
 	run           func(ctx context.Context, head, key, tail string) ([]int64, error)
-	head, keyHead string // the call's part before the key; the key's beginning (see Key)
-	tail          string // the call's part after the key, a take's
-	limit         int64  // the zone's rule's
+	client        *resp.Client // the store's, called directly when set (see Store)
+	head, keyHead string       // the call's part before the key; the key's beginning (see Key)
+	tail          string       // the call's part after the key, a take's
+	limit         int64        // the zone's rule's
 	zone          *ratelimit.Zone
 	store         *Store
 	call          *preparedCall
@@ -36,7 +38,7 @@ func (s *Store) KeyCall(z *ratelimit.Zone, g *guard.Guard) *KeyCall {
 	if pc == nil {
 		return nil
 	}
-	kc := &KeyCall{run: s.evalPrepared, head: pc.head, keyHead: pc.keyHead, tail: pc.take,
+	kc := &KeyCall{run: s.evalPrepared, client: s.client, head: pc.head, keyHead: pc.keyHead, tail: pc.take,
 		limit: pc.limit, zone: z, store: s, call: pc}
 	kc.denials, kc.open = guard.Signals(g)
 	return kc
@@ -59,7 +61,13 @@ func TakeKey(ctx context.Context, g *guard.Guard, kc *KeyCall, z *ratelimit.Zone
 		atomic.LoadInt64(kc.denials) != 0 || atomic.LoadInt32(kc.open) == 1 {
 		return guard.TakeOne(ctx, g, z, key, now)
 	}
-	res, err := kc.run(ctx, kc.head, kc.keyHead+key+"}", kc.tail)
+	var res []int64
+	var err error
+	if kc.client != nil {
+		res, err = resp.EvalPrepared(ctx, kc.client, kc.head, kc.keyHead+key+"}", kc.tail)
+	} else {
+		res, err = kc.run(ctx, kc.head, kc.keyHead+key+"}", kc.tail)
+	}
 	if err != nil || len(res) != 4 || res[0] != 1 {
 		return keyRest(ctx, g, kc, key, now, res, err)
 	}

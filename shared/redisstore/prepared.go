@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/resp"
 )
 
 // preparedRunner is a ScriptRunner that encodes a call's arguments once
@@ -71,7 +72,13 @@ func takeOne(ctx context.Context, s *Store, now time.Time, items []ratelimit.Ite
 	if it.Refundable {
 		tail = pc.reserve
 	}
-	res, err := s.evalPrepared(ctx, pc.head, pc.keyHead+key+"}", tail)
+	var res []int64
+	var err error
+	if s.client != nil {
+		res, err = resp.EvalPrepared(ctx, s.client, pc.head, pc.keyHead+key+"}", tail)
+	} else {
+		res, err = s.evalPrepared(ctx, pc.head, pc.keyHead+key+"}", tail)
+	}
 	return takeOneDone(ctx, s, pc, now, items, out, res, err)
 }
 
