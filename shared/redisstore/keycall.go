@@ -22,8 +22,7 @@ type KeyCall struct {
 	zone          *ratelimit.Zone
 	store         *Store
 	call          *preparedCall
-	denials       *int64
-	open          *int32
+	signals       *int64 // the guard's (guard.Signals)
 }
 
 // KeyCall returns z's script call on one key through g, prepared once for
@@ -40,7 +39,7 @@ func (s *Store) KeyCall(z *ratelimit.Zone, g *guard.Guard) *KeyCall {
 	}
 	kc := &KeyCall{run: s.evalPrepared, client: s.client, head: pc.head, keyHead: pc.keyHead, tail: pc.take,
 		limit: pc.limit, zone: z, store: s, call: pc}
-	kc.denials, kc.open = guard.Signals(g)
+	kc.signals = guard.Signals(g)
 	return kc
 }
 
@@ -58,7 +57,7 @@ func TakeKey(ctx context.Context, g *guard.Guard, kc *KeyCall, z *ratelimit.Zone
 	// A key from "#" to before "$" starts with '#' (see Key): two
 	// comparisons, fewer slots than an index.
 	if kc == nil || len(key) > MaxKeyPart || key >= "#" && key < "$" ||
-		atomic.LoadInt64(kc.denials) != 0 || atomic.LoadInt32(kc.open) == 1 {
+		atomic.LoadInt64(kc.signals) != 0 {
 		return guard.TakeOne(ctx, g, z, key, now)
 	}
 	var res []int64
