@@ -377,9 +377,11 @@ func (m *muxConn) readLoop() {
 				// and a strconv.ParseInt a line cost some 30 a reply. A line
 				// of another shape, or of more than 18 digits (which could
 				// overflow), goes to readIntsRest, as do lines not all
-				// buffered.
+				// buffered. One assignment a statement: interpreted, a
+				// parallel one allocates.
 				vals = make([]int64, n)
-				for i, j = 0, 0; i < n; i++ {
+				j = 0
+				for i = 0; i < n; i++ {
 					if j+3 >= len(buf) || buf[j] != ':' {
 						vals = nil
 						break
@@ -388,7 +390,9 @@ func (m *muxConn) readLoop() {
 					if neg = buf[j] == '-'; neg {
 						j++
 					}
-					for k, v = j, 0; j < len(buf) && buf[j] >= '0' && buf[j] <= '9'; j++ {
+					k = j
+					v = 0
+					for ; j < len(buf) && buf[j] >= '0' && buf[j] <= '9'; j++ {
 						v = v*10 + digitValue[buf[j]]
 					}
 					if j == k || j-k > 18 || j+1 >= len(buf) || buf[j] != '\r' || buf[j+1] != '\n' {
