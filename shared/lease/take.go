@@ -129,16 +129,14 @@ func coldMiss(ctx context.Context, t *Table, s *slot, key string, limit int64, n
 		if s.key != key || s.limit != limit {
 			s.keyed = keyed{key: key, limit: limit, period: mono}
 		}
-		if mono-s.period >= t.span { // period, inline
-			s.prev = 0
-			if mono-s.period < 2*t.span {
-				s.prev = s.seen
-			}
-			s.period = mono
-			s.seen = 0
+		if mono-s.period >= t.span {
+			// Once a sub-window a key: a call, where inline its slots
+			// would cost every request 9 allocations interpreted.
+			period(t, s, mono)
 		}
 		if s.seen+1 < HotAfter && s.prev < HotAfter { // want's first test
-			if s.size > 0 && s.units < t.cost && mono < s.expires {
+			// miss's test, but for s.units < t.cost: units <= 0 here.
+			if s.size > 0 && mono < s.expires {
 				s.early = true
 			}
 			s.seen++
