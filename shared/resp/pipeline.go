@@ -120,22 +120,26 @@ func sharedInts(ctx context.Context, p *pool, cmd string) ([]int64, error) {
 	// own: the connection is idle, cmd goes out at once from here;
 	// handOff: replies are outstanding, so more commands are likely to
 	// come, and the writer goroutine gathers them into one write.
-	ok, served, own, handOff := m.err == nil, m.replies > 0, !m.writing && len(m.pending) == 0, !m.writing
-	if ok && own {
+	ok := m.err == nil
+	served := m.replies > 0
+	handOff := !m.writing
+	own := handOff && len(m.pending) == 0
+	if ok {
 		m.writing = true
-		m.pending = append(m.pending, cl)
-	} else if ok {
-		m.writing = true
-		m.queue = append(m.queue, cl)
+		if own {
+			m.pending = append(m.pending, cl)
+		} else {
+			m.queue = append(m.queue, cl)
+		}
 	}
 	m.Unlock()
 	if !ok {
 		return sharedIntsDial(ctx, p, cmd, false)
 	}
-	if !own && handOff {
-		wakeWriter(m)
-	} else if own {
+	if own {
 		writeOwn(m, cmd)
+	} else if handOff {
+		wakeWriter(m)
 	}
 	// await, inlined.
 	select {
