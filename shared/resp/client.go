@@ -110,12 +110,14 @@ func (c *Client) EvalShaPrepared(ctx context.Context, head, key, tail string) ([
 // interface (redisstore.TakeKey).
 func EvalPrepared(ctx context.Context, c *Client, head, key, tail string) ([]int64, error) {
 	// Three concatenations, each allocating its string interpreted: the
-	// CRLFs are in the tables and in tail (see encodePrepared).
+	// CRLFs are in the tables and in tail (see encodePrepared). A key of
+	// bulkMax bytes or more, never the limiter's, costs a call
+	// (bulkLine): inline, its slots would cost every call 4 allocations.
 	line := ""
 	if len(key) < bulkMax {
 		line = bulkLines[len(key)]
 	} else {
-		line = "$" + strconv.Itoa(len(key)) + "\r\n"
+		line = bulkLine(key)
 	}
 	cmd := head + line + key + tail
 	if c.piped != nil {
