@@ -12,7 +12,8 @@ import (
 // take the failure policy at once; while it is open a single background
 // probe asks the server every interval and closes it on the first answer.
 type breaker struct {
-	isOpen   int32 // 1 while open; read on every request
+	isOpen   int32  // 1 while open; read on every request
+	signals  *int64 // the guard's word (see Signals): isOpen is added to it
 	probe    func(context.Context) error
 	interval time.Duration
 	timeout  time.Duration
@@ -32,12 +33,20 @@ type breaker struct {
 	activity func() uint64
 }
 
-func newBreaker(probe func(context.Context) error, interval, timeout time.Duration, onClose func(time.Duration)) *breaker {
-	return &breaker{probe: probe, interval: interval, timeout: timeout, onClose: onClose, stop: make(chan struct{})}
+func newBreaker(probe func(context.Context) error, interval, timeout time.Duration, onClose func(time.Duration), signals *int64) *breaker {
+	return &breaker{probe: probe, interval: interval, timeout: timeout, onClose: onClose, signals: signals, stop: make(chan struct{})}
 }
 
 // open reports whether requests should skip the remote store.
 func (b *breaker) open() bool { return atomic.LoadInt32(&b.isOpen) == 1 }
+
+// setOpen sets isOpen to v, 0 or 1, and the guard's word by as much as
+// it changed. b.mu is held.
+func (b *breaker) setOpen(v int32) {
+	if old := atomic.SwapInt32(&b.isOpen, v); old != v {
+		atomic.AddInt64(b.signals, int64(v-old))
+	}
+}
 
 // trip opens the breaker and starts the probe unless it runs already. It
 // reports whether this call opened it.
@@ -47,7 +56,7 @@ func (b *breaker) trip() bool {
 	if b.stopped || b.probing {
 		return false
 	}
-	atomic.StoreInt32(&b.isOpen, 1)
+	b.setOpen(1)
 	b.openedAt = time.Now()
 	b.probing = true
 	go b.probeLoop()
@@ -87,7 +96,7 @@ func (b *breaker) probeLoop() {
 // request tries the store.
 func (b *breaker) rest() {
 	b.mu.Lock()
-	atomic.StoreInt32(&b.isOpen, 0)
+	b.setOpen(0)
 	b.probing = false
 	b.mu.Unlock()
 }
@@ -102,7 +111,7 @@ func (b *breaker) probeOnce() bool {
 	}
 	b.mu.Lock()
 	down := time.Since(b.openedAt)
-	atomic.StoreInt32(&b.isOpen, 0)
+	b.setOpen(0)
 	b.probing = false
 	b.mu.Unlock()
 	if b.onClose != nil {

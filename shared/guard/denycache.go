@@ -25,8 +25,10 @@ type denyCache struct {
 	max int
 
 	// n is the number of entries, written under mu and read atomically,
-	// so that an empty cache is seen in one load (see Signals).
+	// so that an empty cache is seen in one load.
 	n int64
+	// signals is the guard's word (see Signals), which n is added to.
+	signals *int64
 
 	mu    sync.Mutex
 	zones map[zoneRule]map[string]cachedDenial
@@ -47,8 +49,8 @@ type cachedDenial struct {
 // costs one store call a second per instance.
 const banRecheck = time.Second
 
-func newDenyCache(max int) *denyCache {
-	return &denyCache{max: max, zones: make(map[zoneRule]map[string]cachedDenial)}
+func newDenyCache(max int, signals *int64) *denyCache {
+	return &denyCache{max: max, signals: signals, zones: make(map[zoneRule]map[string]cachedDenial)}
 }
 
 // checkCached fills out and returns true if some item of the request is
@@ -112,6 +114,7 @@ func (c *denyCache) record(now time.Time, items []ratelimit.Item, out []ratelimi
 				continue
 			}
 			atomic.AddInt64(&c.n, 1)
+			atomic.AddInt64(c.signals, 1)
 		}
 		if keys = c.zones[zr]; keys == nil { // evict may have removed it
 			keys = make(map[string]cachedDenial)
@@ -189,6 +192,7 @@ func (c *denyCache) evict(now time.Time) bool {
 func (c *denyCache) remove(zr zoneRule, keys map[string]cachedDenial, key string) {
 	delete(keys, key)
 	atomic.AddInt64(&c.n, -1)
+	atomic.AddInt64(c.signals, -1)
 	if len(keys) == 0 {
 		delete(c.zones, zr)
 	}

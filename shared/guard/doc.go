@@ -21,7 +21,7 @@
 // called only when it holds denials; the store's Take is called through a
 // func value (TakeFunc), which costs half a call through an interface; and
 // a caller that calls its store itself on the common request
-// (redisstore.TakeKey) reads the guard's state from two words (Signals)
+// (redisstore.TakeKey) reads the guard's state from one word (Signals)
 // without a frame of the guard's, and ends with TakeOne or Answered.
 //
 // # Files

@@ -190,7 +190,7 @@ func TestGuardDenyCache(t *testing.T) {
 // TestDenyCacheBound: the cache never holds more than its size.
 func TestDenyCacheBound(t *testing.T) {
 	z := newZone(t, "z", ratelimit.Rule{Window: time.Minute, Limit: 10})
-	c := newDenyCache(100)
+	c := newDenyCache(100, new(int64))
 	out := []ratelimit.Decision{{Limit: 10, RetryAfter: time.Minute}}
 	for i := 0; i < 1000; i++ {
 		c.record(epoch, []ratelimit.Item{{Zone: z, Key: string(rune(i + 'A'))}}, out)

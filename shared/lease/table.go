@@ -84,27 +84,45 @@ type Table struct {
 // frame slot interpreted, where s.Lock() costs two.
 type slot struct {
 	sync.Mutex
+	keyed
+
+	// The lease in hand: units unspent, until expires; left what Redis had
+	// left after it, resetAt when the window empties.
+	units   int64
+	expires int64
+	left    int64
+	resetAt int64
+	timers  uint64 // expiry timers set, so that an earlier lease's timer does nothing
+	stop    func() bool
+
+	// pending is closed when the lease call in flight for key returns.
+	// low is the units left at which a request renews the lease in hand
+	// while the others spend them (-1: no renewal, one is under way or
+	// the units should last).
+	pending chan struct{}
+	low     int64
+	// saved counts the requests admitted from the slot's leases.
+	saved uint64
+}
+
+// keyed is the key a slot holds and what the slot keeps of that key that
+// another key starts afresh: a struct of its own, so that a new key is one
+// assignment (see coldMiss), where one a field would cost every request of
+// a cold key some 10 allocations interpreted.
+type keyed struct {
 	key   string
 	limit int64
 
-	// The lease in hand: units unspent, until expires; grant is the
-	// decision that granted them (its receipt names their sub-window and
-	// the key's generation), granted the units granted in that sub-window in
-	// all, left what Redis had left after it, resetAt when the window
-	// empties. grant and granted outlive a lease spent to the last unit,
-	// until the next one: they say what it spent (see endIfReset).
-	// confirmed is how many of the granted units were spent before the
-	// last reply that found the key still in the lease's generation: a reset
-	// came after those.
-	units     int64
-	expires   int64
+	// grant is the decision that granted the lease in hand (its receipt
+	// names their sub-window and the key's generation), granted the units
+	// granted in that sub-window in all. grant and granted outlive a lease
+	// spent to the last unit, until the next one: they say what it spent
+	// (see endIfReset). confirmed is how many of the granted units were
+	// spent before the last reply that found the key still in the lease's
+	// generation: a reset came after those.
 	grant     ratelimit.Decision
 	granted   int64
 	confirmed int64
-	left      int64
-	resetAt   int64
-	timers    uint64 // expiry timers set, so that an earlier lease's timer does nothing
-	stop      func() bool
 
 	// period starts the current sub-window-long period of demand; seen
 	// counts the key's requests in it, prev those of the one before. size
@@ -118,15 +136,6 @@ type slot struct {
 	// edge is when the last lease expired or expires: the end of a
 	// sub-window of the server's as this instance sees it; 0 for none.
 	edge int64
-
-	// pending is closed when the lease call in flight for key returns.
-	// low is the units left at which a request renews the lease in hand
-	// while the others spend them (-1: no renewal, one is under way or
-	// the units should last).
-	pending chan struct{}
-	low     int64
-	// saved counts the requests admitted from the slot's leases.
-	saved uint64
 }
 
 // NewTable returns a table of leases on z's keys, decided through g, whose

@@ -127,18 +127,16 @@ func period(t *Table, s *slot, mono int64) {
 func coldMiss(ctx context.Context, t *Table, s *slot, key string, limit int64, now time.Time, mono int64) ratelimit.Decision {
 	if s.stop == nil && s.units <= 0 && s.pending == nil && limit == t.limit {
 		if s.key != key || s.limit != limit {
-			s.key, s.limit, s.period, s.seen, s.prev, s.size, s.early, s.edge = key, limit, mono, 0, 0, 0, false, 0
-			s.grant, s.granted, s.confirmed = decision{}, 0, 0
+			s.keyed = keyed{key: key, limit: limit, period: mono}
 		}
-		if mono-s.period >= t.span { // period, inline
-			s.prev = 0
-			if mono-s.period < 2*t.span {
-				s.prev = s.seen
-			}
-			s.period, s.seen = mono, 0
+		if mono-s.period >= t.span {
+			// Once a sub-window a key: a call, where inline its slots
+			// would cost every request 9 allocations interpreted.
+			period(t, s, mono)
 		}
 		if s.seen+1 < HotAfter && s.prev < HotAfter { // want's first test
-			if s.size > 0 && s.units < t.cost && mono < s.expires {
+			// miss's test, but for s.units < t.cost: units <= 0 here.
+			if s.size > 0 && mono < s.expires {
 				s.early = true
 			}
 			s.seen++
@@ -161,8 +159,7 @@ func miss(ctx context.Context, t *Table, s *slot, key string, limit int64, now t
 			return decide(ctx, t, key, limit, now, 0)
 		}
 		takeBack(t, s).later(t)
-		s.key, s.limit, s.period, s.seen, s.prev, s.size, s.early, s.edge = key, limit, mono, 0, 0, 0, false, 0
-		s.grant, s.granted, s.confirmed = ratelimit.Decision{}, 0, 0
+		s.keyed = keyed{key: key, limit: limit, period: mono}
 	}
 	if s.size > 0 && s.units < t.cost && mono < s.expires {
 		s.early = true // spent before it expired: ask for more

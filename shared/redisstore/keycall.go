@@ -7,6 +7,7 @@ import (
 
 	"github.com/windowlimit/windowlimit/shared/guard"
 	"github.com/windowlimit/windowlimit/shared/ratelimit"
+	"github.com/windowlimit/windowlimit/shared/resp"
 )
 
 // KeyCall is a zone's script call on one key, encoded once for every key:
@@ -14,14 +15,14 @@ import (
 // redis block, with the guard's signals it reads before.
 type KeyCall struct {
 	run           func(ctx context.Context, head, key, tail string) ([]int64, error)
-	head, keyHead string // the call's part before the key; the key's beginning (see Key)
-	tail          string // the call's part after the key, a take's
-	limit         int64  // the zone's rule's
+	client        *resp.Client // the store's, called directly when set (see Store)
+	head, keyHead string       // the call's part before the key; the key's beginning (see Key)
+	tail          string       // the call's part after the key, a take's
+	limit         int64        // the zone's rule's
 	zone          *ratelimit.Zone
 	store         *Store
 	call          *preparedCall
-	denials       *int64
-	open          *int32
+	signals       *int64 // the guard's (guard.Signals)
 }
 
 // KeyCall returns z's script call on one key through g, prepared once for
@@ -36,9 +37,9 @@ func (s *Store) KeyCall(z *ratelimit.Zone, g *guard.Guard) *KeyCall {
 	if pc == nil {
 		return nil
 	}
-	kc := &KeyCall{run: s.evalPrepared, head: pc.head, keyHead: pc.keyHead, tail: pc.take,
+	kc := &KeyCall{run: s.evalPrepared, client: s.client, head: pc.head, keyHead: pc.keyHead, tail: pc.take,
 		limit: pc.limit, zone: z, store: s, call: pc}
-	kc.denials, kc.open = guard.Signals(g)
+	kc.signals = guard.Signals(g)
 	return kc
 }
 
@@ -56,10 +57,13 @@ func TakeKey(ctx context.Context, g *guard.Guard, kc *KeyCall, z *ratelimit.Zone
 	// A key from "#" to before "$" starts with '#' (see Key): two
 	// comparisons, fewer slots than an index.
 	if kc == nil || len(key) > MaxKeyPart || key >= "#" && key < "$" ||
-		atomic.LoadInt64(kc.denials) != 0 || atomic.LoadInt32(kc.open) == 1 {
+		atomic.LoadInt64(kc.signals) != 0 {
 		return guard.TakeOne(ctx, g, z, key, now)
 	}
-	res, err := kc.run(ctx, kc.head, kc.keyHead+key+"}", kc.tail)
+	if kc.client == nil {
+		return keyRun(ctx, g, kc, key, now)
+	}
+	res, err := resp.EvalPrepared(ctx, kc.client, kc.head, kc.keyHead+key+"}", kc.tail)
 	if err != nil || len(res) != 4 || res[0] != 1 {
 		return keyRest(ctx, g, kc, key, now, res, err)
 	}
@@ -83,6 +87,14 @@ type (
 	decision = ratelimit.Decision
 	duration = time.Duration
 )
+
+// keyRun is TakeKey through a runner other than shared/resp's client: its
+// call, and the reply through keyRest. It is apart so that TakeKey's frame
+// holds no slot of this call: interpreted, 8 allocations a request.
+func keyRun(ctx context.Context, g *guard.Guard, kc *KeyCall, key string, now time.Time) ratelimit.Decision {
+	res, err := kc.run(ctx, kc.head, kc.keyHead+key+"}", kc.tail)
+	return keyRest(ctx, g, kc, key, now, res, err)
+}
 
 // keyRest finishes TakeKey with the reply res and error err of kc's call
 // on key: a denial, a reply of more integers, or a failure, which g then

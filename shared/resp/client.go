@@ -101,13 +101,23 @@ func (c *Client) PrepareEvalSha(sha string, args []string) (head, tail string) {
 // EvalShaPrepared runs the EVALSHA that head and tail, from
 // PrepareEvalSha, enclose, on key, and returns its integer array.
 func (c *Client) EvalShaPrepared(ctx context.Context, head, key, tail string) ([]int64, error) {
+	return EvalPrepared(ctx, c, head, key, tail)
+}
+
+// EvalPrepared is c.EvalShaPrepared as a function, for the limiter's
+// call on every request: interpreted, a caller that names it calls it
+// directly, some 20 allocations fewer than through a method value or an
+// interface (redisstore.TakeKey).
+func EvalPrepared(ctx context.Context, c *Client, head, key, tail string) ([]int64, error) {
 	// Three concatenations, each allocating its string interpreted: the
-	// CRLFs are in the tables and in tail (see encodePrepared).
+	// CRLFs are in the tables and in tail (see encodePrepared). A key of
+	// bulkMax bytes or more, never the limiter's, costs a call
+	// (bulkLine): inline, its slots would cost every call 4 allocations.
 	line := ""
 	if len(key) < bulkMax {
 		line = bulkLines[len(key)]
 	} else {
-		line = "$" + strconv.Itoa(len(key)) + "\r\n"
+		line = bulkLine(key)
 	}
 	cmd := head + line + key + tail
 	if c.piped != nil {

@@ -22,7 +22,10 @@
 //     standard library runs compiled: so the path of every command is a few
 //     functions (evalInts, exec, redirect, on), a command is encoded once
 //     and joined by one strings.Join, and a number is parsed by one strconv
-//     call.
+//     call, except in the pipelined reader's loop over a reply's integers:
+//     there a loop on the bytes allocates nothing where the calls it
+//     replaces allocated on every reply (a conversion allocates too, so the
+//     digits' values come from a table).
 //   - A call allocates a slot for every local and temporary of the function
 //     called, branches taken or not, and a declaration allocates each time
 //     it runs: so the common reply (a small array of integers, buffered

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -122,22 +120,26 @@ func sharedInts(ctx context.Context, p *pool, cmd string) ([]int64, error) {
 	// own: the connection is idle, cmd goes out at once from here;
 	// handOff: replies are outstanding, so more commands are likely to
 	// come, and the writer goroutine gathers them into one write.
-	ok, served, own, handOff := m.err == nil, m.replies > 0, !m.writing && len(m.pending) == 0, !m.writing
-	if ok && own {
+	ok := m.err == nil
+	served := m.replies > 0
+	handOff := !m.writing
+	own := handOff && len(m.pending) == 0
+	if ok {
 		m.writing = true
-		m.pending = append(m.pending, cl)
-	} else if ok {
-		m.writing = true
-		m.queue = append(m.queue, cl)
+		if own {
+			m.pending = append(m.pending, cl)
+		} else {
+			m.queue = append(m.queue, cl)
+		}
 	}
 	m.Unlock()
 	if !ok {
 		return sharedIntsDial(ctx, p, cmd, false)
 	}
-	if !own && handOff {
-		wakeWriter(m)
-	} else if own {
+	if own {
 		writeOwn(m, cmd)
+	} else if handOff {
+		wakeWriter(m)
 	}
 	// await, inlined.
 	select {
@@ -343,9 +345,9 @@ func (m *muxConn) readLoop() {
 	var vals []int64
 	var err, rerr error
 	var line, buf []byte
-	var lines []string
-	var isReply bool
-	var n, i int
+	var isReply, neg bool
+	var n, i, j, k int
+	var v int64
 	for {
 		// Wait for a reply to begin, then let the oldest pending call say
 		// how to read it: a reply comes only after its command was
@@ -374,18 +376,41 @@ func (m *muxConn) readLoop() {
 					i = n * maxIntLine
 				}
 				buf, _ = m.c.br.Peek(i)
-				if lines = strings.SplitN(string(buf), "\r\n", n+1); len(lines) > n {
-					vals = make([]int64, n)
-				}
-				for i = 0; i < len(vals); i++ {
-					if len(lines[i]) < 2 || len(lines[i]) > 21 || lines[i][0] != ':' || lines[i][1] == '+' {
+				// The n lines ":[-]d...d\r\n" parsed by hand: interpreted, a
+				// loop on the bytes costs no allocation, where a strings.SplitN
+				// and a strconv.ParseInt a line cost some 30 a reply. A line
+				// of another shape, or of more than 18 digits (which could
+				// overflow), goes to readIntsRest, as do lines not all
+				// buffered. One assignment a statement: interpreted, a
+				// parallel one allocates.
+				vals = make([]int64, n)
+				j = 0
+				for i = 0; i < n; i++ {
+					if j+3 >= len(buf) || buf[j] != ':' {
 						vals = nil
-					} else if vals[i], rerr = strconv.ParseInt(lines[i][1:], 10, 64); rerr != nil {
-						vals = nil
+						break
 					}
+					j++
+					if neg = buf[j] == '-'; neg {
+						j++
+					}
+					k = j
+					v = 0
+					for ; j < len(buf) && buf[j] >= '0' && buf[j] <= '9'; j++ {
+						v = v*10 + digitValue[buf[j]]
+					}
+					if j == k || j-k > 18 || j+1 >= len(buf) || buf[j] != '\r' || buf[j+1] != '\n' {
+						vals = nil
+						break
+					}
+					if neg {
+						v = -v
+					}
+					vals[i] = v
+					j += 2
 				}
 				if vals != nil {
-					m.c.br.Discard(len(buf) - len(lines[n]))
+					m.c.br.Discard(j)
 				} else {
 					vals, err = readIntsRest(m.c.br, int64(n))
 				}
@@ -430,6 +455,11 @@ func (m *muxConn) readLoop() {
 		close(cl.done)
 	}
 }
+
+// digitValue is the value of each decimal digit, by its byte: the
+// pipelined reader's parse indexes it where a conversion would allocate
+// interpreted (a conversion is one reflect.Value.Convert).
+var digitValue = [...]int64{'0': 0, '1': 1, '2': 2, '3': 3, '4': 4, '5': 5, '6': 6, '7': 7, '8': 8, '9': 9}
 
 // fail breaks the connection: it is closed and every queued or pending
 // call fails with err.

@@ -332,7 +332,7 @@ func Layer(addr, layer string, pipelined bool, n int) (time.Duration, error) {
 	case "prepared":
 		head, tail := c.PrepareEvalSha(sha, args)
 		for k := 0; k < n; k++ {
-			if _, err := c.EvalShaPrepared(ctx, head, keys[0], tail); err != nil {
+			if _, err := resp.EvalPrepared(ctx, c, head, keys[0], tail); err != nil {
 				return 0, err
 			}
 		}
