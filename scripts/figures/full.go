@@ -215,7 +215,7 @@ func (t *table) interpreter() {
 	layers := goTest("layers", yaegitest, nil, "-run", noTests, "-bench", "RedisLayersInterpreted", "-benchtime", "3000x", "-count", "2", ".")
 	for _, b := range [][2]string{
 		{"client-MODE", "client (`EvalSha`)"},
-		{"prepared-MODE", "client, prepared (`EvalShaPrepared`)"},
+		{"prepared-MODE", "client, prepared (`resp.EvalPrepared`)"},
 		{"store-MODE", "store (`redisstore.Store.Take`)"},
 		{"guard-MODE", "guard (`guard.Guard.Take`)"},
 		{"remote-MODE", "the plugin's call (`redisstore.TakeKey` with the store's `KeyCall`: guard, store and client in one interpreted call)"},
