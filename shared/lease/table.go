@@ -236,6 +236,11 @@ type Held struct {
 	Units int64
 	// ExpiresIn is how long they may still be spent.
 	ExpiresIn time.Duration
+	// Granted is how many units Redis granted this instance's leases on
+	// the key in the lease's sub-window, spent or not: what an operator's
+	// reset keeps counted in the key's fresh count for this instance (see
+	// redisstore.Store.Forget).
+	Granted int64
 }
 
 // Inspect returns the lease this instance holds on key, if any.
@@ -247,7 +252,7 @@ func (t *Table) Inspect(key string) (Held, bool) {
 	if s.key != key || s.units <= 0 || mono >= s.expires {
 		return Held{}, false
 	}
-	return Held{Units: s.units, ExpiresIn: time.Duration(s.expires - mono)}, true
+	return Held{Units: s.units, ExpiresIn: time.Duration(s.expires - mono), Granted: s.granted}, true
 }
 
 // Close ends every lease, giving back what they left, and makes t decide
