@@ -294,14 +294,16 @@ func TakeMemory(l *Limiter, key string, n int64) (*entry, int64) {
 	s.mu.Lock()
 	e := s.m[key]
 	if e == nil {
-		if t.maxKeys > 0 && atomic.LoadInt64(&t.keys) >= t.maxKeys {
+		// The key's place is counted before it is checked: fresh keys of
+		// two shards that loaded the count first could both take the last.
+		if atomic.AddInt64(&t.keys, 1) > t.maxKeys && t.maxKeys > 0 {
+			atomic.AddInt64(&t.keys, -1)
 			s.mu.Unlock()
 			atomic.AddUint64(&l.refused, 1)
 			return nil, n
 		}
 		e = &entry{shard: s}
 		s.m[key] = e
-		atomic.AddInt64(&t.keys, 1)
 	}
 	if e.held >= n {
 		held := e.held

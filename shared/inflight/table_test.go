@@ -95,6 +95,35 @@ func TestTableMaxKeys(t *testing.T) {
 	}
 }
 
+// TestTableMaxKeysConcurrent: fresh keys of different shards arriving
+// together never hold slots of more than maxKeys keys: the last place goes
+// to one of them. Loaded, then added, it went to two (101 keys at 100,
+// through caddymodule's TestInFlightFreshKeysPastMaxKeys).
+func TestTableMaxKeysConcurrent(t *testing.T) {
+	const maxKeys, fresh = 4, 16
+	for round := 0; round < 300; round++ {
+		tb := NewTable(maxKeys)
+		start := make(chan struct{})
+		var admitted atomic.Int64
+		var wg sync.WaitGroup
+		for g := 0; g < fresh; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				if e, _ := tb.take("r"+strconv.Itoa(round)+"k"+strconv.Itoa(g), 1); e != nil {
+					admitted.Add(1)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if admitted.Load() != maxKeys || tb.Keys() != maxKeys {
+			t.Fatalf("round %d: %d fresh keys at once at max keys %d: %d admitted, %d keys held", round, fresh, maxKeys, admitted.Load(), tb.Keys())
+		}
+	}
+}
+
 // TestTableReset: a reset frees a key's slots at once; the releases of
 // the requests that held them free nothing of the slots taken since.
 func TestTableReset(t *testing.T) {
