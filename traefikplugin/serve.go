@@ -137,13 +137,13 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	d := ratelimit.TakeAt(m.zone, key, time.Now())
 	if m.inlined {
-		// Value slices of this response's own (see httplimit.Policy), capped
-		// so that an append cannot reach the next one.
-		v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[(d.ResetAfter+(second-1))/second]}
+		// Value slices of this response's own (see httplimit.Policy), one
+		// literal each: interpreted, v[0:1:1] of one literal costs a slot and a
+		// reflect copy more per value, and about 1 µs a request.
 		h := w.Header()
-		h[headerLimit] = v[0:1:1]
-		h[headerRemaining] = v[1:2:2]
-		h[headerReset] = v[2:3:3]
+		h[headerLimit] = []string{m.limitStr}
+		h[headerRemaining] = []string{m.decimals[d.Remaining]}
+		h[headerReset] = []string{m.decimals[(d.ResetAfter+(second-1))/second]}
 		if d.Allowed {
 			m.next.ServeHTTP(w, r)
 			return
@@ -156,18 +156,17 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // reject rejects a request of the memory path and logs it. Its legacy
 // headers are in h already; the rest is written as httplimit.WriteRejection
-// would, every value from a table (see logRejection). In dry-run mode deny lets the
+// would, every value from a table, a literal each as in ServeHTTP (see logRejection). In dry-run mode deny lets the
 // request through.
 func reject(m *Middleware, w http.ResponseWriter, r *http.Request, h http.Header, d ratelimit.Decision, key string) {
 	if m.dryRun {
 		deny(m, w, r, key, d)
 		return
 	}
-	v := []string{m.decimals[httplimit.RetrySeconds(d.RetryAfter)], contentTypeText, noSniff, m.lengthStr}
-	h[headerRetryAfter] = v[0:1:1]
-	h[headerContentType] = v[1:2:2]
-	h[headerNoSniff] = v[2:3:3]
-	h[headerContentLength] = v[3:4:4]
+	h[headerRetryAfter] = []string{m.decimals[httplimit.RetrySeconds(d.RetryAfter)]}
+	h[headerContentType] = []string{contentTypeText}
+	h[headerNoSniff] = []string{noSniff}
+	h[headerContentLength] = []string{m.lengthStr}
 	w.WriteHeader(m.status)
 	w.Write(m.body)
 	logRejection(m, key)
