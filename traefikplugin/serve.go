@@ -15,7 +15,9 @@ import (
 // (choosePath) and returns the handler that serves it (handlerOf):
 //
 //	path                  counts in  key             limit    taken for
-//	Middleware.ServeHTTP  memory     any source      rule's   no store, countStatus, overrides or ban
+//	Middleware.ServeHTTP  memory     any source      rule's   no store, countStatus, overrides or ban;
+//	 (memoryHeadersPath.ServeHTTP                             legacy headers within the table
+//	  with other headers)
 //	redisPath.ServeHTTP   Redis      any source      rule's   legacy headers within the table,
 //	 (leasePath.ServeHTTP                                     no dry run, countStatus or overrides
 //	  with leases)
@@ -33,8 +35,8 @@ const (
 	// pathMemory is Middleware.ServeHTTP with legacy headers from the
 	// table, written inline.
 	pathMemory = iota
-	// pathMemoryHeaders is Middleware.ServeHTTP with the other headers,
-	// or values past the table (decidedModeHeaders).
+	// pathMemoryHeaders is memoryHeadersPath.ServeHTTP: the other
+	// headers, or values past the table (decidedModeHeaders).
 	pathMemoryHeaders
 	// pathRedis is redisPath.ServeHTTP.
 	pathRedis
@@ -64,29 +66,30 @@ func choosePath(m *Middleware, s settings, tabled bool) int {
 	return pathMemoryHeaders
 }
 
-// setPath sets m's path to p, and inlined, the flag the memory path
-// tests for legacy headers from the table.
+// setPath sets m's path to p.
 func setPath(m *Middleware, p int) {
 	m.path = p
-	m.inlined = p == pathMemory
 }
 
-// redisPath, leasePath and anyPath are a Middleware served by the path
-// of their name. New returns one of them for a middleware of that path
-// (leasePath: pathRedis with leases), so that Traefik calls its path
-// directly: under yaegi a call of Middleware.ServeHTTP allocates the
-// memory path's frame, taken or not, and one more call a frame of its
-// own (see Performance under yaegi).
+// memoryHeadersPath, redisPath, leasePath and anyPath are a Middleware
+// served by the path of their name. New returns one of them for a
+// middleware of that path (leasePath: pathRedis with leases), so that
+// Traefik calls its path directly: under yaegi a call of
+// Middleware.ServeHTTP allocates the memory path's frame, taken or not,
+// and one more call a frame of its own (see Performance under yaegi).
 type (
-	redisPath Middleware
-	leasePath Middleware
-	anyPath   Middleware
+	memoryHeadersPath Middleware
+	redisPath         Middleware
+	leasePath         Middleware
+	anyPath           Middleware
 )
 
 // handlerOf returns the handler that serves m's path: m itself for the
 // memory path.
 func handlerOf(m *Middleware) http.Handler {
 	switch {
+	case m.path == pathMemoryHeaders:
+		return (*memoryHeadersPath)(m)
 	case m.path == pathRedis && m.lease != nil:
 		return (*leasePath)(m)
 	case m.path == pathRedis:
@@ -103,6 +106,8 @@ func middlewareOf(h http.Handler) *Middleware {
 	switch h := h.(type) {
 	case *Middleware:
 		return h
+	case *memoryHeadersPath:
+		return (*Middleware)(h)
 	case *redisPath:
 		return (*Middleware)(h)
 	case *leasePath:
@@ -114,14 +119,13 @@ func middlewareOf(h http.Handler) *Middleware {
 }
 
 // ServeHTTP limits the request: it passes it on or rejects it. It is the
-// memory path: New returns the handler of another path for a middleware
-// that takes one (see handlerOf).
+// memory path with legacy headers from the table: New returns the handler
+// of another path for a middleware that takes one (see handlerOf).
 //
 // It is yaegi-shaped (see Performance under yaegi): an IPv4 remote
 // address is keyed inline, an IPv6 one or one without a port in one call
-// (remoteKey), a sourceCriterion in one (sourceKey); legacy headers
-// within the table are written inline, other headers in one call
-// (decidedModeHeaders), a rejection in one (reject).
+// (remoteKey), a sourceCriterion in one (sourceKey); the headers are
+// written inline, a rejection in one call (reject).
 func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var key string
 	if m.sourced {
@@ -136,28 +140,43 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d := ratelimit.TakeAt(m.zone, key, time.Now())
-	if m.inlined {
-		// Value slices of this response's own (see httplimit.Policy), one
-		// literal each: interpreted, v[0:1:1] of one literal costs a slot and a
-		// reflect copy more per value, and about 1 µs a request.
-		h := w.Header()
-		h[headerLimit] = []string{m.limitStr}
-		h[headerRemaining] = []string{m.decimals[d.Remaining]}
-		h[headerReset] = []string{m.decimals[(d.ResetAfter+(second-1))/second]}
-		if d.Allowed {
-			m.next.ServeHTTP(w, r)
-			return
-		}
-		reject(m, w, r, h, d, key)
+	// Value slices of this response's own (see httplimit.Policy), one
+	// literal each: interpreted, v[0:1:1] of one literal costs a slot and a
+	// reflect copy more per value.
+	h := w.Header()
+	h[headerLimit] = []string{m.limitStr}
+	h[headerRemaining] = []string{m.decimals[d.Remaining]}
+	h[headerReset] = []string{m.decimals[(d.ResetAfter+(second-1))/second]}
+	if d.Allowed {
+		m.next.ServeHTTP(w, r)
 		return
 	}
-	decidedModeHeaders(m, w, r, key, d)
+	reject(m, w, r, h, d, key)
+}
+
+// ServeHTTP is the memory path with the headers of m.headerMode, or
+// values past the table: Middleware.ServeHTTP, keyed as it keys, with
+// decidedModeHeaders for its inline headers. The two are apart so that
+// neither frame holds the other's headers (see Performance under yaegi).
+func (p *memoryHeadersPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m := (*Middleware)(p)
+	var key string
+	if m.sourced {
+		key = sourceKey(m, r)
+	} else {
+		var err error
+		key, _, err = net.SplitHostPort(r.RemoteAddr)
+		if err != nil || r.RemoteAddr[0] == '[' {
+			key = remoteKey(m, r)
+		}
+	}
+	decidedModeHeaders(m, w, r, key, ratelimit.TakeAt(m.zone, key, time.Now()))
 }
 
 // reject rejects a request of the memory path and logs it. Its legacy
 // headers are in h already; the rest is written as httplimit.WriteRejection
-// would, every value from a table, a literal each as in ServeHTTP (see logRejection). In dry-run mode deny lets the
-// request through.
+// would, every value from a table, a literal each as in ServeHTTP (see
+// logRejection). In dry-run mode deny lets the request through.
 func reject(m *Middleware, w http.ResponseWriter, r *http.Request, h http.Header, d ratelimit.Decision, key string) {
 	if m.dryRun {
 		deny(m, w, r, key, d)
