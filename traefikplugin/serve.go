@@ -15,8 +15,9 @@ import (
 // (choosePath) and returns the handler that serves it (handlerOf):
 //
 //	path                  counts in  key             limit    taken for
-//	Middleware.ServeHTTP  memory     any source      rule's   no store, countStatus, overrides or ban;
-//	 (memoryHeadersPath.ServeHTTP                             legacy headers within the table
+//	Middleware.ServeHTTP  memory     remote address  rule's   no store, countStatus, overrides or ban;
+//	 (sourcedPath.ServeHTTP          sourceCriterion          legacy headers within the table
+//	  memoryHeadersPath.ServeHTTP    any source
 //	  with other headers)
 //	redisPath.ServeHTTP   Redis      any source      rule's   legacy headers within the table,
 //	 (leasePath.ServeHTTP                                     no dry run, countStatus or overrides
@@ -71,13 +72,15 @@ func setPath(m *Middleware, p int) {
 	m.path = p
 }
 
-// memoryHeadersPath, redisPath, leasePath and anyPath are a Middleware
-// served by the path of their name. New returns one of them for a
-// middleware of that path (leasePath: pathRedis with leases), so that
-// Traefik calls its path directly: under yaegi a call of
-// Middleware.ServeHTTP allocates the memory path's frame, taken or not,
-// and one more call a frame of its own (see Performance under yaegi).
+// sourcedPath, memoryHeadersPath, redisPath, leasePath and anyPath are a
+// Middleware served by the path of their name. New returns one of them
+// for a middleware of that path (sourcedPath: pathMemory with a
+// sourceCriterion; leasePath: pathRedis with leases), so that Traefik
+// calls its path directly: under yaegi a call of Middleware.ServeHTTP
+// allocates the memory path's frame, taken or not, and one more call a
+// frame of its own (see Performance under yaegi).
 type (
+	sourcedPath       Middleware
 	memoryHeadersPath Middleware
 	redisPath         Middleware
 	leasePath         Middleware
@@ -88,6 +91,8 @@ type (
 // memory path.
 func handlerOf(m *Middleware) http.Handler {
 	switch {
+	case m.path == pathMemory && m.sourced:
+		return (*sourcedPath)(m)
 	case m.path == pathMemoryHeaders:
 		return (*memoryHeadersPath)(m)
 	case m.path == pathRedis && m.lease != nil:
@@ -106,6 +111,8 @@ func middlewareOf(h http.Handler) *Middleware {
 	switch h := h.(type) {
 	case *Middleware:
 		return h
+	case *sourcedPath:
+		return (*Middleware)(h)
 	case *memoryHeadersPath:
 		return (*Middleware)(h)
 	case *redisPath:
@@ -119,30 +126,48 @@ func middlewareOf(h http.Handler) *Middleware {
 }
 
 // ServeHTTP limits the request: it passes it on or rejects it. It is the
-// memory path with legacy headers from the table: New returns the handler
-// of another path for a middleware that takes one (see handlerOf).
+// memory path of the remote address with legacy headers from the table:
+// New returns the handler of another path for a middleware that takes one
+// (see handlerOf).
 //
 // It is yaegi-shaped (see Performance under yaegi): an IPv4 remote
 // address is keyed inline, an IPv6 one or one without a port in one call
-// (remoteKey), a sourceCriterion in one (sourceKey); the headers are
-// written inline, a rejection in one call (reject).
+// (remoteKey); the headers are written inline, a rejection in one call
+// (reject).
 func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Declared, then assigned: interpreted, := of the call's results costs
+	// a frame slot more.
 	var key string
-	if m.sourced {
-		key = sourceKey(m, r)
-	} else {
-		var err error
-		key, _, err = net.SplitHostPort(r.RemoteAddr)
-		if err != nil || r.RemoteAddr[0] == '[' {
-			// IPv6, or no port. Without a bracket the host has no colon: it is
-			// IPv4 (or junk), never "sha256:..." (see httplimit.BoundKey).
-			key = remoteKey(m, r)
-		}
+	var err error
+	key, _, err = net.SplitHostPort(r.RemoteAddr)
+	if err != nil || r.RemoteAddr[0] == '[' {
+		// IPv6, or no port. Without a bracket the host has no colon: it is
+		// IPv4 (or junk), never "sha256:..." (see httplimit.BoundKey).
+		key = remoteKey(m, r)
 	}
 	d := ratelimit.TakeAt(m.zone, key, time.Now())
 	// Value slices of this response's own (see httplimit.Policy), one
 	// literal each: interpreted, v[0:1:1] of one literal costs a slot and a
 	// reflect copy more per value.
+	h := w.Header()
+	h[headerLimit] = []string{m.limitStr}
+	h[headerRemaining] = []string{m.decimals[d.Remaining]}
+	h[headerReset] = []string{m.decimals[(d.ResetAfter+(second-1))/second]}
+	if d.Allowed {
+		m.next.ServeHTTP(w, r)
+		return
+	}
+	reject(m, w, r, h, d, key)
+}
+
+// ServeHTTP is Middleware.ServeHTTP keyed by a sourceCriterion (sourceKey)
+// instead of the remote address: the two are apart so that neither frame
+// holds the other's key (see Performance under yaegi).
+func (p *sourcedPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m := (*Middleware)(p)
+	key := sourceKey(m, r)
+	d := ratelimit.TakeAt(m.zone, key, time.Now())
+	// One literal a value, as in Middleware.ServeHTTP.
 	h := w.Header()
 	h[headerLimit] = []string{m.limitStr}
 	h[headerRemaining] = []string{m.decimals[d.Remaining]}
