@@ -97,7 +97,7 @@ func RefundAt(z *Zone, key string, d *Decision) {
 	}
 	d.Receipt.At = 0
 	k := maphash.String(z.seed, key)
-	s := &z.shards[k&z.mask]
+	s := z.shardOf[k&z.mask] // see TakeAt
 	s.Lock()
 	slot := s.index[k]
 	if h := &s.heads[slot]; h.end-z.span == at && h.inside >= z.cost && s.generations[slot] == d.Receipt.Generation {
