@@ -25,6 +25,14 @@ const (
 	headerRateLimit     = httplimit.HeaderRateLimit
 )
 
+// The header modes allowedHeaders tells apart, as package constants (see
+// Performance under yaegi).
+const (
+	headersLegacy = httplimit.HeadersLegacy
+	headersIETF   = httplimit.HeadersIETF
+	headersBoth   = httplimit.HeadersBoth
+)
+
 // second is time.Second as a package constant, for the paths' rounding
 // of ResetAfter to whole seconds (see Performance under yaegi). They add
 // (second - 1), a constant, where ResetAfter + second - 1 would cost two
@@ -47,11 +55,11 @@ var tSuffixes = func() []string {
 // ServeHTTP (see Performance under yaegi).
 func allowedHeaders(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) {
 	switch m.headerMode {
-	case httplimit.HeadersLegacy:
+	case headersLegacy:
 		legacyValues(m, w, d)
-	case httplimit.HeadersIETF:
+	case headersIETF:
 		ietfValues(m, w, d)
-	case httplimit.HeadersBoth:
+	case headersBoth:
 		bothValues(m, w, d)
 	}
 }

@@ -37,7 +37,7 @@ const (
 	// table, written inline.
 	pathMemory = iota
 	// pathMemoryHeaders is memoryHeadersPath.ServeHTTP: the other
-	// headers, or values past the table (decidedModeHeaders).
+	// headers, or values past the table.
 	pathMemoryHeaders
 	// pathRedis is redisPath.ServeHTTP.
 	pathRedis
@@ -180,9 +180,11 @@ func (p *sourcedPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // ServeHTTP is the memory path with the headers of m.headerMode, or
-// values past the table: Middleware.ServeHTTP, keyed as it keys, with
-// decidedModeHeaders for its inline headers. The two are apart so that
-// neither frame holds the other's headers (see Performance under yaegi).
+// values past the table: Middleware.ServeHTTP, keyed as it keys, with a
+// call of its mode's function (allowedHeaders' switch, written out) for
+// its inline headers, and a denial, rare on a busy limit, in one call
+// (deny). The two are apart so that neither frame holds the other's
+// headers (see Performance under yaegi).
 func (p *memoryHeadersPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := (*Middleware)(p)
 	var key string
@@ -195,7 +197,20 @@ func (p *memoryHeadersPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			key = remoteKey(m, r)
 		}
 	}
-	decidedModeHeaders(m, w, r, key, ratelimit.TakeAt(m.zone, key, time.Now()))
+	d := ratelimit.TakeAt(m.zone, key, time.Now())
+	if !d.Allowed {
+		deny(m, w, r, key, d)
+		return
+	}
+	switch m.headerMode {
+	case headersLegacy:
+		legacyValues(m, w, d)
+	case headersIETF:
+		ietfValues(m, w, d)
+	case headersBoth:
+		bothValues(m, w, d)
+	}
+	m.next.ServeHTTP(w, r)
 }
 
 // reject rejects a request of the memory path and logs it. Its legacy
@@ -214,17 +229,6 @@ func reject(m *Middleware, w http.ResponseWriter, r *http.Request, h http.Header
 	w.WriteHeader(m.status)
 	w.Write(m.body)
 	logRejection(m, key)
-}
-
-// decidedModeHeaders carries out the memory path's decision d with the
-// headers of m.headerMode. A denial, rare on a busy limit, goes to deny.
-func decidedModeHeaders(m *Middleware, w http.ResponseWriter, r *http.Request, key string, d ratelimit.Decision) {
-	if !d.Allowed {
-		deny(m, w, r, key, d)
-		return
-	}
-	allowedHeaders(m, w, d)
-	m.next.ServeHTTP(w, r)
 }
 
 // ServeHTTP serves a request through Redis, keyed as the memory path
