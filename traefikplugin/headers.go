@@ -25,6 +25,14 @@ const (
 	headerRateLimit     = httplimit.HeaderRateLimit
 )
 
+// The header modes allowedHeaders tells apart, as package constants (see
+// Performance under yaegi).
+const (
+	headersLegacy = httplimit.HeadersLegacy
+	headersIETF   = httplimit.HeadersIETF
+	headersBoth   = httplimit.HeadersBoth
+)
+
 // second is time.Second as a package constant, for the paths' rounding
 // of ResetAfter to whole seconds (see Performance under yaegi). They add
 // (second - 1), a constant, where ResetAfter + second - 1 would cost two
@@ -43,14 +51,15 @@ var tSuffixes = func() []string {
 
 // allowedHeaders writes the headers of an allowed d under the rule's
 // limit. Each mode has a function of its own, so that a request pays for
-// its mode's values only (see Performance under yaegi).
+// its mode's values only, and each value is a literal of its own, as in
+// ServeHTTP (see Performance under yaegi).
 func allowedHeaders(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) {
 	switch m.headerMode {
-	case httplimit.HeadersLegacy:
+	case headersLegacy:
 		legacyValues(m, w, d)
-	case httplimit.HeadersIETF:
+	case headersIETF:
 		ietfValues(m, w, d)
-	case httplimit.HeadersBoth:
+	case headersBoth:
 		bothValues(m, w, d)
 	}
 }
@@ -58,33 +67,30 @@ func allowedHeaders(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) 
 // legacyValues writes the legacy headers of an allowed d: the values the
 // table holds from it, the others formatted.
 func legacyValues(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) {
-	v := []string{m.limitStr, decimal(m.decimals, d.Remaining), decimal(m.decimals, int64((d.ResetAfter+(second-1))/second))}
 	h := w.Header()
-	h[headerLimit] = v[0:1:1]
-	h[headerRemaining] = v[1:2:2]
-	h[headerReset] = v[2:3:3]
+	h[headerLimit] = []string{m.limitStr}
+	h[headerRemaining] = []string{decimal(m.decimals, d.Remaining)}
+	h[headerReset] = []string{decimal(m.decimals, int64((d.ResetAfter+(second-1))/second))}
 }
 
 // ietfValues writes RateLimit-Policy and RateLimit of an allowed d (see
 // httplimit.WriteHeaders).
 func ietfValues(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) {
-	v := []string{m.policyStr, m.ratePrefix + decimal(m.decimals, d.Remaining) + suffixT(int64((d.ResetAfter+(second-1))/second))}
 	h := w.Header()
-	h[headerPolicy] = v[0:1:1]
-	h[headerRateLimit] = v[1:2:2]
+	h[headerPolicy] = []string{m.policyStr}
+	h[headerRateLimit] = []string{m.ratePrefix + decimal(m.decimals, d.Remaining) + suffixT(int64((d.ResetAfter+(second-1))/second))}
 }
 
 // bothValues writes the legacy and the IETF headers of an allowed d.
 func bothValues(m *Middleware, w http.ResponseWriter, d ratelimit.Decision) {
 	rem := decimal(m.decimals, d.Remaining)
 	t := int64((d.ResetAfter + (second - 1)) / second)
-	v := []string{m.limitStr, rem, decimal(m.decimals, t), m.policyStr, m.ratePrefix + rem + suffixT(t)}
 	h := w.Header()
-	h[headerLimit] = v[0:1:1]
-	h[headerRemaining] = v[1:2:2]
-	h[headerReset] = v[2:3:3]
-	h[headerPolicy] = v[3:4:4]
-	h[headerRateLimit] = v[4:5:5]
+	h[headerLimit] = []string{m.limitStr}
+	h[headerRemaining] = []string{rem}
+	h[headerReset] = []string{decimal(m.decimals, t)}
+	h[headerPolicy] = []string{m.policyStr}
+	h[headerRateLimit] = []string{m.ratePrefix + rem + suffixT(t)}
 }
 
 // decimal returns t[n], or n formatted when t is too short for it.

@@ -50,12 +50,12 @@ func (f *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var key string
 	if m := f.rate; m != nil && m.overrides != nil {
 		// An exempt request (unlimited) takes no slot either.
-		k, client := overriddenKey(m, r)
-		if limit, _ := m.overrides.Match(k, client); limit == ratelimit.Unlimited {
+		var exempt bool
+		key, exempt = overriddenSlotKey(m, r)
+		if exempt {
 			f.next.ServeHTTP(w, r)
 			return
 		}
-		key = k
 	} else if f.source == nil {
 		key = addrKey(r.RemoteAddr, f.v6Bits)
 	} else {
@@ -74,6 +74,23 @@ func (f *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.next.ServeHTTP(w, r)
 		return
 	}
+	serveSlotRemote(f, w, r, key)
+}
+
+// overriddenSlotKey returns the key of a request to m, a rate with
+// overrides, and whether its override is unlimited, apart so that
+// ServeHTTP's frame holds none of the match's temporaries (see
+// Performance under yaegi).
+func overriddenSlotKey(m *Middleware, r *http.Request) (string, bool) {
+	k, client := overriddenKey(m, r)
+	limit, _ := m.overrides.Match(k, client)
+	return k, limit == ratelimit.Unlimited
+}
+
+// serveSlotRemote is ServeHTTP for slots kept in Redis, apart so that the
+// memory's frame holds none of its temporaries (see Performance under
+// yaegi).
+func serveSlotRemote(f *inFlight, w http.ResponseWriter, r *http.Request, key string) {
 	if f.withRate {
 		serveSlotAndRate(f, w, r, key)
 		return

@@ -386,3 +386,37 @@ func TestInFlightDryRunTraefik(t *testing.T) {
 		t.Fatalf("dry run past n: %d, reached %d, remaining %q", w.Code, reached.Load(), w.Header().Get("X-Ratelimit-Remaining"))
 	}
 }
+
+// TestInFlightUnlimitedOverrideTakesNoSlot: a client whose override is
+// unlimited takes no slot: with inFlight 1, its second request passes
+// while its first is held, where another client's is refused.
+func TestInFlightUnlimitedOverrideTakesNoSlot(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	svc := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Hold") != "" {
+			entered <- struct{}{}
+			<-release
+		}
+	})
+	h := newInFlight(t, "exempt-slots@file", map[string]any{
+		"window": "1m", "limit": "100", "inFlight": "1",
+		"overrides": "198.51.100.7=unlimited",
+	}, svc)
+	for _, tc := range []struct {
+		remote string
+		want   int
+	}{{"198.51.100.7:4711", 200}, {"203.0.113.7:4711", 429}} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			serve(h, tc.remote, http.Header{"X-Hold": {"1"}})
+		}()
+		<-entered
+		if got := serve(h, tc.remote, nil).Code; got != tc.want {
+			t.Errorf("%s: a second request while the first is held: %d, want %d", tc.remote, got, tc.want)
+		}
+		close(release)
+		<-done
+		release = make(chan struct{})
+	}
+}

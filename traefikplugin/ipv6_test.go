@@ -9,7 +9,7 @@ import (
 // TestIPv6GroupedByDefault: with the remote address as the key, two IPv6
 // addresses of one /64 share a count unless ipv6Subnet is 128; IPv4 is
 // unaffected; an IPv4-mapped address is its IPv4 address. Legacy headers
-// (written inline) and ietf headers (decidedModeHeaders) are checked.
+// (written inline) and ietf headers (memoryHeadersPath) are checked.
 func TestIPv6GroupedByDefault(t *testing.T) {
 	type step struct {
 		remote string

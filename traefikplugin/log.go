@@ -84,6 +84,13 @@ func logRejection(m *Middleware, key string) {
 		atomic.AddInt64(&m.rejectsSuppressed, 1)
 		return
 	}
+	writeRejection(m, key)
+}
+
+// writeRejection writes logRejection's line, apart so that the common
+// rejection's frame holds none of its temporaries (see Performance under
+// yaegi).
+func writeRejection(m *Middleware, key string) {
 	io.WriteString(rejectLog, rejectionLine(m, key, atomic.SwapInt64(&m.rejectsSuppressed, 0)))
 }
 

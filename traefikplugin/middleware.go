@@ -29,10 +29,8 @@ type Middleware struct {
 	name string
 	next http.Handler
 	// path is the way the requests are served (see choosePath and
-	// handlerOf); inlined is set for legacy headers from the table on the
-	// memory path (see setPath).
-	path    int
-	inlined bool
+	// handlerOf).
+	path int
 
 	// The key of a request. source is nil for the default source, the
 	// remote address, whose IPv6 addresses are grouped by v6Bits; sourced

@@ -476,7 +476,7 @@ func TestHeadersNone(t *testing.T) {
 }
 
 // What handlers do to one response's headers never shows in another, on
-// legacy headers (written inline) and both (decidedModeHeaders).
+// legacy headers (written inline) and both (memoryHeadersPath).
 func TestHeadersAreNotShared(t *testing.T) {
 	for _, headers := range []string{"legacy", "both"} {
 		c := validConfig()

@@ -15,7 +15,10 @@ import (
 // (choosePath) and returns the handler that serves it (handlerOf):
 //
 //	path                  counts in  key             limit    taken for
-//	Middleware.ServeHTTP  memory     any source      rule's   no store, countStatus, overrides or ban
+//	Middleware.ServeHTTP  memory     remote address  rule's   no store, countStatus, overrides or ban;
+//	 (sourcedPath.ServeHTTP          sourceCriterion          legacy headers within the table
+//	  memoryHeadersPath.ServeHTTP    any source
+//	  with other headers)
 //	redisPath.ServeHTTP   Redis      any source      rule's   legacy headers within the table,
 //	 (leasePath.ServeHTTP                                     no dry run, countStatus or overrides
 //	  with leases)
@@ -33,8 +36,8 @@ const (
 	// pathMemory is Middleware.ServeHTTP with legacy headers from the
 	// table, written inline.
 	pathMemory = iota
-	// pathMemoryHeaders is Middleware.ServeHTTP with the other headers,
-	// or values past the table (decidedModeHeaders).
+	// pathMemoryHeaders is memoryHeadersPath.ServeHTTP: the other
+	// headers, or values past the table.
 	pathMemoryHeaders
 	// pathRedis is redisPath.ServeHTTP.
 	pathRedis
@@ -64,29 +67,34 @@ func choosePath(m *Middleware, s settings, tabled bool) int {
 	return pathMemoryHeaders
 }
 
-// setPath sets m's path to p, and inlined, the flag the memory path
-// tests for legacy headers from the table.
+// setPath sets m's path to p.
 func setPath(m *Middleware, p int) {
 	m.path = p
-	m.inlined = p == pathMemory
 }
 
-// redisPath, leasePath and anyPath are a Middleware served by the path
-// of their name. New returns one of them for a middleware of that path
-// (leasePath: pathRedis with leases), so that Traefik calls its path
-// directly: under yaegi a call of Middleware.ServeHTTP allocates the
-// memory path's frame, taken or not, and one more call a frame of its
-// own (see Performance under yaegi).
+// sourcedPath, memoryHeadersPath, redisPath, leasePath and anyPath are a
+// Middleware served by the path of their name. New returns one of them
+// for a middleware of that path (sourcedPath: pathMemory with a
+// sourceCriterion; leasePath: pathRedis with leases), so that Traefik
+// calls its path directly: under yaegi a call of Middleware.ServeHTTP
+// allocates the memory path's frame, taken or not, and one more call a
+// frame of its own (see Performance under yaegi).
 type (
-	redisPath Middleware
-	leasePath Middleware
-	anyPath   Middleware
+	sourcedPath       Middleware
+	memoryHeadersPath Middleware
+	redisPath         Middleware
+	leasePath         Middleware
+	anyPath           Middleware
 )
 
 // handlerOf returns the handler that serves m's path: m itself for the
 // memory path.
 func handlerOf(m *Middleware) http.Handler {
 	switch {
+	case m.path == pathMemory && m.sourced:
+		return (*sourcedPath)(m)
+	case m.path == pathMemoryHeaders:
+		return (*memoryHeadersPath)(m)
 	case m.path == pathRedis && m.lease != nil:
 		return (*leasePath)(m)
 	case m.path == pathRedis:
@@ -103,6 +111,10 @@ func middlewareOf(h http.Handler) *Middleware {
 	switch h := h.(type) {
 	case *Middleware:
 		return h
+	case *sourcedPath:
+		return (*Middleware)(h)
+	case *memoryHeadersPath:
+		return (*Middleware)(h)
 	case *redisPath:
 		return (*Middleware)(h)
 	case *leasePath:
@@ -114,15 +126,67 @@ func middlewareOf(h http.Handler) *Middleware {
 }
 
 // ServeHTTP limits the request: it passes it on or rejects it. It is the
-// memory path: New returns the handler of another path for a middleware
-// that takes one (see handlerOf).
+// memory path of the remote address with legacy headers from the table:
+// New returns the handler of another path for a middleware that takes one
+// (see handlerOf).
 //
 // It is yaegi-shaped (see Performance under yaegi): an IPv4 remote
 // address is keyed inline, an IPv6 one or one without a port in one call
-// (remoteKey), a sourceCriterion in one (sourceKey); legacy headers
-// within the table are written inline, other headers in one call
-// (decidedModeHeaders), a rejection in one (reject).
+// (remoteKey); the headers are written inline, a rejection in one call
+// (reject).
 func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Declared, then assigned: interpreted, := of the call's results costs
+	// a frame slot more.
+	var key string
+	var err error
+	key, _, err = net.SplitHostPort(r.RemoteAddr)
+	if err != nil || r.RemoteAddr[0] == '[' {
+		// IPv6, or no port. Without a bracket the host has no colon: it is
+		// IPv4 (or junk), never "sha256:..." (see httplimit.BoundKey).
+		key = remoteKey(m, r)
+	}
+	d := ratelimit.TakeAt(m.zone, key, time.Now())
+	// Value slices of this response's own (see httplimit.Policy), one
+	// literal each: interpreted, v[0:1:1] of one literal costs a slot and a
+	// reflect copy more per value.
+	h := w.Header()
+	h[headerLimit] = []string{m.limitStr}
+	h[headerRemaining] = []string{m.decimals[d.Remaining]}
+	h[headerReset] = []string{m.decimals[(d.ResetAfter+(second-1))/second]}
+	if d.Allowed {
+		m.next.ServeHTTP(w, r)
+		return
+	}
+	reject(m, w, r, h, d, key)
+}
+
+// ServeHTTP is Middleware.ServeHTTP keyed by a sourceCriterion (sourceKey)
+// instead of the remote address: the two are apart so that neither frame
+// holds the other's key (see Performance under yaegi).
+func (p *sourcedPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m := (*Middleware)(p)
+	key := sourceKey(m, r)
+	d := ratelimit.TakeAt(m.zone, key, time.Now())
+	// One literal a value, as in Middleware.ServeHTTP.
+	h := w.Header()
+	h[headerLimit] = []string{m.limitStr}
+	h[headerRemaining] = []string{m.decimals[d.Remaining]}
+	h[headerReset] = []string{m.decimals[(d.ResetAfter+(second-1))/second]}
+	if d.Allowed {
+		m.next.ServeHTTP(w, r)
+		return
+	}
+	reject(m, w, r, h, d, key)
+}
+
+// ServeHTTP is the memory path with the headers of m.headerMode, or
+// values past the table: Middleware.ServeHTTP, keyed as it keys, with a
+// call of its mode's function (allowedHeaders' switch, written out) for
+// its inline headers, and a denial, rare on a busy limit, in one call
+// (deny). The two are apart so that neither frame holds the other's
+// headers (see Performance under yaegi).
+func (p *memoryHeadersPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m := (*Middleware)(p)
 	var key string
 	if m.sourced {
 		key = sourceKey(m, r)
@@ -130,58 +194,41 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var err error
 		key, _, err = net.SplitHostPort(r.RemoteAddr)
 		if err != nil || r.RemoteAddr[0] == '[' {
-			// IPv6, or no port. Without a bracket the host has no colon: it is
-			// IPv4 (or junk), never "sha256:..." (see httplimit.BoundKey).
 			key = remoteKey(m, r)
 		}
 	}
 	d := ratelimit.TakeAt(m.zone, key, time.Now())
-	if m.inlined {
-		// Value slices of this response's own (see httplimit.Policy), capped
-		// so that an append cannot reach the next one.
-		v := []string{m.limitStr, m.decimals[d.Remaining], m.decimals[(d.ResetAfter+(second-1))/second]}
-		h := w.Header()
-		h[headerLimit] = v[0:1:1]
-		h[headerRemaining] = v[1:2:2]
-		h[headerReset] = v[2:3:3]
-		if d.Allowed {
-			m.next.ServeHTTP(w, r)
-			return
-		}
-		reject(m, w, r, h, d, key)
+	if !d.Allowed {
+		deny(m, w, r, key, d)
 		return
 	}
-	decidedModeHeaders(m, w, r, key, d)
+	switch m.headerMode {
+	case headersLegacy:
+		legacyValues(m, w, d)
+	case headersIETF:
+		ietfValues(m, w, d)
+	case headersBoth:
+		bothValues(m, w, d)
+	}
+	m.next.ServeHTTP(w, r)
 }
 
 // reject rejects a request of the memory path and logs it. Its legacy
 // headers are in h already; the rest is written as httplimit.WriteRejection
-// would, every value from a table (see logRejection). In dry-run mode deny lets the
-// request through.
+// would, every value from a table, a literal each as in ServeHTTP (see
+// logRejection). In dry-run mode deny lets the request through.
 func reject(m *Middleware, w http.ResponseWriter, r *http.Request, h http.Header, d ratelimit.Decision, key string) {
 	if m.dryRun {
 		deny(m, w, r, key, d)
 		return
 	}
-	v := []string{m.decimals[httplimit.RetrySeconds(d.RetryAfter)], contentTypeText, noSniff, m.lengthStr}
-	h[headerRetryAfter] = v[0:1:1]
-	h[headerContentType] = v[1:2:2]
-	h[headerNoSniff] = v[2:3:3]
-	h[headerContentLength] = v[3:4:4]
+	h[headerRetryAfter] = []string{m.decimals[httplimit.RetrySeconds(d.RetryAfter)]}
+	h[headerContentType] = []string{contentTypeText}
+	h[headerNoSniff] = []string{noSniff}
+	h[headerContentLength] = []string{m.lengthStr}
 	w.WriteHeader(m.status)
 	w.Write(m.body)
 	logRejection(m, key)
-}
-
-// decidedModeHeaders carries out the memory path's decision d with the
-// headers of m.headerMode. A denial, rare on a busy limit, goes to deny.
-func decidedModeHeaders(m *Middleware, w http.ResponseWriter, r *http.Request, key string, d ratelimit.Decision) {
-	if !d.Allowed {
-		deny(m, w, r, key, d)
-		return
-	}
-	allowedHeaders(m, w, d)
-	m.next.ServeHTTP(w, r)
 }
 
 // ServeHTTP serves a request through Redis, keyed as the memory path

@@ -48,10 +48,10 @@ func (z *Zone) NoteBan() { atomic.AddUint64(&z.bans, 1) }
 func TakeBanAt(z *Zone, key string, now time.Time, limit int64) Decision {
 	t := now.UnixNano()
 	if limit <= 0 {
-		limit = z.rule.Limit
+		limit = z.ruleLimit
 	}
 	k := maphash.String(z.seed, key)
-	s := &z.shards[k&z.mask]
+	s := z.shardOf[k&z.mask] // see TakeAt
 	s.Lock()
 	until := s.banned[k]
 	if until == 0 && z.persist != nil {
@@ -59,14 +59,14 @@ func TakeBanAt(z *Zone, key string, now time.Time, limit int64) Decision {
 	}
 	if t < until {
 		s.Unlock()
-		return Decision{Limit: limit, RetryAfter: time.Duration(until - t), ResetAfter: time.Duration(until - t)}
+		return Decision{Limit: limit, RetryAfter: duration(until - t), ResetAfter: duration(until - t)}
 	}
 	h := &s.heads[s.index[k]]
-	if left := h.end - t; left > 0 && left <= z.span && limit == z.rule.Limit {
+	if left := h.end - t; left > 0 && left <= z.span && limit == z.ruleLimit {
 		if count := h.inside + h.leaving*float64(left)/z.spanF + z.cost; count <= z.limit {
 			h.inside += z.cost
 			s.Unlock()
-			return Decision{Allowed: true, Limit: limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(left + z.resetTail)}
+			return Decision{Allowed: true, Limit: limit, Remaining: int64(z.limit - count), ResetAfter: duration(left + z.resetTail)}
 		}
 	}
 	d := take(z, s, key, k, t, limit, true)

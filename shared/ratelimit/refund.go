@@ -47,7 +47,7 @@ func refundAll(items []Item, out []Decision) {
 func TakeReservedAt(z *Zone, key string, now time.Time, limit int64) Decision {
 	t := now.UnixNano()
 	k := maphash.String(z.seed, key)
-	s := &z.shards[k&z.mask]
+	s := z.shardOf[k&z.mask] // see TakeAt
 	s.Lock()
 	slot := s.index[k]
 	h := &s.heads[slot]
@@ -56,7 +56,7 @@ func TakeReservedAt(z *Zone, key string, now time.Time, limit int64) Decision {
 			h.inside += z.cost
 			r := Receipt{At: h.end - z.span, Generation: s.generations[slot]}
 			s.Unlock()
-			return Decision{Allowed: true, Limit: z.rule.Limit, Remaining: int64(z.limit - count), ResetAfter: time.Duration(left + z.resetTail), Receipt: r}
+			return Decision{Allowed: true, Limit: z.ruleLimit, Remaining: int64(z.limit - count), ResetAfter: duration(left + z.resetTail), Receipt: r}
 		}
 	}
 	return takeReserved(z, s, key, k, t, limit)
@@ -66,7 +66,7 @@ func TakeReservedAt(z *Zone, key string, now time.Time, limit int64) Decision {
 // key, hashed to k, locked; it unlocks s.
 func takeReserved(z *Zone, s *shard, key string, k uint64, t int64, limit int64) Decision {
 	if limit <= 0 {
-		limit = z.rule.Limit
+		limit = z.ruleLimit
 	}
 	d := take(z, s, key, k, t, limit, true)
 	if d.Allowed {
@@ -97,7 +97,7 @@ func RefundAt(z *Zone, key string, d *Decision) {
 	}
 	d.Receipt.At = 0
 	k := maphash.String(z.seed, key)
-	s := &z.shards[k&z.mask]
+	s := z.shardOf[k&z.mask] // see TakeAt
 	s.Lock()
 	slot := s.index[k]
 	if h := &s.heads[slot]; h.end-z.span == at && h.inside >= z.cost && s.generations[slot] == d.Receipt.Generation {

@@ -138,9 +138,9 @@ type Zone struct {
 	seed   maphash.Seed
 	mask   uint64
 	shards []shard
-	// shardOf holds &shards[i] at i, for TakeAt: interpreted, an element
-	// of shards indexed is copied into a frame slot of a shard's size, one
-	// of shardOf is a pointer.
+	// shardOf holds &shards[i] at i, for TakeAt and the other functions a
+	// request calls: interpreted, an element of shards indexed is copied
+	// into a frame slot of a shard's size, one of shardOf is a pointer.
 	shardOf  []*shard
 	perShard int
 	maxKeys  int // Options.MaxKeys, or its default
@@ -325,7 +325,8 @@ func TakeAt(z *Zone, key string, now time.Time) Decision {
 }
 
 // duration is time.Duration under a name of this package: interpreted,
-// another package's name costs TakeAt a frame slot.
+// another package's name costs the request path's functions (TakeAt,
+// takeRest, TakeBanAt, TakeReservedAt) a frame slot each time.
 type duration = time.Duration
 
 // TakeLimitAt is TakeAt for a key whose N is limit instead of the rule's
@@ -336,7 +337,7 @@ type duration = time.Duration
 func TakeLimitAt(z *Zone, key string, now time.Time, limit int64) Decision {
 	t := now.UnixNano()
 	k := maphash.String(z.seed, key)
-	s := &z.shards[k&z.mask]
+	s := z.shardOf[k&z.mask] // see TakeAt
 	s.Lock()
 	return takeRest(z, s, key, k, t, limit, &s.heads[s.index[k]])
 }
@@ -354,11 +355,11 @@ func TakeLimitAt(z *Zone, key string, now time.Time, limit int64) Decision {
 // every request that gets here one more call.
 func takeRest(z *Zone, s *shard, key string, k uint64, t int64, limit int64, h *head) Decision {
 	if limit == 0 {
-		limit = z.rule.Limit // here, not in TakeAt's frame
+		limit = z.ruleLimit // here, not in TakeAt's frame
 	}
 	if den := s.denied[k]; t < den.until && t >= den.from && den.limit == limit && *h == den.head {
 		s.Unlock()
-		return Decision{Limit: limit, RetryAfter: time.Duration(den.until - t), ResetAfter: time.Duration(den.resetAt - t)}
+		return Decision{Limit: limit, RetryAfter: duration(den.until - t), ResetAfter: duration(den.resetAt - t)}
 	}
 	d := take(z, s, key, k, t, limit, true)
 	s.Unlock()
