@@ -28,7 +28,9 @@ func TestPluginRemovedMiddlewaresStop(t *testing.T) {
 		}
 	}
 	peak := runtime.NumGoroutine()
-	if peak < before+50 {
+	// One sweeper each; goroutines of the tests before may end meanwhile
+	// (a peak of 100 after 51 was seen), hence the slack of 5.
+	if peak < before+45 {
 		t.Fatalf("goroutines: %d before, %d with 50 middlewares: no sweepers?", before, peak)
 	}
 	if get(kept, "203.0.113.7:1", "").Code != http.StatusOK || get(kept, "203.0.113.7:1", "").Code != http.StatusOK ||
