@@ -34,6 +34,7 @@ func (t *table) traefik() {
 		{"windowlimit + `redis` (a hot key: leases)", "windowlimit + redis"},
 		{"built-in + `redis`, 1,000 busy keys", "built-in + redis, 1000 keys"},
 		{"windowlimit + `redis`, 1,000 busy keys", "windowlimit + redis, 1000 keys"},
+		{"the least per-request Redis counter, yaegi, 1,000 keys", "least Redis counter, yaegi, 1000 keys"},
 		{"trivial yaegi plugin (the floor)", "trivial yaegi plugin (the floor)"},
 		{"least sliding window, yaegi (`scripts/floorplugin`)", "least sliding window, yaegi (its floor)"},
 		{"windowlimit, denial-heavy (429)", "windowlimit, denial-heavy (429)"},
