@@ -119,9 +119,10 @@ func takeOneDone(ctx context.Context, s *Store, pc *preparedCall, now time.Time,
 
 // takeOneOther finishes takeOne when its call failed with err or returned
 // res, the wrong number of integers. For NOSCRIPT, which ran nothing,
-// call sends the script's text.
+// call sends the script's text, at once (see Store.lost).
 func takeOneOther(ctx context.Context, s *Store, now time.Time, items []ratelimit.Item, out []ratelimit.Decision, res []int64, err error) (bool, error) {
 	if err != nil && isNoScript(err) {
+		s.markLost(lostScript)
 		keys := []string{Key(s.prefix, items[0].Zone.Name(), items[0].Key)}
 		return s.call(ctx, now, items, keys, nil, out, nil)
 	}
@@ -192,6 +193,7 @@ func takeSlotPrepared(ctx context.Context, s *Store, z *ratelimit.Zone, key stri
 	if err != nil {
 		if isNoScript(err) {
 			// The server lost the full script: the general path sends it.
+			s.markLost(lostFull)
 			return false, false, nil
 		}
 		return false, true, fmt.Errorf("redis limiter script: %w", err)

@@ -74,6 +74,11 @@ type Store struct {
 	last atomic.Value
 	// callerTime is Settings.CallerTime.
 	callerTime bool
+	// lost has a script's bit (lostScript, lostFull) while a prepared call
+	// of it found the server without it: the general path that decides
+	// the request then sends the script's text at once, not its SHA1
+	// again (see evalWith).
+	lost int32
 	// take is Take as a closure (see TakeFunc).
 	take func(ctx context.Context, now time.Time, items []ratelimit.Item, out []ratelimit.Decision) (bool, error)
 }
@@ -345,11 +350,55 @@ func (s *Store) eval(ctx context.Context, keys, args []string) ([]int64, error) 
 // evalWith runs script by its SHA1 sha, and sends its text when the
 // server does not hold it.
 func (s *Store) evalWith(ctx context.Context, script, sha string, keys, args []string) ([]int64, error) {
+	if atomic.LoadInt32(&s.lost) != 0 && s.found(sha) {
+		// A prepared call was just refused it: the SHA1 would be too.
+		return s.run.Eval(ctx, script, keys, args)
+	}
 	res, err := s.run.EvalSha(ctx, sha, keys, args)
 	if err != nil && isNoScript(err) {
 		res, err = s.run.Eval(ctx, script, keys, args)
 	}
 	return res, err
+}
+
+// Bits of Store.lost.
+const (
+	lostScript int32 = 1 << iota // the script (redisScriptSHA)
+	lostFull                     // the full script (redisFullScriptSHA)
+)
+
+// markLost records that a prepared call of the script of bit found the
+// server without it.
+func (s *Store) markLost(bit int32) {
+	for {
+		old := atomic.LoadInt32(&s.lost)
+		if old&bit != 0 || atomic.CompareAndSwapInt32(&s.lost, old, old|bit) {
+			return
+		}
+	}
+}
+
+// found clears the lost bit of the script of sha and reports whether it
+// was set: the one call that clears it sends the script's text.
+func (s *Store) found(sha string) bool {
+	var bit int32
+	switch sha {
+	case redisScriptSHA:
+		bit = lostScript
+	case redisFullScriptSHA:
+		bit = lostFull
+	default:
+		return false
+	}
+	for {
+		old := atomic.LoadInt32(&s.lost)
+		if old&bit == 0 {
+			return false
+		}
+		if atomic.CompareAndSwapInt32(&s.lost, old, old&^bit) {
+			return true
+		}
+	}
 }
 
 // Ping runs the script with no keys: it checks that Redis answers and

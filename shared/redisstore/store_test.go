@@ -167,6 +167,59 @@ func TestRedisNoScript(t *testing.T) {
 	}
 }
 
+// TestRedisNoScriptPrepared: a prepared call (the Traefik plugin's and
+// Caddy's request of one zone, with an in-flight slot or without) that
+// finds the script gone is decided by one EVAL of its text, not by its
+// SHA1 sent a second time first. Redis counts the calls.
+func TestRedisNoScriptPrepared(t *testing.T) {
+	srv := redistest.Start(t)
+	store, client := newStore(t, srv.Addr())
+	ctx := context.Background()
+	z := newZone(t, "nsp", ratelimit.Rule{Window: time.Minute, Limit: 10})
+	for _, tc := range []struct {
+		name string
+		take func() ratelimit.Decision
+	}{
+		{"take", func() ratelimit.Decision {
+			out := make([]ratelimit.Decision, 1)
+			if _, err := store.Take(ctx, time.Now(), []ratelimit.Item{{Zone: z, Key: "k"}}, out); err != nil {
+				t.Fatal(err)
+			}
+			return out[0]
+		}},
+		{"slot", func() ratelimit.Decision {
+			out := make([]ratelimit.Decision, 1)
+			slot := &ratelimit.Slot{Set: SlotsKey(store.prefix, "nsp", "s"), N: 100, TTL: time.Minute, Member: strconv.Itoa(rand.Int())}
+			if _, err := store.TakeSlot(ctx, time.Now(), []ratelimit.Item{{Zone: z, Key: "s"}}, out, slot); err != nil {
+				t.Fatal(err)
+			}
+			return out[0]
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.take() // loads the script
+			for _, c := range [][]string{{"SCRIPT", "FLUSH"}, {"CONFIG", "RESETSTAT"}} {
+				if _, err := client.Do(ctx, c[0], c[1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if d := tc.take(); !d.Allowed || d.Remaining != 8 {
+				t.Fatalf("after SCRIPT FLUSH: %+v", d)
+			}
+			calls := redistest.Calls(t, srv.Addr())
+			if calls["evalsha"] != 1 || calls["eval"] != 1 {
+				t.Fatalf("after SCRIPT FLUSH: %d EVALSHA and %d EVAL, want 1 refused and 1 with the text", calls["evalsha"], calls["eval"])
+			}
+			if d := tc.take(); !d.Allowed || d.Remaining != 7 {
+				t.Fatalf("the next request: %+v", d)
+			}
+			if calls := redistest.Calls(t, srv.Addr()); calls["evalsha"] != 2 || calls["eval"] != 1 {
+				t.Fatalf("the next request: %d EVALSHA and %d EVAL in all, want 2 and 1", calls["evalsha"], calls["eval"])
+			}
+		})
+	}
+}
+
 // TestRedisRuleChange: counters written under another rule (another
 // sub-window, or another algorithm and so another Redis type) are
 // dropped, never misread.
