@@ -33,6 +33,11 @@ type figure struct {
 	// split reads each printed value as several, separated by spaces
 	// (a list the command prints on one line).
 	split bool
+	// quoted is a figure inside a block the doc quotes as one run
+	// printed it, beside words that are no figure (a goal's "met"): a
+	// rewrite leaves it, since the block would then say what no run
+	// printed; the writer pastes a new run's block whole.
+	quoted bool
 }
 
 // A checker runs the figures of one mode and keeps what they found.
@@ -165,7 +170,7 @@ func (k *checker) one(w io.Writer, f figure) {
 	// WL_FIGURES_REWRITE=1: a time, rate or ratio becomes what this run
 	// printed, whether or not it was within its tolerance, so that a
 	// table is one run's.
-	if k.rewrite && strings.HasPrefix(kind, "tol:") && (verdict == "ok" || strings.HasPrefix(verdict, "DIFFERS (median")) &&
+	if k.rewrite && !f.quoted && strings.HasPrefix(kind, "tol:") && (verdict == "ok" || strings.HasPrefix(verdict, "DIFFERS (median")) &&
 		plainNumberRE.MatchString(want) {
 		if v := rewriteValue(med, want); v != want {
 			if err := rewriteDoc(f.doc, f.docRE, v); err != nil {

@@ -101,6 +101,15 @@ func TestCheckerRewritesTimes(t *testing.T) {
 	if !k.timedRun {
 		t.Error("a time was rewritten, but the run does not say so")
 	}
+	// A figure of a quoted block stays: its verdict words would not follow.
+	q := doc(t, "1. ratio  0.90   goal >= 0.85 met\n")
+	quoted := figure{kind: "tol:5", name: "summary", doc: q, docRE: `ratio\s+(\S+)\s+goal`, cmd: &cmd{name: "bench"}, outRE: `^ratio (\S+)`, quoted: true}
+	if row, failed := checkOne(t, k, quoted, "ratio 0.70\n"); !failed || strings.Contains(row, "rewritten") {
+		t.Errorf("a quoted figure that differs: failed %v, row %q", failed, row)
+	}
+	if b, _ := os.ReadFile(q); string(b) != "1. ratio  0.90   goal >= 0.85 met\n" {
+		t.Errorf("the quoted block after the rewrite: %q", b)
+	}
 }
 
 func TestCheckerSplitsAList(t *testing.T) {

@@ -23,6 +23,13 @@ func (t *table) addEach(kind, name, doc, docRE string, c *cmd, outRE string) {
 	t.figs[len(t.figs)-1].split = true
 }
 
+// addQuoted adds a figure of a block the doc quotes whole (see
+// figure.quoted).
+func (t *table) addQuoted(kind, name, doc, docRE string, c *cmd, outRE string) {
+	t.add(kind, name, doc, docRE, c, outRE)
+	t.figs[len(t.figs)-1].quoted = true
+}
+
 // figures returns every figure, fast ones first.
 func figures() []figure {
 	t := &table{}
